@@ -1,0 +1,370 @@
+"""The experiment definition: validation against allow-lists, and expansion into runs.
+
+The UI form, the REST API and YAML import all hand a plain dict to `validate_definition`. It
+returns a normalized `ExperimentDefinition` or raises `DefinitionError` with one message per
+field, so a bad definition is rejected whole, before anything is stored or queued. Every value
+that will end up on a server's or sysbench's command line is checked here against an allow-list
+or a pattern; nothing a user types reaches a shell (the runner starts processes with argument
+lists as a second line of defence).
+"""
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+from .units import SizeError, format_size, parse_size
+
+LIVE_ENGINES = ("innodb", "rocksdb")
+WORKLOADS = (
+    "oltp_write_only",
+    "oltp_insert",
+    "oltp_read_write",
+    "oltp_update_index",
+    "oltp_update_non_index",
+)
+CRASH_METHODS = ("sigkill",)
+CRASH_WHEN = ("after_workload", "during_workload")
+
+MAX_VALUES_PER_PARAMETER = 10
+MAX_REPETITIONS = 20
+MAX_RUNS = 200
+
+_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
+HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+
+
+class DefinitionError(Exception):
+    """A definition that cannot run; `errors` maps a field path to its messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def _int_between(low: int, high: int) -> Callable[[object], int]:
+    def check(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
+                value = int(value)
+            else:
+                raise ValueError(f"{value!r} is not a whole number")
+        if not low <= value <= high:
+            raise ValueError(f"{value} is outside {low}..{high}")
+        return value
+
+    return check
+
+
+def _size_between(low: str, high: str) -> Callable[[object], str]:
+    low_bytes, high_bytes = parse_size(low), parse_size(high)
+
+    def check(value: object) -> str:
+        try:
+            size_bytes = parse_size(value)  # type: ignore[arg-type]
+        except SizeError as exc:
+            raise ValueError(str(exc)) from None
+        if not low_bytes <= size_bytes <= high_bytes:
+            raise ValueError(f"{value} is outside {low}..{high}")
+        return format_size(size_bytes)
+
+    return check
+
+
+def _one_of(*choices: object) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        for choice in choices:
+            if value == choice or (isinstance(value, str) and value.strip() == str(choice)):
+                return choice
+        raise ValueError(f"{value!r} is not one of {', '.join(map(str, choices))}")
+
+    return check
+
+
+# Engine-neutral parameters: name -> (validator, default). Translation to server variables is
+# the runner's job (it knows the server version); see workers/runner/runner.py.
+PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
+    "buffer_pool_size": (_size_between("8M", "64G"), "128M"),
+    "redo_log_size": (_size_between("8M", "64G"), "96M"),
+    "insert_rate": (_int_between(0, 1_000_000), 0),
+}
+
+# Further server variables a user may set. Values are matrix dimensions like parameters.
+SERVER_OPTIONS: dict[str, Callable[[object], object]] = {
+    "innodb_flush_log_at_trx_commit": _one_of(0, 1, 2),
+    "innodb_doublewrite": _one_of(0, 1),
+    "innodb_flush_method": _one_of("fsync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"),
+    "innodb_io_capacity": _int_between(100, 1_000_000),
+    "innodb_max_dirty_pages_pct": _int_between(0, 99),
+    "innodb_adaptive_flushing": _one_of(0, 1),
+    "innodb_buffer_pool_load_at_startup": _one_of(0, 1),
+    "innodb_fast_shutdown": _one_of(0, 1, 2),
+    "log_bin": _one_of(0, 1),
+    "sync_binlog": _int_between(0, 1000),
+    "rocksdb_flush_log_at_trx_commit": _one_of(0, 1, 2),
+    "rocksdb_max_background_jobs": _int_between(1, 64),
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str = "oltp_write_only"
+    tables: int = 4
+    table_size: int = 50_000
+    threads: int = 4
+    events: int = 20_000
+    time_seconds: int = 0
+
+
+@dataclass(frozen=True)
+class CrashPlan:
+    method: str = "sigkill"
+    when: str = "after_workload"
+    after_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One cell of the matrix, repeated: what a single Run executes."""
+
+    matrix_index: int
+    host: str
+    engine: str
+    parameters: dict
+    server_options: dict
+    repetition: int
+
+
+@dataclass
+class ExperimentDefinition:
+    name: str
+    hosts: list[str]
+    engines: list[str]
+    parameters: dict[str, list]
+    server_options: dict[str, list]
+    workload: Workload
+    crash: CrashPlan
+    repetitions: int
+    run_count: int = field(init=False)
+
+    def __post_init__(self):
+        # Counted, not expanded: a hostile matrix must be refused before it is enumerated.
+        dimensions = [len(self.hosts), len(self.engines), self.repetitions]
+        dimensions += [len(v) for v in self.parameters.values()]
+        dimensions += [len(v) for v in self.server_options.values()]
+        self.run_count = math.prod(dimensions)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data.pop("run_count")
+        if data["crash"]["after_seconds"] is None:
+            del data["crash"]["after_seconds"]
+        return data
+
+    def expand(self) -> Iterable[RunSpec]:
+        """Hosts x engines x parameter values x server option values x repetitions."""
+        param_names = list(self.parameters)
+        option_names = list(self.server_options)
+        cells = itertools.product(
+            self.hosts,
+            self.engines,
+            itertools.product(*(self.parameters[n] for n in param_names)),
+            itertools.product(*(self.server_options[n] for n in option_names)),
+        )
+        index = 0
+        for host, engine, param_values, option_values in cells:
+            for repetition in range(1, self.repetitions + 1):
+                yield RunSpec(
+                    matrix_index=index,
+                    host=host,
+                    engine=engine,
+                    parameters=dict(zip(param_names, param_values, strict=True)),
+                    server_options=dict(zip(option_names, option_values, strict=True)),
+                    repetition=repetition,
+                )
+                index += 1
+
+
+class _Collector:
+    def __init__(self):
+        self.errors: dict[str, list[str]] = {}
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.setdefault(path, []).append(message)
+
+
+def _as_list(value: object) -> list:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _check_values(
+    errors: _Collector, path: str, raw: object, check: Callable[[object], object]
+) -> list:
+    values = _as_list(raw)
+    if not values:
+        errors.add(path, "give at least one value")
+        return []
+    if len(values) > MAX_VALUES_PER_PARAMETER:
+        errors.add(path, f"at most {MAX_VALUES_PER_PARAMETER} values")
+        return []
+    checked = []
+    for value in values:
+        try:
+            normalized = check(value)
+        except ValueError as exc:
+            errors.add(path, str(exc))
+            continue
+        if normalized not in checked:
+            checked.append(normalized)
+    return checked
+
+
+def _check_names(errors: _Collector, path: str, raw: object, allowed: Iterable[str]) -> list[str]:
+    allowed = list(allowed)
+    values = _as_list(raw) if raw is not None else []
+    if not values:
+        errors.add(path, "give at least one")
+        return []
+    names = []
+    for value in values:
+        if not isinstance(value, str) or value not in allowed:
+            errors.add(path, f"{value!r} is not one of: {', '.join(allowed) or '(none registered)'}")
+        elif value not in names:
+            names.append(value)
+    return names
+
+
+def _check_engines(errors: _Collector, raw: object) -> list[str]:
+    engines = _check_names(errors, "engines", raw, LIVE_ENGINES)
+    if "tokudb" in _as_list(raw):
+        errors.add("engines", "TokuDB does not run on MariaDB 10.11 hosts: import its logs instead")
+    return engines
+
+
+def _check_mapping(errors: _Collector, path: str, raw: object, allowed: dict, defaults: bool):
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.add(path, "must be an object of name: [values]")
+        return {}
+    result = {}
+    for name, values in raw.items():
+        if name not in allowed:
+            errors.add(f"{path}.{name}", f"not allowed here; allowed: {', '.join(sorted(allowed))}")
+            continue
+        check = allowed[name][0] if defaults else allowed[name]
+        result[name] = _check_values(errors, f"{path}.{name}", values, check)
+    if defaults:
+        for name, (_, default) in allowed.items():
+            result.setdefault(name, [default])
+    return result
+
+
+def _check_workload(errors: _Collector, raw: object) -> Workload:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.add("workload", "must be an object")
+        return Workload()
+    limits = {
+        "tables": (1, 64),
+        "table_size": (1, 10_000_000),
+        "threads": (1, 256),
+        "events": (0, 10_000_000),
+        "time_seconds": (0, 86_400),
+    }
+    values: dict = {}
+    for key, value in raw.items():
+        if key == "name":
+            try:
+                values["name"] = _one_of(*WORKLOADS)(value)
+            except ValueError as exc:
+                errors.add("workload.name", str(exc))
+        elif key in limits:
+            try:
+                values[key] = _int_between(*limits[key])(value)
+            except ValueError as exc:
+                errors.add(f"workload.{key}", str(exc))
+        else:
+            errors.add(f"workload.{key}", f"unknown; known: name, {', '.join(limits)}")
+    return Workload(**values)
+
+
+def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPlan:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.add("crash", "must be an object")
+        return CrashPlan()
+    plan = {}
+    for key, value in raw.items():
+        try:
+            if key == "method":
+                plan[key] = _one_of(*CRASH_METHODS)(value)
+            elif key == "when":
+                plan[key] = _one_of(*CRASH_WHEN)(value)
+            elif key == "after_seconds":
+                plan[key] = _int_between(1, 86_400)(value)
+            else:
+                errors.add(f"crash.{key}", "unknown; known: method, when, after_seconds")
+        except ValueError as exc:
+            errors.add(f"crash.{key}", str(exc))
+    crash = CrashPlan(**plan)
+    if crash.when == "during_workload" and crash.after_seconds is None:
+        errors.add("crash.after_seconds", "required when the crash comes during the workload")
+    if crash.when == "after_workload":
+        if "after_seconds" in plan:
+            errors.add("crash.after_seconds", "only used with when: during_workload")
+        if workload.events == 0 and workload.time_seconds == 0:
+            errors.add("workload.events", "a crash after the workload needs events or time_seconds")
+    return crash
+
+
+def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDefinition:
+    """Check a user's definition and return it normalized, or raise DefinitionError."""
+    errors = _Collector()
+    if not isinstance(raw, dict):
+        raise DefinitionError({"non_field_errors": ["the definition must be a JSON object"]})
+    known = {"name", "hosts", "engines", "parameters", "server_options", "workload", "crash",
+             "repetitions", "description"}
+    for key in raw:
+        if key not in known:
+            errors.add(str(key), f"unknown field; known: {', '.join(sorted(known))}")
+
+    name = raw.get("name")
+    if not isinstance(name, str) or not _NAME.match(name.strip()):
+        errors.add("name", "1-200 characters: letters, digits, spaces and _ . , : ( ) / + % = @ # -")
+        name = ""
+    hosts = _check_names(errors, "hosts", raw.get("hosts"), known_hosts)
+    engines = _check_engines(errors, raw.get("engines"))
+    parameters = _check_mapping(errors, "parameters", raw.get("parameters"), PARAMETERS, True)
+    server_options = _check_mapping(
+        errors, "server_options", raw.get("server_options"), SERVER_OPTIONS, False
+    )
+    workload = _check_workload(errors, raw.get("workload"))
+    crash = _check_crash(errors, raw.get("crash"), workload)
+    repetitions = 1
+    try:
+        repetitions = _int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))
+    except ValueError as exc:
+        errors.add("repetitions", str(exc))
+
+    if errors.errors:
+        raise DefinitionError(errors.errors)
+    definition = ExperimentDefinition(
+        name=name.strip(),
+        hosts=hosts,
+        engines=engines,
+        parameters=parameters,
+        server_options=server_options,
+        workload=workload,
+        crash=crash,
+        repetitions=repetitions,
+    )
+    if definition.run_count > MAX_RUNS:
+        raise DefinitionError(
+            {"non_field_errors": [f"this matrix expands to {definition.run_count} runs; "
+                                  f"the limit is {MAX_RUNS}"]}
+        )
+    return definition

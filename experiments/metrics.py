@@ -1,0 +1,49 @@
+"""The metric names of DESIGN.md, shared by the models, the API, exports and charts."""
+
+INTEGER_METRICS = (
+    "checkpoint_lsn",
+    "crash_lsn",
+    "redo_bytes",
+    "pages_to_recover",
+    "redo_records_applied",
+    "trx_rolled_back",
+    "rows_undone",
+    "pages_written",
+    "log_bytes_written",
+    "data_bytes_written",
+)
+FLOAT_METRICS = (
+    "recovery_seconds",
+    "rollback_seconds",
+    "ready_seconds",
+    "downtime_seconds",
+    "clean_start_seconds",
+    "redo_apply_mb_per_s",
+    "workload_tps",
+    "workload_qps",
+    "latency_p95_ms",
+)
+METRIC_NAMES = (*INTEGER_METRICS, *FLOAT_METRICS, "verified")
+
+LABELS = {
+    "checkpoint_lsn": "checkpoint LSN",
+    "crash_lsn": "crash LSN",
+    "redo_bytes": "redo to replay (bytes)",
+    "pages_to_recover": "pages to recover",
+    "redo_records_applied": "redo records applied",
+    "trx_rolled_back": "transactions rolled back",
+    "rows_undone": "rows undone",
+    "recovery_seconds": "crash recovery (s)",
+    "rollback_seconds": "background rollback (s)",
+    "ready_seconds": "start to ready (s)",
+    "downtime_seconds": "kill to first query (s)",
+    "clean_start_seconds": "clean start (s)",
+    "redo_apply_mb_per_s": "redo apply (MB/s)",
+    "workload_tps": "workload TPS",
+    "workload_qps": "workload QPS",
+    "latency_p95_ms": "latency p95 (ms)",
+    "pages_written": "pages written",
+    "log_bytes_written": "log bytes written",
+    "data_bytes_written": "data bytes written",
+    "verified": "verified",
+}

@@ -1,0 +1,104 @@
+"""Log and report parsers: plain Python, no Django, streaming.
+
+`parse_path(path)` or `parse_stream(name, handle)` detects what a file is and parses it into a
+`ParsedFile` (see model.py; its `to_dict()` validates against parsed_file.schema.json). Bad input
+gives warnings and `kind: "unknown"` or a partial result, never an exception.
+"""
+
+import io
+import itertools
+import logging
+import re
+from pathlib import Path
+from typing import BinaryIO
+
+from .errorlog import parse_error_log
+from .innodb_status import parse_innodb_status
+from .lines import read_lines, stamped_lines, strip_noise
+from .model import Episode, LogSection, ParsedFile, Phase, SysbenchReport
+from .rocksdb_log import parse_rocksdb_log
+from .sysbench import parse_sysbench
+
+__all__ = [
+    "Episode", "LogSection", "ParsedFile", "Phase", "SysbenchReport",
+    "detect_kind", "parse_bytes", "parse_path", "parse_stream",
+]
+
+logger = logging.getLogger(__name__)
+
+SNIFF_LINES = 400
+_ERROR_LOG_HINT = re.compile(
+    r"\[(?:Note|Warning|ERROR|System|Error)\]|InnoDB: |ready for connections|mysqld_safe"
+)
+
+
+def detect_kind(head: list[str]) -> str:
+    text = "\n".join(head)
+    if "INNODB MONITOR OUTPUT" in text:
+        return "innodb_status"
+    if re.search(r"^\d{4}/\d{2}/\d{2}-\d{2}:\d{2}:\d{2}\.\d{6} \S+\s+RocksDB version:", text, re.M):
+        return "rocksdb_log"
+    if re.search(r"Type: DBSTATS|\*\* DB Stats \*\*|rocksdb\s+\|\s+DBSTATS", text):
+        return "rocksdb_status"
+    if re.search(r"^sysbench [0-9.]+|^SQL statistics:|^\[ [0-9]+s \] thds:", text, re.M):
+        return "sysbench_report"
+    if any(_ERROR_LOG_HINT.search(strip_noise(line)) for line in head):
+        return "error_log"
+    return "unknown"
+
+
+def _looks_binary(sample: bytes) -> bool:
+    if not sample:
+        return False
+    control = sum(1 for b in sample if b < 9 or 13 < b < 32)
+    return b"\x00" in sample[:1024] and control / len(sample) > 0.1
+
+
+def parse_stream(name: str, handle: BinaryIO) -> ParsedFile:
+    """Parse a seekable binary handle. Never raises on bad content."""
+    parsed = ParsedFile(file=name)
+    try:
+        sample = handle.read(8192)
+        if _looks_binary(sample):
+            parsed.warn("the file looks binary (NUL and control bytes), not a text log")
+            return parsed
+        handle.seek(0)
+        head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
+        kind = detect_kind(head)
+        handle.seek(0)
+        numbered = read_lines(handle, parsed.warn)
+        texts = (text for _, text in numbered)
+        if kind == "error_log":
+            parse_error_log(parsed, stamped_lines(numbered))
+        elif kind == "innodb_status":
+            parse_innodb_status(parsed, texts)
+        elif kind == "sysbench_report":
+            parse_sysbench(parsed, texts)
+        elif kind == "rocksdb_log":
+            parse_rocksdb_log(parsed, texts)
+        elif kind == "rocksdb_status":
+            parsed.kind = "rocksdb_status"
+        else:
+            parsed.warn(
+                "unknown format: not a MySQL/MariaDB/Percona error log, RocksDB LOG, "
+                "InnoDB or RocksDB status, or sysbench report"
+            )
+    except Exception as exc:  # a parser bug must not lose the user's upload or crash ingest
+        logger.exception("parser failed on %s", name)
+        parsed.warn(f"the parser stopped early on an unexpected error ({exc.__class__.__name__}: {exc})")
+    return parsed
+
+
+def parse_path(path: str | Path) -> ParsedFile:
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            return parse_stream(str(path), handle)
+    except OSError as exc:
+        parsed = ParsedFile(file=str(path))
+        parsed.warn(f"cannot read the file: {exc.strerror or exc}")
+        return parsed
+
+
+def parse_bytes(name: str, content: bytes) -> ParsedFile:
+    return parse_stream(name, io.BytesIO(content))

@@ -1,0 +1,166 @@
+"""What the parsers return: plain dataclasses that serialize to parsed_file.schema.json."""
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="microseconds") if moment else None
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds(), 6)
+
+
+@dataclass
+class Phase:
+    name: str
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return seconds_between(self.start, self.end)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "start": iso(self.start), "end": iso(self.end),
+                "seconds": self.seconds}
+
+
+@dataclass
+class Episode:
+    """One server start found in a log, with what its crash recovery reported."""
+
+    started_at: datetime | None = None
+    crash_recovery: bool = False
+    engine: str | None = None
+    checkpoint_lsn: int | None = None
+    crash_lsn: int | None = None
+    pages_to_recover: int | None = None
+    redo_records_applied: int | None = None
+    trx_rolled_back: int | None = None
+    rows_undone: int | None = None
+    ready_at: datetime | None = None
+    wal_files: list[int] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+
+    def phase(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+    def open_phase(self, name: str, moment: datetime | None) -> Phase:
+        existing = self.phase(name)
+        if existing:
+            return existing
+        created = Phase(name, start=moment)
+        self.phases.append(created)
+        return created
+
+    def close_phase(self, name: str, moment: datetime | None) -> None:
+        phase = self.phase(name)
+        if phase and phase.end is None:
+            phase.end = moment
+
+    @property
+    def redo_bytes(self) -> int | None:
+        if self.checkpoint_lsn is None or self.crash_lsn is None:
+            return None
+        return max(self.crash_lsn - self.checkpoint_lsn, 0)
+
+    @property
+    def recovery_seconds(self) -> float | None:
+        phase = self.phase("crash_recovery")
+        return phase.seconds if phase else None
+
+    @property
+    def rollback_seconds(self) -> float | None:
+        phase = self.phase("background_rollback")
+        return phase.seconds if phase else None
+
+    @property
+    def ready_seconds(self) -> float | None:
+        return seconds_between(self.started_at, self.ready_at)
+
+    def to_dict(self) -> dict:
+        return {
+            "started_at": iso(self.started_at),
+            "crash_recovery": self.crash_recovery,
+            "engine": self.engine,
+            "checkpoint_lsn": self.checkpoint_lsn,
+            "crash_lsn": self.crash_lsn,
+            "redo_bytes": self.redo_bytes,
+            "pages_to_recover": self.pages_to_recover,
+            "redo_records_applied": self.redo_records_applied,
+            "trx_rolled_back": self.trx_rolled_back,
+            "rows_undone": self.rows_undone,
+            "recovery_seconds": self.recovery_seconds,
+            "rollback_seconds": self.rollback_seconds,
+            "ready_at": iso(self.ready_at),
+            "ready_seconds": self.ready_seconds,
+            "wal_files": list(self.wal_files),
+            "phases": [p.to_dict() for p in self.phases],
+        }
+
+
+@dataclass
+class LogSection:
+    """The LOG section of SHOW ENGINE INNODB STATUS."""
+
+    lsn: int | None = None
+    flushed_lsn: int | None = None
+    pages_flushed_lsn: int | None = None
+    checkpoint_lsn: int | None = None
+    checkpoint_age: int | None = None
+    log_capacity: int | None = None
+
+
+@dataclass
+class SysbenchReport:
+    transactions: int | None = None
+    tps: float | None = None
+    qps: float | None = None
+    total_time_s: float | None = None
+    latency_ms: dict = field(default_factory=dict)
+    intervals: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class ParsedFile:
+    file: str
+    kind: str = "unknown"
+    flavor: str | None = None
+    server_version: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
+    log: LogSection | None = None
+    sysbench: SysbenchReport | None = None
+
+    def warn(self, message: str) -> None:
+        # A pathological file must not grow the warnings list without bound.
+        if len(self.warnings) < 50:
+            self.warnings.append(message)
+        elif len(self.warnings) == 50:
+            self.warnings.append("further warnings suppressed")
+
+    @property
+    def crash_episodes(self) -> list[Episode]:
+        return [e for e in self.episodes if e.crash_recovery]
+
+    def to_dict(self) -> dict:
+        data: dict = {
+            "file": self.file,
+            "kind": self.kind,
+            "flavor": self.flavor,
+            "server_version": self.server_version,
+            "warnings": list(self.warnings),
+        }
+        if self.kind in ("error_log", "rocksdb_log"):
+            data["episodes"] = [e.to_dict() for e in self.episodes]
+        if self.log is not None:
+            data["log"] = asdict(self.log)
+        if self.sysbench is not None:
+            report = asdict(self.sysbench)
+            report.pop("intervals")
+            data["sysbench"] = report
+        return data

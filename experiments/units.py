@@ -1,0 +1,31 @@
+"""Byte sizes as users write them (`256M`, `1G`) and as servers take them."""
+
+import re
+
+_SIZE = re.compile(r"^([1-9][0-9]{0,6})\s?([KMGT])(?:I?B)?$")
+_MULTIPLIER = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+class SizeError(ValueError):
+    pass
+
+
+def parse_size(text: str) -> int:
+    """`"256M"` -> 268435456. A unit is required: a bare number is ambiguous (bytes? MB?)."""
+    if not isinstance(text, str):
+        raise SizeError(f"{text!r} is not a size: write it as a string with a unit, like '256M'")
+    match = _SIZE.match(text.strip().upper())
+    if not match:
+        raise SizeError(f"{text!r} is not a size: use a whole number and a unit K, M, G or T, like '256M'")
+    number, unit = match.groups()
+    return int(number) * _MULTIPLIER[unit]
+
+
+def format_size(size_bytes: int | None) -> str:
+    """268435456 -> `256M`; the largest unit that divides exactly, else bytes."""
+    if size_bytes is None:
+        return ""
+    for unit in ("T", "G", "M", "K"):
+        if size_bytes and size_bytes % _MULTIPLIER[unit] == 0:
+            return f"{size_bytes // _MULTIPLIER[unit]}{unit}"
+    return str(size_bytes)

@@ -1,0 +1,146 @@
+"""Settings, read from the environment (or a `.env` file beside manage.py).
+
+Every value has a development default that works on a machine set up by `make setup`; a value
+that is present but malformed stops start-up with ImproperlyConfigured instead of being guessed.
+"""
+
+from pathlib import Path
+
+import environ
+import plotly
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set: `make setup` writes one into .env, or set it in the environment"
+        )
+    SECRET_KEY = "recovery-lab-insecure-development-key"
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "experiments",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url(
+        "DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/recovery_lab"
+    )
+}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must point to PostgreSQL (postgres://...)")
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# plotly.js is served from the installed plotly package: users run this on closed networks.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("plotly", Path(plotly.__file__).parent / "package_data"),
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "experiment-list"
+LOGOUT_REDIRECT_URL = "login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Recovery Lab API",
+    "DESCRIPTION": "Define crash-recovery experiments, follow their runs, import runs done elsewhere.",
+    "VERSION": "1",
+}
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
+# The truth about a Run is its row in PostgreSQL; Celery's result backend is not used.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
+CELERY_BEAT_SCHEDULE = {
+    "requeue-lost-runs": {"task": "workers.tasks.requeue_lost_runs_task", "schedule": 60.0},
+}
+
+# Where the local transport lets the host runner work (datadirs, bundles).
+RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/tmp/recovery-lab"))
+# Seconds a restarted server may take before the Run fails with "server never came back".
+RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
+# Raw files above this size are kept as head + tail, so one runaway log cannot fill the database.
+RAW_FILE_MAX_BYTES = env.int("RAW_FILE_MAX_BYTES", default=32 * 1024 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,474 @@
+#!/usr/bin/env python3
+"""The host runner: one crash-recovery run on a benchmark host. Standard library only.
+
+It is copied to the host and run as `python3 runner.py --spec SPEC.json --out BUNDLE_DIR`. It
+starts a private mariadbd (own datadir, port and socket under its work directory; never the
+host's own server), loads data with sysbench, snapshots engine status and counters, runs the
+workload, kills its server with SIGKILL as the crash plan says, restarts it and times everything
+on the host's monotonic clock. Each error-log line is stamped the moment it appears, so phases
+have millisecond resolution though MariaDB logs whole seconds. Then a clean shutdown and a
+restart give the baseline. It writes `result.json` and the raw files into BUNDLE_DIR.
+
+Progress goes to stdout as JSON lines ({"event": "progress", "message": ...}); the last line is
+{"event": "done"} or {"event": "failed", "error": ...}. Every process it started is stopped
+before it exits, whatever happened; it never signals a process it did not start.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
+OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+WORKLOADS = {"oltp_write_only", "oltp_insert", "oltp_read_write", "oltp_update_index",
+             "oltp_update_non_index"}
+ENGINES = {"innodb", "rocksdb"}
+POLL_S = 0.005
+
+
+class RunFailed(Exception):
+    """A failure to report to the user as it is."""
+
+
+def emit(event: str, **fields) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def progress(message: str) -> None:
+    emit("progress", message=message)
+
+
+class Clock:
+    """Host monotonic time, expressed as Unix seconds so it lines up with the server's log."""
+
+    def __init__(self):
+        self._wall0 = time.time()
+        self._mono0 = time.monotonic()
+
+    def now(self) -> float:
+        return self._wall0 + (time.monotonic() - self._mono0)
+
+
+def validate_spec(spec: dict) -> None:
+    """Second line of defence: the dashboard validated all this against its allow-lists."""
+    if spec.get("engine") not in ENGINES:
+        raise RunFailed(f"engine {spec.get('engine')!r} is not supported by this runner")
+    params = spec.get("parameters", {})
+    for key in ("buffer_pool_size", "redo_log_size"):
+        if key in params and not SIZE.match(str(params[key])):
+            raise RunFailed(f"{key} {params[key]!r} is not a size like 256M")
+    if not isinstance(params.get("insert_rate", 0), int) or params.get("insert_rate", 0) < 0:
+        raise RunFailed("insert_rate must be a whole number >= 0")
+    for name, value in spec.get("server_options", {}).items():
+        if not OPTION_NAME.match(name) or not OPTION_VALUE.match(str(value)):
+            raise RunFailed(f"server option {name}={value!r} is malformed")
+    workload = spec.get("workload", {})
+    if workload.get("name") not in WORKLOADS:
+        raise RunFailed(f"workload {workload.get('name')!r} is not supported")
+    for key in ("tables", "table_size", "threads", "events", "time_seconds"):
+        if not isinstance(workload.get(key, 0), int) or workload.get(key, 0) < 0:
+            raise RunFailed(f"workload.{key} must be a whole number >= 0")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def find_binary(*names: str) -> str:
+    for name in names:
+        path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+        if path:
+            return path
+    raise RunFailed(f"none of {', '.join(names)} is installed on this host")
+
+
+class LogStamper(threading.Thread):
+    """Tails the server's error log and writes each line, prefixed with when it appeared."""
+
+    def __init__(self, source: Path, target: Path, clock: Clock):
+        super().__init__(daemon=True)
+        self.source, self.target, self.clock = source, target, clock
+        self._stopping = threading.Event()
+        self.lines: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        offset, pending = 0, b""
+        with self.target.open("w", encoding="utf-8") as out:
+            while True:
+                stopping = self._stopping.is_set()
+                try:
+                    with self.source.open("rb") as handle:
+                        handle.seek(offset)
+                        chunk = handle.read()
+                except FileNotFoundError:
+                    chunk = b""
+                if chunk:
+                    offset += len(chunk)
+                    moment = self.clock.now()
+                    pending += chunk
+                    *complete, pending = pending.split(b"\n")
+                    for raw in complete:
+                        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+                        out.write(f"[runner {moment:.6f}] {text}\n")
+                        with self._lock:
+                            self.lines.append((moment, text))
+                    out.flush()
+                if stopping:
+                    if pending:
+                        text = pending.decode("utf-8", errors="replace")
+                        out.write(f"[runner {self.clock.now():.6f}] {text}\n")
+                    return
+                self._stopping.wait(POLL_S)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(timeout=10)
+
+    def tail(self, count: int = 12) -> str:
+        with self._lock:
+            return "\n".join(text for _, text in self.lines[-count:])
+
+
+class Server:
+    """A private mariadbd. Only the process it spawned is ever signalled, by its pid."""
+
+    def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper):
+        self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
+        self.datadir = work / "data"
+        self.socket = work / "mysqld.sock"
+        self.error_log = work / "error.log"
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.mariadbd = find_binary("mariadbd", "mysqld")
+        self.client = find_binary("mariadb", "mysql")
+        self.admin = find_binary("mariadb-admin", "mysqladmin")
+
+    def _user_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def server_args(self) -> list[str]:
+        params = self.spec["parameters"]
+        args = [
+            self.mariadbd, "--no-defaults", *self._user_args(),
+            f"--datadir={self.datadir}", f"--socket={self.socket}", f"--port={self.port}",
+            "--bind-address=127.0.0.1", f"--pid-file={self.work / 'mysqld.pid'}",
+            f"--log-error={self.error_log}", f"--tmpdir={self.work / 'tmp'}",
+            "--skip-name-resolve", "--max-connections=300",
+        ]
+        buffer_pool = params.get("buffer_pool_size", "128M")
+        redo = params.get("redo_log_size", "96M")
+        if self.spec["engine"] == "rocksdb":
+            # MyRocks: the block cache plays the buffer pool; max_total_wal_size bounds the WAL
+            # that recovery may have to replay, as the redo log size does for InnoDB.
+            args += ["--plugin-load-add=ha_rocksdb", f"--rocksdb-block-cache-size={buffer_pool}",
+                     f"--rocksdb-max-total-wal-size={redo}", "--default-storage-engine=ROCKSDB"]
+        else:
+            args += [f"--innodb-buffer-pool-size={buffer_pool}", f"--innodb-log-file-size={redo}"]
+        options = dict(self.spec.get("server_options", {}))
+        if str(options.pop("log_bin", "0")) == "1":
+            args += [f"--log-bin={self.work / 'binlog'}", "--server-id=1"]
+        args += [f"--{name}={value}" for name, value in options.items()]
+        return args
+
+    def install(self) -> None:
+        installer = find_binary("mariadb-install-db", "mysql_install_db")
+        (self.work / "tmp").mkdir(exist_ok=True)
+        args = [installer, "--no-defaults", *self._user_args(), f"--datadir={self.datadir}",
+                "--auth-root-authentication-method=normal", "--skip-test-db"]
+        with (self.work / "install.log").open("wb") as log:
+            done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
+        if done.returncode != 0:
+            tail = (self.work / "install.log").read_text(errors="replace")[-800:]
+            raise RunFailed(f"mariadb-install-db failed (exit {done.returncode}): {tail}")
+
+    def start(self) -> float:
+        spawned = self.clock.now()
+        self.process = subprocess.Popen(
+            self.server_args(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        return spawned
+
+    def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
+        args = [self.client, "--no-defaults", "--protocol=socket", f"--socket={self.socket}",
+                "-uroot", "--connect-timeout=2", "-N", "-B", "-e", sql]
+        if vertical:
+            args.insert(-2, "-E")
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RunFailed(f"query {sql!r} failed: {done.stderr.strip()[:300]}")
+        return done.stdout
+
+    def wait_until_ready(self, timeout_s: float) -> float:
+        """Poll with a real query until one succeeds; return the moment it did."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RunFailed(
+                    f"mariadbd exited with code {self.process.returncode} while starting. "
+                    f"Last lines of its error log:\n{self.stamper.tail()}"
+                )
+            probe = subprocess.run(
+                [self.client, "--no-defaults", "--protocol=socket", f"--socket={self.socket}",
+                 "-uroot", "--connect-timeout=1", "-N", "-B", "-e", "SELECT 1"],
+                capture_output=True, timeout=30,
+            )
+            if probe.returncode == 0:
+                return self.clock.now()
+            time.sleep(POLL_S)
+        raise RunFailed(
+            f"the server never came back: no successful query within {timeout_s:.0f} s. "
+            f"Last lines of its error log:\n{self.stamper.tail()}"
+        )
+
+    def kill9(self) -> float:
+        moment = self.clock.now()
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        return moment
+
+    def shutdown(self, timeout_s: float) -> None:
+        subprocess.run([self.admin, "--no-defaults", "--protocol=socket",
+                        f"--socket={self.socket}", "-uroot", "shutdown"],
+                       capture_output=True, timeout=60)
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RunFailed(f"mariadbd did not shut down within {timeout_s:.0f} s") from None
+
+    def stop_if_running(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+class Sysbench:
+    def __init__(self, server: Server, spec: dict, work: Path):
+        self.server, self.work = server, work
+        self.workload = spec["workload"]
+        self.engine = spec["engine"]
+        self.rate = spec["parameters"].get("insert_rate", 0)
+        self.binary = find_binary("sysbench")
+        self.process: subprocess.Popen | None = None
+
+    def _common(self) -> list[str]:
+        args = [self.binary, self.workload["name"], "--db-driver=mysql",
+                f"--mysql-socket={self.server.socket}", "--mysql-user=root",
+                "--mysql-db=sbtest", f"--tables={self.workload['tables']}",
+                f"--table-size={self.workload['table_size']}"]
+        if self.engine == "rocksdb":
+            args.append("--mysql-storage-engine=rocksdb")
+        return args
+
+    def prepare(self) -> None:
+        threads = min(self.workload["tables"], self.workload["threads"])
+        with (self.work / "sysbench_prepare.txt").open("wb") as out:
+            done = subprocess.run([*self._common(), f"--threads={threads}", "prepare"],
+                                  stdout=out, stderr=subprocess.STDOUT, timeout=6 * 3600)
+        if done.returncode != 0:
+            tail = (self.work / "sysbench_prepare.txt").read_text(errors="replace")[-600:]
+            raise RunFailed(f"sysbench prepare failed (exit {done.returncode}): {tail}")
+
+    def start_run(self) -> None:
+        args = [*self._common(), f"--threads={self.workload['threads']}",
+                f"--events={self.workload['events']}", f"--time={self.workload.get('time_seconds', 0)}",
+                f"--rate={self.rate}", "--report-interval=1", "--percentile=95", "run"]
+        self.output = (self.work / "sysbench_report.txt").open("wb")
+        self.process = subprocess.Popen(args, stdout=self.output, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def wait(self, timeout_s: float | None) -> int | None:
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop_if_running(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        if getattr(self, "output", None):
+            self.output.close()
+
+
+COUNTERS = {
+    "innodb": {"pages_written": "Innodb_pages_written", "log_bytes_written": "Innodb_os_log_written",
+               "data_bytes_written": "Innodb_data_written"},
+    "rocksdb": {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"},
+}
+
+
+def read_counters(server: Server, engine: str) -> dict:
+    wanted = COUNTERS[engine]
+    names = ", ".join(f"'{v}'" for v in wanted.values())
+    rows = server.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
+    found = dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+    by_lower = {k.lower(): v for k, v in found.items()}
+    return {metric: int(by_lower[var.lower()]) for metric, var in wanted.items()
+            if by_lower.get(var.lower(), "").isdigit()}
+
+
+def checksum_tables(server: Server, tables: int) -> dict:
+    names = ", ".join(f"sbtest.sbtest{i}" for i in range(1, tables + 1))
+    rows = server.query(f"CHECKSUM TABLE {names}", timeout=3600)
+    return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+
+
+def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
+    (work / f"innodb_status_{label}.txt").write_text(
+        server.query("SHOW ENGINE INNODB STATUS", vertical=True))
+    if engine == "rocksdb":
+        (work / f"rocksdb_status_{label}.txt").write_text(
+            server.query("SHOW ENGINE ROCKSDB STATUS", vertical=True))
+
+
+def wal_sizes(datadir: Path) -> dict:
+    """Sizes of MyRocks' WAL files at the crash: the 'redo' its recovery will replay."""
+    folder = datadir / "#rocksdb"
+    if not folder.is_dir():
+        return {}
+    return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}
+
+
+def execute(spec: dict, work: Path, out: Path) -> dict:
+    clock = Clock()
+    timeout = float(spec.get("start_timeout_s", 600))
+    stamper = LogStamper(work / "error.log", work / "error.log.stamped", clock)
+    server = Server(work, spec, clock, stamper)
+    sysbench = Sysbench(server, spec, work)
+    crash = spec["crash"]
+    engine = spec["engine"]
+    times: dict[str, float] = {}
+    result: dict = {"spec": spec, "times": times, "port": server.port,
+                    "server_args": server.server_args()}
+    stamper.start()
+    try:
+        progress("creating a private server instance")
+        server.install()
+        times["load_server_spawned"] = server.start()
+        times["load_server_ready"] = server.wait_until_ready(timeout)
+        result["server_version"] = server.query("SELECT VERSION()").strip()
+        server.query("CREATE DATABASE sbtest")
+        progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows")
+        sysbench.prepare()
+        snapshot(server, engine, "before_run", work)
+        counters_before = read_counters(server, engine)
+
+        progress(f"running {spec['workload']['name']}")
+        times["workload_started"] = clock.now()
+        sysbench.start_run()
+        if crash["when"] == "during_workload":
+            exit_code = sysbench.wait(float(crash["after_seconds"]))
+            if exit_code is not None:
+                result["warning"] = "the workload ended before the planned crash"
+        else:
+            exit_code = sysbench.wait(None)
+            if exit_code != 0:
+                tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
+                raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
+        times["workload_ended"] = clock.now()
+        snapshot(server, engine, "at_crash", work)
+        counters_after = read_counters(server, engine)
+        result["counters"] = {k: counters_after[k] - counters_before.get(k, 0)
+                              for k in counters_after}
+        checksums = None
+        if crash["when"] == "after_workload":
+            checksums = checksum_tables(server, spec["workload"]["tables"])
+
+        progress("crashing the server with SIGKILL")
+        times["killed"] = server.kill9()
+        sysbench.wait(60)
+        sysbench.stop_if_running()
+        if engine == "rocksdb":
+            result["wal_bytes_at_crash"] = wal_sizes(server.datadir)
+
+        progress("restarting after the crash")
+        times["recovery_spawned"] = server.start()
+        times["recovery_first_query"] = server.wait_until_ready(timeout)
+        snapshot(server, engine, "after_recovery", work)
+        if checksums is not None:
+            result["verified"] = checksum_tables(server, spec["workload"]["tables"]) == checksums
+
+        progress("clean shutdown and restart for the baseline")
+        server.shutdown(timeout)
+        times["clean_spawned"] = server.start()
+        times["clean_first_query"] = server.wait_until_ready(timeout)
+        server.shutdown(timeout)
+    finally:
+        sysbench.stop_if_running()
+        server.stop_if_running()
+        stamper.stop()
+        collect(work, out, engine)
+    return result
+
+
+def collect(work: Path, out: Path, engine: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("error.log", "error.log.stamped", "sysbench_report.txt", "sysbench_prepare.txt",
+                 "innodb_status_before_run.txt", "innodb_status_at_crash.txt",
+                 "innodb_status_after_recovery.txt", "rocksdb_status_at_crash.txt",
+                 "rocksdb_status_before_run.txt", "rocksdb_status_after_recovery.txt",
+                 "install.log"):
+        if (work / name).exists():
+            shutil.copyfile(work / name, out / name)
+    rocksdb_log = work / "data" / "#rocksdb" / "LOG"
+    if engine == "rocksdb" and rocksdb_log.exists():
+        shutil.copyfile(rocksdb_log, out / "rocksdb_LOG")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True, help="the run's JSON spec")
+    parser.add_argument("--out", required=True, help="where to write the bundle")
+    parser.add_argument("--keep", action="store_true", help="keep the datadir for inspection")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    try:
+        spec = json.loads(Path(args.spec).read_text())
+        validate_spec(spec)
+        base = Path(spec.get("work_dir", tempfile.gettempdir()))
+        base.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"run-{int(spec.get('run_id', 0))}-", dir=base))
+    except (OSError, ValueError, RunFailed) as exc:
+        emit("failed", error=f"bad run spec: {exc}")
+        return 2
+    status, error = "done", None
+    try:
+        result = execute(spec, work, out)
+    except RunFailed as exc:
+        status, error, result = "failed", str(exc), {"spec": spec}
+    except subprocess.TimeoutExpired as exc:
+        status, error, result = "failed", f"timed out: {' '.join(map(str, exc.cmd[:2]))}", {"spec": spec}
+    except Exception as exc:  # reported to the worker with context, never swallowed
+        status, error, result = "failed", f"runner error: {exc.__class__.__name__}: {exc}", {"spec": spec}
+    finally:
+        if not args.keep:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(work)
+    result["status"], result["error"] = status, error
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(json.dumps(result, indent=2))
+    if status == "done":
+        emit("done")
+        return 0
+    emit("failed", error=error)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
