@@ -1,0 +1,27 @@
+from django.contrib import admin
+
+from .models import Experiment, Host, Run, RunFile
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    list_display = ["name", "transport", "ssh_host", "active"]
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(admin.ModelAdmin):
+    list_display = ["id", "name", "status", "created_by", "created_at"]
+    list_filter = ["status"]
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["id", "experiment", "host_label", "engine", "status", "recovery_seconds",
+                    "redo_bytes"]
+    list_filter = ["status", "engine", "host_label"]
+
+
+@admin.register(RunFile)
+class RunFileAdmin(admin.ModelAdmin):
+    list_display = ["run", "name", "size_bytes", "truncated"]
+    exclude = ["content"]

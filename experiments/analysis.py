@@ -1,0 +1,136 @@
+"""From a run's bundle (result.json + raw files) to the metrics of DESIGN.md. No Django.
+
+The error log the runner stamped line by line is preferred to the raw one: its stamps come from
+the host's monotonic clock with millisecond resolution. Times the runner took itself (the kill,
+each process spawn, the first successful query) define ready, downtime and clean start.
+"""
+
+from dataclasses import dataclass, field
+
+from .parsers import Episode, ParsedFile, parse_bytes
+
+
+@dataclass
+class RunAnalysis:
+    metrics: dict = field(default_factory=dict)
+    server_version: str = ""
+    warnings: list[str] = field(default_factory=list)
+    parsed: dict[str, ParsedFile] = field(default_factory=dict)
+
+
+def _crash_episode(parsed: ParsedFile | None) -> Episode | None:
+    if parsed is None:
+        return None
+    crashes = parsed.crash_episodes
+    return crashes[0] if crashes else None
+
+
+def _seconds(times: dict, start: str, end: str) -> float | None:
+    if start in times and end in times:
+        return round(times[end] - times[start], 6)
+    return None
+
+
+def _after(episodes: list[Episode], moment: float | None) -> Episode | None:
+    """The first episode that started at or after a runner timestamp."""
+    if moment is None:
+        return None
+    for episode in episodes:
+        if episode.started_at and episode.started_at.timestamp() >= moment - 0.001:
+            return episode
+    return None
+
+
+def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalysis:
+    analysis = RunAnalysis()
+    for name, content in files.items():
+        if name in ("result.json", "install.log", "sysbench_prepare.txt"):
+            continue
+        analysis.parsed[name] = parse_bytes(name, content)
+    error_log = analysis.parsed.get("error.log.stamped") or analysis.parsed.get("error.log")
+    metrics = analysis.metrics
+    times = result.get("times", {})
+
+    if error_log is not None:
+        analysis.server_version = error_log.server_version or ""
+        analysis.warnings += [f"error log: {w}" for w in error_log.warnings]
+        crash = _crash_episode(error_log)
+        recovery_start = _after(error_log.episodes, times.get("recovery_spawned")) or crash
+        if crash is not None:
+            metrics.update(
+                checkpoint_lsn=crash.checkpoint_lsn,
+                crash_lsn=crash.crash_lsn,
+                redo_bytes=crash.redo_bytes,
+                pages_to_recover=crash.pages_to_recover,
+                redo_records_applied=crash.redo_records_applied,
+                trx_rolled_back=crash.trx_rolled_back,
+                rows_undone=crash.rows_undone,
+                recovery_seconds=crash.recovery_seconds,
+                rollback_seconds=crash.rollback_seconds,
+            )
+        if recovery_start is not None and recovery_start.ready_at is not None:
+            spawned = times.get("recovery_spawned")
+            metrics["ready_seconds"] = (
+                round(recovery_start.ready_at.timestamp() - spawned, 6)
+                if spawned else recovery_start.ready_seconds
+            )
+
+    if engine == "rocksdb":
+        _rocksdb_metrics(result, analysis)
+
+    metrics["downtime_seconds"] = _seconds(times, "killed", "recovery_first_query")
+    metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
+    if metrics.get("redo_bytes") and metrics.get("recovery_seconds"):
+        metrics["redo_apply_mb_per_s"] = round(
+            metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3
+        )
+
+    _cross_check_crash_lsn(analysis)
+    _workload_metrics(analysis)
+    for name, value in result.get("counters", {}).items():
+        metrics[name] = value
+    if "verified" in result:
+        metrics["verified"] = result["verified"]
+    analysis.server_version = result.get("server_version") or analysis.server_version
+    return analysis
+
+
+def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
+    """MyRocks: recovery is RocksDB's WAL replay; its 'redo' is the WAL it had to read."""
+    rocks = analysis.parsed.get("rocksdb_LOG")
+    crash = _crash_episode(rocks)
+    metrics = analysis.metrics
+    for key in ("checkpoint_lsn", "crash_lsn", "pages_to_recover"):
+        metrics.pop(key, None)
+    metrics["redo_bytes"] = None
+    if crash is None:
+        analysis.warnings.append("RocksDB LOG: no WAL recovery found")
+        metrics["recovery_seconds"] = None
+        return
+    metrics["recovery_seconds"] = crash.recovery_seconds
+    sizes = result.get("wal_bytes_at_crash", {})
+    if sizes:
+        metrics["redo_bytes"] = sum(sizes.get(str(wal), 0) for wal in crash.wal_files)
+
+
+def _cross_check_crash_lsn(analysis: RunAnalysis) -> None:
+    """The status snapshot taken just before the kill must agree with what recovery found."""
+    status = analysis.parsed.get("innodb_status_at_crash.txt")
+    crash_lsn = analysis.metrics.get("crash_lsn")
+    if status is None or status.log is None or crash_lsn is None or status.log.lsn is None:
+        return
+    if crash_lsn < status.log.lsn:
+        analysis.warnings.append(
+            f"recovery ended at LSN {crash_lsn}, before the LSN {status.log.lsn} seen just before "
+            "the crash: committed work may be missing"
+        )
+
+
+def _workload_metrics(analysis: RunAnalysis) -> None:
+    report = analysis.parsed.get("sysbench_report.txt")
+    if report is None or report.sysbench is None:
+        return
+    analysis.metrics["workload_tps"] = report.sysbench.tps
+    analysis.metrics["workload_qps"] = report.sysbench.qps
+    latency = report.sysbench.latency_ms
+    analysis.metrics["latency_p95_ms"] = latency.get("p95", latency.get("p95_of_intervals"))

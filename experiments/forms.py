@@ -1,0 +1,98 @@
+"""The new-experiment form: collects values into a definition dict for validate_definition.
+
+It does no validation of its own beyond shapes (numbers are numbers): one validator serves the
+form, the API and imports, and its messages are put back on the matching form fields.
+"""
+
+from django import forms
+
+from .definition import CRASH_WHEN, LIVE_ENGINES, SERVER_OPTIONS, WORKLOADS
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
+
+
+def _number_or_text(text: str):
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+class ExperimentForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    hosts = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
+    engines = forms.MultipleChoiceField(
+        choices=[(e, {"innodb": "InnoDB", "rocksdb": "MyRocks"}[e]) for e in LIVE_ENGINES],
+        widget=forms.CheckboxSelectMultiple, initial=["innodb"],
+    )
+    buffer_pool_size = forms.CharField(initial="128M", help_text="comma-separated: 128M, 1G")
+    redo_log_size = forms.CharField(initial="64M, 512M", help_text="comma-separated: 64M, 512M")
+    insert_rate = forms.CharField(initial="0", help_text="transactions/s; 0 = unthrottled")
+    server_options = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="one per line, name=value[,value]; allowed: " + ", ".join(sorted(SERVER_OPTIONS)),
+    )
+    workload = forms.ChoiceField(choices=[(w, w) for w in WORKLOADS], initial="oltp_write_only")
+    tables = forms.IntegerField(initial=4)
+    table_size = forms.IntegerField(initial=20000)
+    threads = forms.IntegerField(initial=4)
+    events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
+    crash_when = forms.ChoiceField(choices=[(w, w.replace("_", " ")) for w in CRASH_WHEN])
+    after_seconds = forms.IntegerField(required=False, help_text="with 'during workload'")
+    repetitions = forms.IntegerField(initial=1)
+
+    # definition path -> form field, for putting validation messages where the user typed
+    FIELD_FOR = {
+        "parameters.buffer_pool_size": "buffer_pool_size",
+        "parameters.redo_log_size": "redo_log_size",
+        "parameters.insert_rate": "insert_rate",
+        "workload.name": "workload",
+        "workload.tables": "tables",
+        "workload.table_size": "table_size",
+        "workload.threads": "threads",
+        "workload.events": "events",
+        "crash.when": "crash_when",
+        "crash.after_seconds": "after_seconds",
+    }
+
+    def __init__(self, *args, host_names=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["hosts"].choices = [(h, h) for h in host_names]
+        if len(host_names) == 1:
+            self.fields["hosts"].initial = list(host_names)
+
+    def definition(self) -> dict:
+        data = self.cleaned_data
+        options: dict[str, list] = {}
+        for line in (data.get("server_options") or "").splitlines():
+            if line.strip():
+                name, _, values = line.partition("=")
+                options[name.strip()] = [_number_or_text(v) for v in _split(values)]
+        crash = {"method": "sigkill", "when": data["crash_when"]}
+        if data.get("after_seconds") is not None:
+            crash["after_seconds"] = data["after_seconds"]
+        return {
+            "name": data["name"],
+            "hosts": data["hosts"],
+            "engines": data["engines"],
+            "parameters": {
+                "buffer_pool_size": _split(data["buffer_pool_size"]),
+                "redo_log_size": _split(data["redo_log_size"]),
+                "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
+            },
+            "server_options": options,
+            "workload": {"name": data["workload"], "tables": data["tables"],
+                         "table_size": data["table_size"], "threads": data["threads"],
+                         "events": data["events"]},
+            "crash": crash,
+            "repetitions": data["repetitions"],
+        }
+
+    def add_definition_errors(self, errors: dict[str, list[str]]) -> None:
+        for path, messages in errors.items():
+            field = self.FIELD_FOR.get(path, path.split(".")[0])
+            if path.startswith("server_options"):
+                field = "server_options"
+            target = field if field in self.fields else None
+            for message in messages:
+                prefix = f"{path}: " if target is None and path != "non_field_errors" else ""
+                self.add_error(target, prefix + message)

@@ -1,0 +1,265 @@
+"""Every state change of hosts, experiments and runs goes through these functions.
+
+Views, the API, management commands and Celery tasks call them and nothing else writes rows.
+"""
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from .analysis import analyse_run
+from .definition import HOST_NAME, DefinitionError, ExperimentDefinition, validate_definition
+from .metrics import METRIC_NAMES
+from .models import Experiment, ExperimentStatus, Host, Run, RunFile, RunStatus, Transport
+from .units import parse_size
+
+logger = logging.getLogger(__name__)
+
+EXECUTE_RUN_TASK = "workers.tasks.execute_run_task"
+MAX_ATTEMPTS = 3
+
+
+@dataclass
+class Bundle:
+    """What a host runner sends back: its result.json and the raw files, by name."""
+
+    result: dict
+    files: dict[str, bytes]
+
+
+# Hosts ---------------------------------------------------------------------------------------
+
+
+def register_host(name: str, transport: str, ssh_user: str = "", ssh_host: str = "",
+                  ssh_port: int = 22, ssh_key_path: str = "") -> Host:
+    """Create or update a host. Running it twice with the same values changes nothing."""
+    if not HOST_NAME.match(name or ""):
+        raise ValueError(
+            f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63"
+        )
+    if transport not in Transport.values:
+        raise ValueError(f"transport must be one of {', '.join(Transport.values)}")
+    host, _ = Host.objects.update_or_create(
+        name=name,
+        defaults={"transport": transport, "ssh_user": ssh_user, "ssh_host": ssh_host,
+                  "ssh_port": ssh_port, "ssh_key_path": ssh_key_path, "active": True},
+    )
+    return host
+
+
+def active_host_names() -> list[str]:
+    return list(Host.objects.filter(active=True).values_list("name", flat=True))
+
+
+# Experiments ---------------------------------------------------------------------------------
+
+
+def create_experiment(raw_definition: object, user=None) -> Experiment:
+    """Validate a definition, store the experiment and its runs, queue them once committed.
+
+    Raises DefinitionError (nothing stored, nothing queued) when the definition is bad.
+    """
+    definition = validate_definition(raw_definition, active_host_names())
+    with transaction.atomic():
+        experiment = Experiment.objects.create(
+            name=definition.name, definition=definition.as_dict(), created_by=user
+        )
+        runs = _create_runs(experiment, definition)
+        run_ids = [run.id for run in runs]
+        transaction.on_commit(lambda: [enqueue_run(run_id) for run_id in run_ids])
+    return experiment
+
+
+def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> list[Run]:
+    hosts = {h.name: h for h in Host.objects.filter(name__in=definition.hosts)}
+    return Run.objects.bulk_create(
+        Run(
+            experiment=experiment,
+            matrix_index=spec.matrix_index,
+            host=hosts[spec.host],
+            host_label=spec.host,
+            engine=spec.engine,
+            parameters=spec.parameters,
+            server_options=spec.server_options,
+            repetition=spec.repetition,
+            buffer_pool_bytes=parse_size(spec.parameters["buffer_pool_size"]),
+            redo_log_bytes=parse_size(spec.parameters["redo_log_size"]),
+            insert_rate=spec.parameters["insert_rate"],
+        )
+        for spec in definition.expand()
+    )
+
+
+def enqueue_run(run_id: int) -> None:
+    current_app.send_task(EXECUTE_RUN_TASK, args=[run_id])
+
+
+def refresh_experiment_status(experiment_id: int) -> None:
+    """Derive the experiment's status from its runs' rows. Idempotent."""
+    counts = Run.objects.filter(experiment_id=experiment_id).aggregate(
+        total=Count("id"),
+        queued=Count("id", filter=Q(status=RunStatus.QUEUED)),
+        running=Count("id", filter=Q(status=RunStatus.RUNNING)),
+        failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+    )
+    if counts["running"] or (counts["queued"] and counts["queued"] < counts["total"]):
+        status, finished_at = ExperimentStatus.RUNNING, None
+    elif counts["queued"]:
+        status, finished_at = ExperimentStatus.QUEUED, None
+    elif counts["failed"] == counts["total"]:
+        status, finished_at = ExperimentStatus.FAILED, timezone.now()
+    elif counts["failed"]:
+        status, finished_at = ExperimentStatus.PARTIAL, timezone.now()
+    else:
+        status, finished_at = ExperimentStatus.DONE, timezone.now()
+    Experiment.objects.filter(id=experiment_id).exclude(status=status).update(
+        status=status, finished_at=finished_at
+    )
+
+
+# Runs ----------------------------------------------------------------------------------------
+
+
+def claim_run(run_id: int) -> Run | None:
+    """Move a queued run to running; None if another worker has it or it is finished.
+
+    A conditional UPDATE, so two workers claiming the same run cannot both succeed.
+    """
+    now = timezone.now()
+    claimed = Run.objects.filter(id=run_id, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, started_at=now, finished_at=None, error="",
+        progress="starting", attempts=F("attempts") + 1,
+    )
+    if not claimed:
+        return None
+    run = Run.objects.select_related("host", "experiment").get(id=run_id)
+    refresh_experiment_status(run.experiment_id)
+    return run
+
+
+def record_progress(run_id: int, message: str) -> None:
+    Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(progress=message[:200])
+
+
+def run_spec(run: Run) -> dict:
+    """What the host runner needs to execute a run: plain, validated values only."""
+    definition = run.experiment.definition
+    return {
+        "run_id": run.id,
+        "engine": run.engine,
+        "parameters": run.parameters,
+        "server_options": run.server_options,
+        "workload": definition["workload"],
+        "crash": definition["crash"],
+        "start_timeout_s": settings.RUNNER_START_TIMEOUT_S,
+    }
+
+
+def _store_files(run: Run, files: dict[str, bytes]) -> None:
+    """Replace the run's raw files (re-ingest never appends)."""
+    limit = settings.RAW_FILE_MAX_BYTES
+    run.files.all().delete()
+    rows = []
+    for name, content in sorted(files.items()):
+        truncated = len(content) > limit
+        kept = content
+        if truncated:
+            marker = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
+            kept = content[: limit // 2] + marker + content[-limit // 2 :]
+        rows.append(RunFile(run=run, name=name[:100], content=kept, size_bytes=len(content),
+                            truncated=truncated))
+    RunFile.objects.bulk_create(rows)
+
+
+def _apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
+    analysis = analyse_run(result, files, run.engine)
+    for name in METRIC_NAMES:
+        setattr(run, name, analysis.metrics.get(name))
+    run.server_version = (analysis.server_version or run.server_version)[:120]
+    return analysis.warnings
+
+
+def ingest_bundle(run_id: int, bundle: Bundle) -> Run:
+    """Store a finished run's files and metrics and mark it done (or failed, as the runner said).
+
+    Running it twice with the same bundle leaves the same rows: files are replaced, metrics
+    recomputed from them.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        _store_files(run, bundle.files)
+        warnings = _apply_metrics(run, bundle.files, bundle.result)
+        runner_error = bundle.result.get("error")
+        if bundle.result.get("status") == "done":
+            run.status, run.error = RunStatus.DONE, ""
+            if warnings:
+                run.error = "Parsed with warnings: " + "; ".join(warnings)[:2000]
+        else:
+            run.status = RunStatus.FAILED
+            run.error = runner_error or "the host runner reported a failure without a reason"
+        run.progress = ""
+        run.finished_at = timezone.now()
+        run.save()
+    refresh_experiment_status(run.experiment_id)
+    return run
+
+
+def reparse_run(run_id: int) -> Run:
+    """Recompute a run's metrics from its stored raw files. Running it twice changes nothing."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        files = {f.name: bytes(f.content) for f in run.files.all()}
+        result = json.loads(files.get("result.json", b"{}") or b"{}")
+        if not files:
+            return run
+        _apply_metrics(run, files, result)
+        run.save()
+    return run
+
+
+def mark_run_failed(run_id: int, error: str) -> None:
+    """Record a failure in words a user can act on. Idempotent; a finished run stays as it is."""
+    Run.objects.filter(id=run_id).exclude(status=RunStatus.DONE).update(
+        status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
+    )
+    experiment_id = Run.objects.filter(id=run_id).values_list("experiment_id", flat=True).first()
+    if experiment_id:
+        refresh_experiment_status(experiment_id)
+
+
+def release_run(run_id: int, reason: str) -> None:
+    """Put a running run back in the queue (its worker was lost), or fail it after 3 tries."""
+    run = Run.objects.filter(id=run_id, status=RunStatus.RUNNING).first()
+    if run is None:
+        return
+    if run.attempts >= MAX_ATTEMPTS:
+        mark_run_failed(run_id, f"{reason}; gave up after {run.attempts} attempts")
+        return
+    updated = Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(
+        status=RunStatus.QUEUED, progress=f"re-queued: {reason}"[:200]
+    )
+    if updated:
+        transaction.on_commit(lambda: enqueue_run(run_id))
+
+
+def queued_runs_to_resend(older_than: timedelta) -> list[int]:
+    """Queued runs whose task may have been lost (Redis restarted without persistence)."""
+    cutoff = timezone.now() - older_than
+    return list(
+        Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=cutoff, imported=False)
+        .values_list("id", flat=True)
+    )
+
+
+__all__ = [
+    "Bundle", "DefinitionError", "claim_run", "create_experiment", "enqueue_run",
+    "ingest_bundle", "mark_run_failed", "record_progress", "refresh_experiment_status",
+    "register_host", "release_run", "reparse_run", "run_spec",
+]

@@ -1,0 +1,40 @@
+"""One run at a time per host, across any number of workers and machines.
+
+A PostgreSQL session-level advisory lock, held on a connection of its own for the whole run: if
+the worker dies, its connection closes and the lock goes with it, so nothing stays "busy"
+forever. Django's connection is not used because Celery's Django fix-up may close it.
+"""
+
+import contextlib
+
+import psycopg
+from django.conf import settings
+
+_NAMESPACE = 0x5245  # "RE": keeps our keys apart from other users of advisory locks
+
+
+def _connect() -> psycopg.Connection:
+    db = settings.DATABASES["default"]
+    return psycopg.connect(
+        host=db.get("HOST") or None, port=db.get("PORT") or None, dbname=db["NAME"],
+        user=db.get("USER") or None, password=db.get("PASSWORD") or None, autocommit=True,
+    )
+
+
+@contextlib.contextmanager
+def host_lock(host_id: int):
+    """Yields True if this process now holds the host, False if another does."""
+    with _connect() as conn:
+        acquired = conn.execute(
+            "SELECT pg_try_advisory_lock(%s, %s)", (_NAMESPACE, host_id)
+        ).fetchone()[0]
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_NAMESPACE, host_id))
+
+
+def host_is_busy(host_id: int) -> bool:
+    with host_lock(host_id) as acquired:
+        return not acquired
