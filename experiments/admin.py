@@ -16,8 +16,7 @@ class ExperimentAdmin(admin.ModelAdmin):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "experiment", "host_label", "engine", "status", "recovery_seconds",
-                    "redo_bytes"]
+    list_display = ["id", "experiment", "host_label", "engine", "status", "recovery_seconds", "redo_bytes"]
     list_filter = ["status", "engine", "host_label"]
 
 

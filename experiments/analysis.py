@@ -72,7 +72,8 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
             spawned = times.get("recovery_spawned")
             metrics["ready_seconds"] = (
                 round(recovery_start.ready_at.timestamp() - spawned, 6)
-                if spawned else recovery_start.ready_seconds
+                if spawned
+                else recovery_start.ready_seconds
             )
 
     if engine == "rocksdb":
@@ -81,9 +82,7 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
     metrics["downtime_seconds"] = _seconds(times, "killed", "recovery_first_query")
     metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
     if metrics.get("redo_bytes") and metrics.get("recovery_seconds"):
-        metrics["redo_apply_mb_per_s"] = round(
-            metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3
-        )
+        metrics["redo_apply_mb_per_s"] = round(metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3)
 
     _cross_check_crash_lsn(analysis)
     _workload_metrics(analysis)

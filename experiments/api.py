@@ -16,9 +16,23 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "experiment", "status", "host", "engine", "parameters", "server_options",
-                  "repetition", "metrics", "error", "progress", "imported", "server_version",
-                  "started_at", "finished_at"]
+        fields = [
+            "id",
+            "experiment",
+            "status",
+            "host",
+            "engine",
+            "parameters",
+            "server_options",
+            "repetition",
+            "metrics",
+            "error",
+            "progress",
+            "imported",
+            "server_version",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_metrics(self, run: Run) -> dict:
         return {name: getattr(run, name) for name in METRIC_NAMES}
@@ -29,8 +43,7 @@ class ExperimentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Experiment
-        fields = ["id", "name", "status", "definition", "imported", "created_at", "finished_at",
-                  "runs"]
+        fields = ["id", "name", "status", "definition", "imported", "created_at", "finished_at", "runs"]
 
 
 class DefinitionSerializer(serializers.Serializer):
@@ -46,8 +59,9 @@ class DefinitionSerializer(serializers.Serializer):
     repetitions = serializers.IntegerField(required=False)
 
 
-class ExperimentViewSet(mixins.CreateModelMixin, mixins.ListModelMixin,
-                        mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ExperimentViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     serializer_class = ExperimentSerializer
     queryset = Experiment.objects.prefetch_related("runs")
 
@@ -81,8 +95,17 @@ class HostSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Host
-        fields = ["id", "name", "transport", "ssh_user", "ssh_host", "ssh_port", "ssh_key_path",
-                  "active", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "transport",
+            "ssh_user",
+            "ssh_host",
+            "ssh_port",
+            "ssh_key_path",
+            "active",
+            "created_at",
+        ]
         read_only_fields = ["active", "created_at"]
         extra_kwargs = {"name": {"validators": []}}
 
@@ -93,7 +116,8 @@ class HostSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError({"name": [str(exc)]}) from None
 
 
-class HostViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
-                  viewsets.GenericViewSet):
+class HostViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     serializer_class = HostSerializer
     queryset = Host.objects.all()

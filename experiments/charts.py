@@ -19,23 +19,32 @@ def recovery_vs_redo(rows: list[dict]) -> dict:
     traces = []
     for engine in sorted({r["engine"] for r in rows}):
         for metric, symbol, what in SERIES:
-            points = [r for r in rows if r["engine"] == engine
-                      and r.get("redo_bytes") is not None and r.get(metric) is not None]
+            points = [
+                r
+                for r in rows
+                if r["engine"] == engine and r.get("redo_bytes") is not None and r.get(metric) is not None
+            ]
             if not points:
                 continue
-            traces.append({
-                "type": "scatter",
-                "mode": "markers",
-                "name": f"{ENGINE_NAMES.get(engine, engine)}: {what}",
-                "legendgroup": engine,
-                "x": [round(p["redo_bytes"] / 1e6, 3) for p in points],
-                "y": [p[metric] for p in points],
-                "customdata": [p["run_id"] for p in points],
-                "text": [p.get("label", "") for p in points],
-                "hovertemplate": "%{text}<br>redo %{x} MB<br>" + what + " %{y:.3f} s<extra></extra>",
-                "marker": {"color": ENGINE_COLOURS.get(engine, "#7f7f7f"), "symbol": symbol,
-                           "size": 11, "line": {"width": 2, "color": ENGINE_COLOURS.get(engine, "#7f7f7f")}},
-            })
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"{ENGINE_NAMES.get(engine, engine)}: {what}",
+                    "legendgroup": engine,
+                    "x": [round(p["redo_bytes"] / 1e6, 3) for p in points],
+                    "y": [p[metric] for p in points],
+                    "customdata": [p["run_id"] for p in points],
+                    "text": [p.get("label", "") for p in points],
+                    "hovertemplate": "%{text}<br>redo %{x} MB<br>" + what + " %{y:.3f} s<extra></extra>",
+                    "marker": {
+                        "color": ENGINE_COLOURS.get(engine, "#7f7f7f"),
+                        "symbol": symbol,
+                        "size": 11,
+                        "line": {"width": 2, "color": ENGINE_COLOURS.get(engine, "#7f7f7f")},
+                    },
+                }
+            )
     return {
         "data": traces,
         "layout": {
@@ -58,8 +67,8 @@ def chart_rows(runs) -> list[dict]:
             "recovery_seconds": run.recovery_seconds,
             "downtime_seconds": run.downtime_seconds,
             "label": f"run {run.id}: {run.get_engine_display()}, "
-                     f"log {run.parameters.get('redo_log_size', '?')}, "
-                     f"pool {run.parameters.get('buffer_pool_size', '?')}",
+            f"log {run.parameters.get('redo_log_size', '?')}, "
+            f"pool {run.parameters.get('buffer_pool_size', '?')}",
         }
         for run in runs
     ]

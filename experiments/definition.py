@@ -198,9 +198,7 @@ def _as_list(value: object) -> list:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _check_values(
-    errors: _Collector, path: str, raw: object, check: Callable[[object], object]
-) -> list:
+def _check_values(errors: _Collector, path: str, raw: object, check: Callable[[object], object]) -> list:
     values = _as_list(raw)
     if not values:
         errors.add(path, "give at least one value")
@@ -326,8 +324,17 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     errors = _Collector()
     if not isinstance(raw, dict):
         raise DefinitionError({"non_field_errors": ["the definition must be a JSON object"]})
-    known = {"name", "hosts", "engines", "parameters", "server_options", "workload", "crash",
-             "repetitions", "description"}
+    known = {
+        "name",
+        "hosts",
+        "engines",
+        "parameters",
+        "server_options",
+        "workload",
+        "crash",
+        "repetitions",
+        "description",
+    }
     for key in raw:
         if key not in known:
             errors.add(str(key), f"unknown field; known: {', '.join(sorted(known))}")
@@ -364,7 +371,10 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     )
     if definition.run_count > MAX_RUNS:
         raise DefinitionError(
-            {"non_field_errors": [f"this matrix expands to {definition.run_count} runs; "
-                                  f"the limit is {MAX_RUNS}"]}
+            {
+                "non_field_errors": [
+                    f"this matrix expands to {definition.run_count} runs; the limit is {MAX_RUNS}"
+                ]
+            }
         )
     return definition

@@ -22,13 +22,15 @@ class ExperimentForm(forms.Form):
     hosts = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     engines = forms.MultipleChoiceField(
         choices=[(e, {"innodb": "InnoDB", "rocksdb": "MyRocks"}[e]) for e in LIVE_ENGINES],
-        widget=forms.CheckboxSelectMultiple, initial=["innodb"],
+        widget=forms.CheckboxSelectMultiple,
+        initial=["innodb"],
     )
     buffer_pool_size = forms.CharField(initial="128M", help_text="comma-separated: 128M, 1G")
     redo_log_size = forms.CharField(initial="64M, 512M", help_text="comma-separated: 64M, 512M")
     insert_rate = forms.CharField(initial="0", help_text="transactions/s; 0 = unthrottled")
     server_options = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
         help_text="one per line, name=value[,value]; allowed: " + ", ".join(sorted(SERVER_OPTIONS)),
     )
     workload = forms.ChoiceField(choices=[(w, w) for w in WORKLOADS], initial="oltp_write_only")
@@ -80,9 +82,13 @@ class ExperimentForm(forms.Form):
                 "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
             },
             "server_options": options,
-            "workload": {"name": data["workload"], "tables": data["tables"],
-                         "table_size": data["table_size"], "threads": data["threads"],
-                         "events": data["events"]},
+            "workload": {
+                "name": data["workload"],
+                "tables": data["tables"],
+                "table_size": data["table_size"],
+                "threads": data["threads"],
+                "events": data["events"],
+            },
             "crash": crash,
             "repetitions": data["repetitions"],
         }

@@ -3,7 +3,6 @@ from django.db import models
 from django.urls import reverse
 
 
-
 class Engine(models.TextChoices):
     INNODB = "innodb", "InnoDB"
     ROCKSDB = "rocksdb", "MyRocks"

@@ -37,19 +37,29 @@ class Bundle:
 # Hosts ---------------------------------------------------------------------------------------
 
 
-def register_host(name: str, transport: str, ssh_user: str = "", ssh_host: str = "",
-                  ssh_port: int = 22, ssh_key_path: str = "") -> Host:
+def register_host(
+    name: str,
+    transport: str,
+    ssh_user: str = "",
+    ssh_host: str = "",
+    ssh_port: int = 22,
+    ssh_key_path: str = "",
+) -> Host:
     """Create or update a host. Running it twice with the same values changes nothing."""
     if not HOST_NAME.match(name or ""):
-        raise ValueError(
-            f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63"
-        )
+        raise ValueError(f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63")
     if transport not in Transport.values:
         raise ValueError(f"transport must be one of {', '.join(Transport.values)}")
     host, _ = Host.objects.update_or_create(
         name=name,
-        defaults={"transport": transport, "ssh_user": ssh_user, "ssh_host": ssh_host,
-                  "ssh_port": ssh_port, "ssh_key_path": ssh_key_path, "active": True},
+        defaults={
+            "transport": transport,
+            "ssh_user": ssh_user,
+            "ssh_host": ssh_host,
+            "ssh_port": ssh_port,
+            "ssh_key_path": ssh_key_path,
+            "active": True,
+        },
     )
     return host
 
@@ -134,8 +144,12 @@ def claim_run(run_id: int) -> Run | None:
     """
     now = timezone.now()
     claimed = Run.objects.filter(id=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=now, finished_at=None, error="",
-        progress="starting", attempts=F("attempts") + 1,
+        status=RunStatus.RUNNING,
+        started_at=now,
+        finished_at=None,
+        error="",
+        progress="starting",
+        attempts=F("attempts") + 1,
     )
     if not claimed:
         return None
@@ -173,8 +187,9 @@ def _store_files(run: Run, files: dict[str, bytes]) -> None:
         if truncated:
             marker = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
             kept = content[: limit // 2] + marker + content[-limit // 2 :]
-        rows.append(RunFile(run=run, name=name[:100], content=kept, size_bytes=len(content),
-                            truncated=truncated))
+        rows.append(
+            RunFile(run=run, name=name[:100], content=kept, size_bytes=len(content), truncated=truncated)
+        )
     RunFile.objects.bulk_create(rows)
 
 
@@ -253,13 +268,24 @@ def queued_runs_to_resend(older_than: timedelta) -> list[int]:
     """Queued runs whose task may have been lost (Redis restarted without persistence)."""
     cutoff = timezone.now() - older_than
     return list(
-        Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=cutoff, imported=False)
-        .values_list("id", flat=True)
+        Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=cutoff, imported=False).values_list(
+            "id", flat=True
+        )
     )
 
 
 __all__ = [
-    "Bundle", "DefinitionError", "claim_run", "create_experiment", "enqueue_run",
-    "ingest_bundle", "mark_run_failed", "record_progress", "refresh_experiment_status",
-    "register_host", "release_run", "reparse_run", "run_spec",
+    "Bundle",
+    "DefinitionError",
+    "claim_run",
+    "create_experiment",
+    "enqueue_run",
+    "ingest_bundle",
+    "mark_run_failed",
+    "record_progress",
+    "refresh_experiment_status",
+    "register_host",
+    "release_run",
+    "reparse_run",
+    "run_spec",
 ]

@@ -18,8 +18,10 @@ def summarize(parsed: ParsedFile) -> str:
     lines = [head]
     for number, episode in enumerate(parsed.episodes, start=1):
         kind = "CRASH RECOVERY" if episode.crash_recovery else "clean start"
-        lines.append(f"  start {number} at {episode.started_at or '?'}: {kind}, "
-                     f"ready after {_fmt(episode.ready_seconds, ' s')}")
+        lines.append(
+            f"  start {number} at {episode.started_at or '?'}: {kind}, "
+            f"ready after {_fmt(episode.ready_seconds, ' s')}"
+        )
         if episode.crash_recovery:
             lines.append(
                 f"    checkpoint LSN {_fmt(episode.checkpoint_lsn)} -> crash LSN "
@@ -33,11 +35,15 @@ def summarize(parsed: ParsedFile) -> str:
             lines.append(f"    {phase.name:<24} {_fmt(phase.seconds, ' s')}")
     if parsed.log is not None:
         log = parsed.log
-        lines.append(f"  LSN {_fmt(log.lsn)}, checkpoint {_fmt(log.checkpoint_lsn)}, "
-                     f"checkpoint age {_fmt(log.checkpoint_age, ' bytes')}")
+        lines.append(
+            f"  LSN {_fmt(log.lsn)}, checkpoint {_fmt(log.checkpoint_lsn)}, "
+            f"checkpoint age {_fmt(log.checkpoint_age, ' bytes')}"
+        )
     if parsed.sysbench is not None:
         report = parsed.sysbench
-        lines.append(f"  {_fmt(report.transactions)} transactions, {_fmt(report.tps)} tps, "
-                     f"{_fmt(report.qps)} qps, p95 {report.latency_ms.get('p95', '-')} ms")
+        lines.append(
+            f"  {_fmt(report.transactions)} transactions, {_fmt(report.tps)} tps, "
+            f"{_fmt(report.qps)} qps, p95 {report.latency_ms.get('p95', '-')} ms"
+        )
     lines += [f"  warning: {w}" for w in parsed.warnings]
     return "\n".join(lines)

@@ -36,13 +36,17 @@ def experiment_detail(request, pk: int):
     runs = list(experiment.runs.select_related("host"))
     rows = charts.chart_rows(runs)
     in_progress = any(r.status in (RunStatus.QUEUED, RunStatus.RUNNING) for r in runs)
-    return render(request, "experiments/experiment_detail.html", {
-        "experiment": experiment,
-        "runs": runs,
-        "figure": charts.recovery_vs_redo(rows),
-        "charted": sum(1 for r in rows if r["redo_bytes"] is not None),
-        "in_progress": in_progress,
-    })
+    return render(
+        request,
+        "experiments/experiment_detail.html",
+        {
+            "experiment": experiment,
+            "runs": runs,
+            "figure": charts.recovery_vs_redo(rows),
+            "charted": sum(1 for r in rows if r["redo_bytes"] is not None),
+            "in_progress": in_progress,
+        },
+    )
 
 
 @login_required
@@ -50,8 +54,7 @@ def run_detail(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment", "host"), pk=pk)
     metrics = [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES]
     files = run.files.defer("content")
-    return render(request, "experiments/run_detail.html",
-                  {"run": run, "metrics": metrics, "files": files})
+    return render(request, "experiments/run_detail.html", {"run": run, "metrics": metrics, "files": files})
 
 
 @login_required

@@ -68,11 +68,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": env.db_url(
-        "DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/recovery_lab"
-    )
-}
+DATABASES = {"default": env.db_url("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/recovery_lab")}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point to PostgreSQL (postgres://...)")
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)

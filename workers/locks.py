@@ -16,8 +16,12 @@ _NAMESPACE = 0x5245  # "RE": keeps our keys apart from other users of advisory l
 def _connect() -> psycopg.Connection:
     db = settings.DATABASES["default"]
     return psycopg.connect(
-        host=db.get("HOST") or None, port=db.get("PORT") or None, dbname=db["NAME"],
-        user=db.get("USER") or None, password=db.get("PASSWORD") or None, autocommit=True,
+        host=db.get("HOST") or None,
+        port=db.get("PORT") or None,
+        dbname=db["NAME"],
+        user=db.get("USER") or None,
+        password=db.get("PASSWORD") or None,
+        autocommit=True,
     )
 
 
@@ -25,9 +29,7 @@ def _connect() -> psycopg.Connection:
 def host_lock(host_id: int):
     """Yields True if this process now holds the host, False if another does."""
     with _connect() as conn:
-        acquired = conn.execute(
-            "SELECT pg_try_advisory_lock(%s, %s)", (_NAMESPACE, host_id)
-        ).fetchone()[0]
+        acquired = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_NAMESPACE, host_id)).fetchone()[0]
         try:
             yield acquired
         finally:

@@ -26,7 +26,7 @@ def execute_run_task(self, run_id: int) -> None:
         return
     with host_lock(run.host_id) as acquired:
         if not acquired:
-            raise self.retry(countdown=min(5 * (self.request.retries + 1), 30))
+            raise self.retry(countdown=min(2 * (self.request.retries + 1), 10))
         run = services.claim_run(run_id)
         if run is None:
             return
@@ -41,8 +41,9 @@ def execute_run_task(self, run_id: int) -> None:
         except Exception as exc:
             logger.exception("run %s failed inside the worker", run_id)
             services.mark_run_failed(
-                run_id, f"internal error in the worker ({exc.__class__.__name__}: {exc}); "
-                "the traceback is in the worker's log"
+                run_id,
+                f"internal error in the worker ({exc.__class__.__name__}: {exc}); "
+                "the traceback is in the worker's log",
             )
 
 

@@ -65,7 +65,9 @@ class LocalTransport:
             out = folder / "bundle"
             process = subprocess.Popen(
                 [sys.executable, str(RUNNER_PATH), "--spec", str(spec_path), "--out", str(out)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             stray = handle_events(process.stdout, on_progress)
             try:
@@ -75,8 +77,9 @@ class LocalTransport:
                 raise TransportError("the host runner did not finish within 24 hours") from None
             stderr = process.stderr.read()
             if not (out / "result.json").exists():
-                logger.error("runner exited %s without a bundle: %s %s",
-                             process.returncode, stray, stderr[-2000:])
+                logger.error(
+                    "runner exited %s without a bundle: %s %s", process.returncode, stray, stderr[-2000:]
+                )
                 raise TransportError(
                     f"the host runner stopped (exit {process.returncode}) without a result: "
                     f"{(stderr or ' '.join(stray))[-500:]}"

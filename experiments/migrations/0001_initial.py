@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,115 +14,205 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Host',
+            name="Host",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=63, unique=True)),
-                ('transport', models.CharField(choices=[('local', 'local (this machine)'), ('ssh', 'SSH')], max_length=8)),
-                ('ssh_user', models.CharField(blank=True, max_length=64)),
-                ('ssh_host', models.CharField(blank=True, max_length=255)),
-                ('ssh_port', models.PositiveIntegerField(default=22)),
-                ('ssh_key_path', models.CharField(blank=True, max_length=1024)),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=63, unique=True)),
+                (
+                    "transport",
+                    models.CharField(
+                        choices=[("local", "local (this machine)"), ("ssh", "SSH")], max_length=8
+                    ),
+                ),
+                ("ssh_user", models.CharField(blank=True, max_length=64)),
+                ("ssh_host", models.CharField(blank=True, max_length=255)),
+                ("ssh_port", models.PositiveIntegerField(default=22)),
+                ("ssh_key_path", models.CharField(blank=True, max_length=1024)),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Experiment',
+            name="Experiment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('definition', models.JSONField(help_text='The normalized definition it was created from.')),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('partial', 'done, some runs failed'), ('failed', 'failed')], default='queued', max_length=10)),
-                ('imported', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("definition", models.JSONField(help_text="The normalized definition it was created from.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("partial", "done, some runs failed"),
+                            ("failed", "failed"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("imported", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('checkpoint_lsn', models.BigIntegerField(blank=True, null=True)),
-                ('crash_lsn', models.BigIntegerField(blank=True, null=True)),
-                ('redo_bytes', models.BigIntegerField(blank=True, null=True)),
-                ('pages_to_recover', models.BigIntegerField(blank=True, null=True)),
-                ('redo_records_applied', models.BigIntegerField(blank=True, null=True)),
-                ('trx_rolled_back', models.BigIntegerField(blank=True, null=True)),
-                ('rows_undone', models.BigIntegerField(blank=True, null=True)),
-                ('pages_written', models.BigIntegerField(blank=True, null=True)),
-                ('log_bytes_written', models.BigIntegerField(blank=True, null=True)),
-                ('data_bytes_written', models.BigIntegerField(blank=True, null=True)),
-                ('recovery_seconds', models.FloatField(blank=True, null=True)),
-                ('rollback_seconds', models.FloatField(blank=True, null=True)),
-                ('ready_seconds', models.FloatField(blank=True, null=True)),
-                ('downtime_seconds', models.FloatField(blank=True, null=True)),
-                ('clean_start_seconds', models.FloatField(blank=True, null=True)),
-                ('redo_apply_mb_per_s', models.FloatField(blank=True, null=True)),
-                ('workload_tps', models.FloatField(blank=True, null=True)),
-                ('workload_qps', models.FloatField(blank=True, null=True)),
-                ('latency_p95_ms', models.FloatField(blank=True, null=True)),
-                ('verified', models.BooleanField(blank=True, null=True)),
-                ('matrix_index', models.PositiveIntegerField()),
-                ('host_label', models.CharField(help_text="The host's name, or the label of an import.", max_length=100)),
-                ('engine', models.CharField(choices=[('innodb', 'InnoDB'), ('rocksdb', 'MyRocks'), ('tokudb', 'TokuDB')], max_length=10)),
-                ('parameters', models.JSONField(default=dict)),
-                ('server_options', models.JSONField(default=dict)),
-                ('repetition', models.PositiveIntegerField(default=1)),
-                ('buffer_pool_bytes', models.BigIntegerField(blank=True, null=True)),
-                ('redo_log_bytes', models.BigIntegerField(blank=True, null=True)),
-                ('insert_rate', models.PositiveIntegerField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('done', 'done'), ('failed', 'failed')], default='queued', max_length=10)),
-                ('progress', models.CharField(blank=True, max_length=200)),
-                ('error', models.TextField(blank=True)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('imported', models.BooleanField(default=False)),
-                ('server_version', models.CharField(blank=True, max_length=120)),
-                ('queued_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('experiment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='experiments.experiment')),
-                ('host', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='experiments.host')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("checkpoint_lsn", models.BigIntegerField(blank=True, null=True)),
+                ("crash_lsn", models.BigIntegerField(blank=True, null=True)),
+                ("redo_bytes", models.BigIntegerField(blank=True, null=True)),
+                ("pages_to_recover", models.BigIntegerField(blank=True, null=True)),
+                ("redo_records_applied", models.BigIntegerField(blank=True, null=True)),
+                ("trx_rolled_back", models.BigIntegerField(blank=True, null=True)),
+                ("rows_undone", models.BigIntegerField(blank=True, null=True)),
+                ("pages_written", models.BigIntegerField(blank=True, null=True)),
+                ("log_bytes_written", models.BigIntegerField(blank=True, null=True)),
+                ("data_bytes_written", models.BigIntegerField(blank=True, null=True)),
+                ("recovery_seconds", models.FloatField(blank=True, null=True)),
+                ("rollback_seconds", models.FloatField(blank=True, null=True)),
+                ("ready_seconds", models.FloatField(blank=True, null=True)),
+                ("downtime_seconds", models.FloatField(blank=True, null=True)),
+                ("clean_start_seconds", models.FloatField(blank=True, null=True)),
+                ("redo_apply_mb_per_s", models.FloatField(blank=True, null=True)),
+                ("workload_tps", models.FloatField(blank=True, null=True)),
+                ("workload_qps", models.FloatField(blank=True, null=True)),
+                ("latency_p95_ms", models.FloatField(blank=True, null=True)),
+                ("verified", models.BooleanField(blank=True, null=True)),
+                ("matrix_index", models.PositiveIntegerField()),
+                (
+                    "host_label",
+                    models.CharField(help_text="The host's name, or the label of an import.", max_length=100),
+                ),
+                (
+                    "engine",
+                    models.CharField(
+                        choices=[("innodb", "InnoDB"), ("rocksdb", "MyRocks"), ("tokudb", "TokuDB")],
+                        max_length=10,
+                    ),
+                ),
+                ("parameters", models.JSONField(default=dict)),
+                ("server_options", models.JSONField(default=dict)),
+                ("repetition", models.PositiveIntegerField(default=1)),
+                ("buffer_pool_bytes", models.BigIntegerField(blank=True, null=True)),
+                ("redo_log_bytes", models.BigIntegerField(blank=True, null=True)),
+                ("insert_rate", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("done", "done"),
+                            ("failed", "failed"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("progress", models.CharField(blank=True, max_length=200)),
+                ("error", models.TextField(blank=True)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("imported", models.BooleanField(default=False)),
+                ("server_version", models.CharField(blank=True, max_length=120)),
+                ("queued_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "experiment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="experiments.experiment",
+                    ),
+                ),
+                (
+                    "host",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="experiments.host",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['experiment_id', 'matrix_index'],
+                "ordering": ["experiment_id", "matrix_index"],
             },
         ),
         migrations.CreateModel(
-            name='RunFile',
+            name="RunFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('content', models.BinaryField()),
-                ('size_bytes', models.BigIntegerField()),
-                ('truncated', models.BooleanField(default=False)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("content", models.BinaryField()),
+                ("size_bytes", models.BigIntegerField()),
+                ("truncated", models.BooleanField(default=False)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="files",
+                        to="experiments.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['status', 'host'], name='experiments_status_00336e_idx'),
+            model_name="run",
+            index=models.Index(fields=["status", "host"], name="experiments_status_00336e_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['engine'], name='experiments_engine_211594_idx'),
+            model_name="run",
+            index=models.Index(fields=["engine"], name="experiments_engine_211594_idx"),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(fields=('experiment', 'matrix_index'), name='run_unique_cell'),
+            model_name="run",
+            constraint=models.UniqueConstraint(fields=("experiment", "matrix_index"), name="run_unique_cell"),
         ),
         migrations.AddConstraint(
-            model_name='runfile',
-            constraint=models.UniqueConstraint(fields=('run', 'name'), name='runfile_unique_name'),
+            model_name="runfile",
+            constraint=models.UniqueConstraint(fields=("run", "name"), name="runfile_unique_name"),
         ),
     ]

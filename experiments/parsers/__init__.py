@@ -20,8 +20,15 @@ from .rocksdb_log import parse_rocksdb_log
 from .sysbench import parse_sysbench
 
 __all__ = [
-    "Episode", "LogSection", "ParsedFile", "Phase", "SysbenchReport",
-    "detect_kind", "parse_bytes", "parse_path", "parse_stream",
+    "Episode",
+    "LogSection",
+    "ParsedFile",
+    "Phase",
+    "SysbenchReport",
+    "detect_kind",
+    "parse_bytes",
+    "parse_path",
+    "parse_stream",
 ]
 
 logger = logging.getLogger(__name__)

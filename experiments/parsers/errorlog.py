@@ -14,7 +14,9 @@ from .lines import Line
 from .model import Episode, ParsedFile
 
 _START_MARIADB = re.compile(r"Starting MariaDB (\S+)")
-_START_MYSQLD = re.compile(r"(?:mysqld|mariadbd)(?:\.exe)? \((?:mysqld|mariadbd) ([^)\s]+)[^)]*\) starting as process")
+_START_MYSQLD = re.compile(
+    r"(?:mysqld|mariadbd)(?:\.exe)? \((?:mysqld|mariadbd) ([^)\s]+)[^)]*\) starting as process"
+)
 _VERSION_LINE = re.compile(r"^Version: '([^']+)'.*?(Percona Server|MariaDB|MySQL)?")
 _READY = re.compile(r"(?:mysqld|mariadbd)(?:\.exe)?: ready for connections")
 _NOT_SERVER_READY = re.compile(r"X Plugin|WSREP|mysqlx", re.IGNORECASE)
@@ -24,9 +26,7 @@ _IMPLICIT_START = re.compile(
 )
 _SHUTDOWN_DONE = re.compile(r"(?:mysqld|mariadbd)(?:\.exe)?: Shutdown complete|Shutdown completed")
 
-_CRASH_START = re.compile(
-    r"InnoDB: Starting crash recovery(?: from checkpoint LSN=([0-9]+)(?:,[0-9]+)?)?"
-)
+_CRASH_START = re.compile(r"InnoDB: Starting crash recovery(?: from checkpoint LSN=([0-9]+)(?:,[0-9]+)?)?")
 _NOT_SHUT_DOWN = re.compile(r"InnoDB: Database was not shut ?down normally")
 _MYSQL_CHECKPOINT = re.compile(r"Log scan progressed past the checkpoint lsn ([0-9]+)")
 _MYSQL_SCANNED = re.compile(r"Doing recovery: scanned up to log sequence number ([0-9]+)")
@@ -35,7 +35,9 @@ _MARIADB_READ_UP_TO = re.compile(r"InnoDB: Read redo log up to LSN=([0-9]+)")
 _FINAL_BATCH = re.compile(
     r"InnoDB: (?:Starting final batch to recover +([0-9]+) pages|To recover: ([0-9]+) pages)"
 )
-_APPLY_BATCH = re.compile(r"InnoDB: (?:Starting an apply batch|Applying a batch of ([0-9]+) redo log records)")
+_APPLY_BATCH = re.compile(
+    r"InnoDB: (?:Starting an apply batch|Applying a batch of ([0-9]+) redo log records)"
+)
 _APPLY_DONE = re.compile(r"InnoDB: Apply batch completed")
 _APPLY_PROGRESS = re.compile(
     r"InnoDB: (?:To recover: |Read redo log up to|Progress in percent|Applying a batch|Applied)"

@@ -21,9 +21,7 @@ _NOISE_PREFIXES = (
     re.compile(r"^\w{3} [ \d]\d \d{2}:\d{2}:\d{2} \S+ (?:mysqld|mariadbd|mysqld_safe)\[\d+\]: "),
 )
 
-_ISO = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})?"
-)
+_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})?")
 _SPACED = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) ([ \d]\d):(\d{2}):(\d{2})")
 _MYSQL55 = re.compile(r"^(\d{2})(\d{2})(\d{2}) ([ \d]\d):(\d{2}):(\d{2})")
 # Where a line was glued to the next (no newline), a second timestamp starts mid-line.
@@ -62,7 +60,7 @@ def strip_noise(text: str) -> str:
     for prefix in _NOISE_PREFIXES:
         match = prefix.match(text)
         if match:
-            return text[match.end():]
+            return text[match.end() :]
     return text
 
 
@@ -86,7 +84,7 @@ def parse_timestamp(text: str, local_tz: timezone = UTC) -> tuple[datetime | Non
             moment = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), micro, tzinfo=tz)
         except ValueError:
             return None, text
-        return moment, text[match.end():]
+        return moment, text[match.end() :]
     for pattern, century in ((_SPACED, 0), (_MYSQL55, 2000)):
         match = pattern.match(text)
         if match:
@@ -95,7 +93,7 @@ def parse_timestamp(text: str, local_tz: timezone = UTC) -> tuple[datetime | Non
                 moment = datetime(century + y, mo, d, h, mi, s, tzinfo=local_tz)
             except ValueError:
                 return None, text
-            return moment, text[match.end():]
+            return moment, text[match.end() :]
     return None, text
 
 
@@ -106,7 +104,7 @@ def stamped_lines(numbered: Iterable[tuple[int, str]]) -> Iterator[Line]:
         stamp = RUNNER_STAMP.match(raw)
         if stamp:
             runner_moment = datetime.fromtimestamp(float(stamp.group(1)), tz=UTC)
-            raw = raw[stamp.end():]
+            raw = raw[stamp.end() :]
         for piece in GLUED.split(strip_noise(raw)):
             server_moment, _ = parse_timestamp(piece)
             yield Line(number, piece, runner_moment or server_moment, runner_moment is not None)

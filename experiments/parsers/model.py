@@ -25,8 +25,7 @@ class Phase:
         return seconds_between(self.start, self.end)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "start": iso(self.start), "end": iso(self.end),
-                "seconds": self.seconds}
+        return {"name": self.name, "start": iso(self.start), "end": iso(self.end), "seconds": self.seconds}
 
 
 @dataclass

@@ -21,11 +21,16 @@ def parse_sysbench(parsed: ParsedFile, lines: Iterable[str]) -> ParsedFile:
     in_latency = False
     for text in lines:
         if match := _INTERVAL.match(text):
-            report.intervals.append({
-                "second": int(match.group(1)), "threads": int(match.group(2)),
-                "tps": float(match.group(3)), "qps": float(match.group(4)),
-                "latency_percentile": int(match.group(5)), "latency_ms": float(match.group(6)),
-            })
+            report.intervals.append(
+                {
+                    "second": int(match.group(1)),
+                    "threads": int(match.group(2)),
+                    "tps": float(match.group(3)),
+                    "qps": float(match.group(4)),
+                    "latency_percentile": int(match.group(5)),
+                    "latency_ms": float(match.group(6)),
+                }
+            )
         elif match := _TRANSACTIONS.match(text):
             report.transactions, report.tps = int(match.group(1)), float(match.group(2))
         elif match := _QUERIES.match(text):

@@ -32,8 +32,13 @@ from pathlib import Path
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
-WORKLOADS = {"oltp_write_only", "oltp_insert", "oltp_read_write", "oltp_update_index",
-             "oltp_update_non_index"}
+WORKLOADS = {
+    "oltp_write_only",
+    "oltp_insert",
+    "oltp_read_write",
+    "oltp_update_index",
+    "oltp_update_non_index",
+}
 ENGINES = {"innodb", "rocksdb"}
 POLL_S = 0.005
 
@@ -164,19 +169,30 @@ class Server:
     def server_args(self) -> list[str]:
         params = self.spec["parameters"]
         args = [
-            self.mariadbd, "--no-defaults", *self._user_args(),
-            f"--datadir={self.datadir}", f"--socket={self.socket}", f"--port={self.port}",
-            "--bind-address=127.0.0.1", f"--pid-file={self.work / 'mysqld.pid'}",
-            f"--log-error={self.error_log}", f"--tmpdir={self.work / 'tmp'}",
-            "--skip-name-resolve", "--max-connections=300",
+            self.mariadbd,
+            "--no-defaults",
+            *self._user_args(),
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.work / 'mysqld.pid'}",
+            f"--log-error={self.error_log}",
+            f"--tmpdir={self.work / 'tmp'}",
+            "--skip-name-resolve",
+            "--max-connections=300",
         ]
         buffer_pool = params.get("buffer_pool_size", "128M")
         redo = params.get("redo_log_size", "96M")
         if self.spec["engine"] == "rocksdb":
             # MyRocks: the block cache plays the buffer pool; max_total_wal_size bounds the WAL
             # that recovery may have to replay, as the redo log size does for InnoDB.
-            args += ["--plugin-load-add=ha_rocksdb", f"--rocksdb-block-cache-size={buffer_pool}",
-                     f"--rocksdb-max-total-wal-size={redo}", "--default-storage-engine=ROCKSDB"]
+            args += [
+                "--plugin-load-add=ha_rocksdb",
+                f"--rocksdb-block-cache-size={buffer_pool}",
+                f"--rocksdb-max-total-wal-size={redo}",
+                "--default-storage-engine=ROCKSDB",
+            ]
         else:
             args += [f"--innodb-buffer-pool-size={buffer_pool}", f"--innodb-log-file-size={redo}"]
         options = dict(self.spec.get("server_options", {}))
@@ -188,8 +204,14 @@ class Server:
     def install(self) -> None:
         installer = find_binary("mariadb-install-db", "mysql_install_db")
         (self.work / "tmp").mkdir(exist_ok=True)
-        args = [installer, "--no-defaults", *self._user_args(), f"--datadir={self.datadir}",
-                "--auth-root-authentication-method=normal", "--skip-test-db"]
+        args = [
+            installer,
+            "--no-defaults",
+            *self._user_args(),
+            f"--datadir={self.datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ]
         with (self.work / "install.log").open("wb") as log:
             done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
         if done.returncode != 0:
@@ -199,14 +221,27 @@ class Server:
     def start(self) -> float:
         spawned = self.clock.now()
         self.process = subprocess.Popen(
-            self.server_args(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            self.server_args(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         return spawned
 
     def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
-        args = [self.client, "--no-defaults", "--protocol=socket", f"--socket={self.socket}",
-                "-uroot", "--connect-timeout=2", "-N", "-B", "-e", sql]
+        args = [
+            self.client,
+            "--no-defaults",
+            "--protocol=socket",
+            f"--socket={self.socket}",
+            "-uroot",
+            "--connect-timeout=2",
+            "-N",
+            "-B",
+            "-e",
+            sql,
+        ]
         if vertical:
             args.insert(-2, "-E")
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -224,9 +259,20 @@ class Server:
                     f"Last lines of its error log:\n{self.stamper.tail()}"
                 )
             probe = subprocess.run(
-                [self.client, "--no-defaults", "--protocol=socket", f"--socket={self.socket}",
-                 "-uroot", "--connect-timeout=1", "-N", "-B", "-e", "SELECT 1"],
-                capture_output=True, timeout=30,
+                [
+                    self.client,
+                    "--no-defaults",
+                    "--protocol=socket",
+                    f"--socket={self.socket}",
+                    "-uroot",
+                    "--connect-timeout=1",
+                    "-N",
+                    "-B",
+                    "-e",
+                    "SELECT 1",
+                ],
+                capture_output=True,
+                timeout=30,
             )
             if probe.returncode == 0:
                 return self.clock.now()
@@ -243,9 +289,18 @@ class Server:
         return moment
 
     def shutdown(self, timeout_s: float) -> None:
-        subprocess.run([self.admin, "--no-defaults", "--protocol=socket",
-                        f"--socket={self.socket}", "-uroot", "shutdown"],
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [
+                self.admin,
+                "--no-defaults",
+                "--protocol=socket",
+                f"--socket={self.socket}",
+                "-uroot",
+                "shutdown",
+            ],
+            capture_output=True,
+            timeout=60,
+        )
         try:
             self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -267,10 +322,16 @@ class Sysbench:
         self.process: subprocess.Popen | None = None
 
     def _common(self) -> list[str]:
-        args = [self.binary, self.workload["name"], "--db-driver=mysql",
-                f"--mysql-socket={self.server.socket}", "--mysql-user=root",
-                "--mysql-db=sbtest", f"--tables={self.workload['tables']}",
-                f"--table-size={self.workload['table_size']}"]
+        args = [
+            self.binary,
+            self.workload["name"],
+            "--db-driver=mysql",
+            f"--mysql-socket={self.server.socket}",
+            "--mysql-user=root",
+            "--mysql-db=sbtest",
+            f"--tables={self.workload['tables']}",
+            f"--table-size={self.workload['table_size']}",
+        ]
         if self.engine == "rocksdb":
             args.append("--mysql-storage-engine=rocksdb")
         return args
@@ -278,19 +339,35 @@ class Sysbench:
     def prepare(self) -> None:
         threads = min(self.workload["tables"], self.workload["threads"])
         with (self.work / "sysbench_prepare.txt").open("wb") as out:
-            done = subprocess.run([*self._common(), f"--threads={threads}", "prepare"],
-                                  stdout=out, stderr=subprocess.STDOUT, timeout=6 * 3600)
+            done = subprocess.run(
+                [*self._common(), f"--threads={threads}", "prepare"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=6 * 3600,
+            )
         if done.returncode != 0:
             tail = (self.work / "sysbench_prepare.txt").read_text(errors="replace")[-600:]
             raise RunFailed(f"sysbench prepare failed (exit {done.returncode}): {tail}")
 
     def start_run(self) -> None:
-        args = [*self._common(), f"--threads={self.workload['threads']}",
-                f"--events={self.workload['events']}", f"--time={self.workload.get('time_seconds', 0)}",
-                f"--rate={self.rate}", "--report-interval=1", "--percentile=95", "run"]
+        args = [
+            *self._common(),
+            f"--threads={self.workload['threads']}",
+            f"--events={self.workload['events']}",
+            f"--time={self.workload.get('time_seconds', 0)}",
+            f"--rate={self.rate}",
+            "--report-interval=1",
+            "--percentile=95",
+            "run",
+        ]
         self.output = (self.work / "sysbench_report.txt").open("wb")
-        self.process = subprocess.Popen(args, stdout=self.output, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        self.process = subprocess.Popen(
+            args,
+            stdout=self.output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def wait(self, timeout_s: float | None) -> int | None:
         try:
@@ -307,8 +384,11 @@ class Sysbench:
 
 
 COUNTERS = {
-    "innodb": {"pages_written": "Innodb_pages_written", "log_bytes_written": "Innodb_os_log_written",
-               "data_bytes_written": "Innodb_data_written"},
+    "innodb": {
+        "pages_written": "Innodb_pages_written",
+        "log_bytes_written": "Innodb_os_log_written",
+        "data_bytes_written": "Innodb_data_written",
+    },
     "rocksdb": {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"},
 }
 
@@ -319,8 +399,11 @@ def read_counters(server: Server, engine: str) -> dict:
     rows = server.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
     found = dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
     by_lower = {k.lower(): v for k, v in found.items()}
-    return {metric: int(by_lower[var.lower()]) for metric, var in wanted.items()
-            if by_lower.get(var.lower(), "").isdigit()}
+    return {
+        metric: int(by_lower[var.lower()])
+        for metric, var in wanted.items()
+        if by_lower.get(var.lower(), "").isdigit()
+    }
 
 
 def checksum_tables(server: Server, tables: int) -> dict:
@@ -330,11 +413,11 @@ def checksum_tables(server: Server, tables: int) -> dict:
 
 
 def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
-    (work / f"innodb_status_{label}.txt").write_text(
-        server.query("SHOW ENGINE INNODB STATUS", vertical=True))
+    (work / f"innodb_status_{label}.txt").write_text(server.query("SHOW ENGINE INNODB STATUS", vertical=True))
     if engine == "rocksdb":
         (work / f"rocksdb_status_{label}.txt").write_text(
-            server.query("SHOW ENGINE ROCKSDB STATUS", vertical=True))
+            server.query("SHOW ENGINE ROCKSDB STATUS", vertical=True)
+        )
 
 
 def wal_sizes(datadir: Path) -> dict:
@@ -354,8 +437,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
     crash = spec["crash"]
     engine = spec["engine"]
     times: dict[str, float] = {}
-    result: dict = {"spec": spec, "times": times, "port": server.port,
-                    "server_args": server.server_args()}
+    result: dict = {"spec": spec, "times": times, "port": server.port, "server_args": server.server_args()}
     stamper.start()
     try:
         progress("creating a private server instance")
@@ -384,8 +466,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
         times["workload_ended"] = clock.now()
         snapshot(server, engine, "at_crash", work)
         counters_after = read_counters(server, engine)
-        result["counters"] = {k: counters_after[k] - counters_before.get(k, 0)
-                              for k in counters_after}
+        result["counters"] = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
         checksums = None
         if crash["when"] == "after_workload":
             checksums = checksum_tables(server, spec["workload"]["tables"])
@@ -401,6 +482,9 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
         times["recovery_spawned"] = server.start()
         times["recovery_first_query"] = server.wait_until_ready(timeout)
         snapshot(server, engine, "after_recovery", work)
+        if engine == "rocksdb":
+            # RocksDB starts a new LOG at every open: keep the one of the crash recovery.
+            shutil.copyfile(server.datadir / "#rocksdb" / "LOG", work / "rocksdb_LOG")
         if checksums is not None:
             result["verified"] = checksum_tables(server, spec["workload"]["tables"]) == checksums
 
@@ -413,22 +497,28 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
         sysbench.stop_if_running()
         server.stop_if_running()
         stamper.stop()
-        collect(work, out, engine)
+        collect(work, out)
     return result
 
 
-def collect(work: Path, out: Path, engine: str) -> None:
+def collect(work: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("error.log", "error.log.stamped", "sysbench_report.txt", "sysbench_prepare.txt",
-                 "innodb_status_before_run.txt", "innodb_status_at_crash.txt",
-                 "innodb_status_after_recovery.txt", "rocksdb_status_at_crash.txt",
-                 "rocksdb_status_before_run.txt", "rocksdb_status_after_recovery.txt",
-                 "install.log"):
+    for name in (
+        "error.log",
+        "error.log.stamped",
+        "sysbench_report.txt",
+        "sysbench_prepare.txt",
+        "innodb_status_before_run.txt",
+        "innodb_status_at_crash.txt",
+        "innodb_status_after_recovery.txt",
+        "rocksdb_status_at_crash.txt",
+        "rocksdb_status_before_run.txt",
+        "rocksdb_status_after_recovery.txt",
+        "install.log",
+        "rocksdb_LOG",
+    ):
         if (work / name).exists():
             shutil.copyfile(work / name, out / name)
-    rocksdb_log = work / "data" / "#rocksdb" / "LOG"
-    if engine == "rocksdb" and rocksdb_log.exists():
-        shutil.copyfile(rocksdb_log, out / "rocksdb_LOG")
 
 
 def main(argv: list[str] | None = None) -> int:

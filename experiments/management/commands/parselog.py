@@ -11,8 +11,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("files", nargs="+", metavar="FILE")
-        parser.add_argument("--json", action="store_true",
-                            help="a JSON array, one document per file (parsed_file.schema.json)")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="a JSON array, one document per file (parsed_file.schema.json)",
+        )
 
     def handle(self, *args, files, **options):
         parsed: list[ParsedFile] = [parse_path(path) for path in files]
@@ -20,4 +23,3 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps([p.to_dict() for p in parsed], indent=2))
             return
         self.stdout.write("\n\n".join(summarize(p) for p in parsed))
-

@@ -29,9 +29,14 @@ class Command(BaseCommand):
                 if not key:
                     raise CommandError("--ssh needs --key PATH (the private key to log in with)")
                 user, address, port = match.groups()
-                host = services.register_host(name, Transport.SSH, ssh_user=user,
-                                              ssh_host=address.strip("[]"),
-                                              ssh_port=int(port or 22), ssh_key_path=key)
+                host = services.register_host(
+                    name,
+                    Transport.SSH,
+                    ssh_user=user,
+                    ssh_host=address.strip("[]"),
+                    ssh_port=int(port or 22),
+                    ssh_key_path=key,
+                )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"registered host {host.name} ({host.address})")

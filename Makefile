@@ -1,0 +1,32 @@
+# Recovery Lab. `make demo` to see it work, `make test` to check it. Both run `make setup` first.
+.PHONY: setup demo test lint start stop
+
+PY := .venv/bin/python
+RUN_DIR := .run
+WEB_ADDR ?= 127.0.0.1:8000
+
+setup:
+	@bash scripts/setup.sh
+
+start: setup
+	@mkdir -p $(RUN_DIR)
+	@$(MAKE) -s stop
+	@$(PY) manage.py collectstatic --noinput -v 0
+	@nohup .venv/bin/gunicorn webapp.wsgi -b $(WEB_ADDR) -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
+	@nohup .venv/bin/celery -A webapp worker -l info -c 2 > $(RUN_DIR)/worker.log 2>&1 & echo $$! > $(RUN_DIR)/worker.pid
+	@nohup .venv/bin/celery -A webapp beat -l info -s $(RUN_DIR)/beat-schedule > $(RUN_DIR)/beat.log 2>&1 & echo $$! > $(RUN_DIR)/beat.pid
+	@echo "web on http://$(WEB_ADDR)/ (logs in $(RUN_DIR)/); stop with 'make stop'"
+
+stop:
+	@for name in web worker beat; do \
+	  if [ -f $(RUN_DIR)/$$name.pid ]; then kill $$(cat $(RUN_DIR)/$$name.pid) 2>/dev/null || true; rm -f $(RUN_DIR)/$$name.pid; fi; \
+	done
+
+demo: start
+	@$(PY) manage.py demo --url http://$(WEB_ADDR)
+
+test: setup
+	@$(PY) -m pytest
+
+lint:
+	@.venv/bin/ruff check .

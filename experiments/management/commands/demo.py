@@ -1,0 +1,57 @@
+import secrets
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments import services
+from experiments.models import ExperimentStatus, Transport
+
+DEMO_DEFINITION = {
+    "name": "Demo: redo log size vs recovery, InnoDB vs MyRocks",
+    "hosts": ["local"],
+    "engines": ["innodb", "rocksdb"],
+    "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["64M", "512M"], "insert_rate": [0]},
+    "workload": {"name": "oltp_write_only", "tables": 4, "table_size": 20000, "threads": 4, "events": 8000},
+    "crash": {"method": "sigkill", "when": "after_workload"},
+    "repetitions": 1,
+}
+
+
+class Command(BaseCommand):
+    help = "Create an admin, register this machine, run a small real experiment, print its URL."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--url", default="http://127.0.0.1:8000")
+        parser.add_argument("--timeout", type=int, default=1800, help="seconds to wait for runs")
+
+    def handle(self, *args, url, timeout, **options):
+        users = get_user_model()
+        if not users.objects.filter(username="admin").exists():
+            password = secrets.token_urlsafe(12)
+            users.objects.create_superuser("admin", "", password)
+            self.stdout.write(f"Log in as admin / {password}  (change it in /admin/)")
+        else:
+            self.stdout.write("Log in as admin (the password printed when it was created)")
+        services.register_host("local", Transport.LOCAL)
+        experiment = services.create_experiment(DEMO_DEFINITION, user=users.objects.get(username="admin"))
+        self.stdout.write(
+            f"Experiment {experiment.id} queued: {len(DEMO_DEFINITION['engines']) * 2} "
+            "runs (each loads, crashes and restarts a private mariadbd)"
+        )
+        deadline = time.monotonic() + timeout
+        finished = {ExperimentStatus.DONE, ExperimentStatus.PARTIAL, ExperimentStatus.FAILED}
+        while True:
+            experiment.refresh_from_db()
+            if experiment.status in finished:
+                break
+            if time.monotonic() > deadline:
+                raise CommandError(
+                    f"runs not finished after {timeout} s; is the worker running? (see .run/worker.log)"
+                )
+            time.sleep(2)  # waiting for the worker to finish real runs; nothing else to wait on
+        done = experiment.runs.filter(status="done").count()
+        self.stdout.write(f"{done} of {experiment.runs.count()} runs done ({experiment.status}).")
+        self.stdout.write(f"Results: {url}{experiment.get_absolute_url()}")
+        if experiment.status == ExperimentStatus.FAILED:
+            raise CommandError("every run failed; their errors are on the page above")

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make setup: system packages, services, virtual environment, database, migrations.
+# Safe to run again: every step checks before it acts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v sysbench >/dev/null || need_apt+=(sysbench)
+{ command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ]; } || need_apt+=(mariadb-server)
+[ -e /usr/lib/mysql/plugin/ha_rocksdb.so ] || need_apt+=(mariadb-plugin-rocksdb)
+command -v psql >/dev/null || need_apt+=(postgresql)
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v chromium >/dev/null || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+  echo "== starting PostgreSQL"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start \
+    || $SUDO service postgresql start
+  for _ in $(seq 50); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.2; done
+fi
+if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  echo "== starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+  for _ in $(seq 50); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 0.2; done
+fi
+
+command -v uv >/dev/null || python3 -m pip install -q uv
+UV_PROJECT_ENVIRONMENT=.venv uv sync --frozen -q
+
+if [ ! -f .env ]; then
+  key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(48))')
+  sed "s|^SECRET_KEY=.*|SECRET_KEY=${key}|" .env.example > .env
+  echo "== wrote .env with a fresh SECRET_KEY"
+fi
+
+db_url=$(.venv/bin/python -c 'import environ; e = environ.Env(); environ.Env.read_env(".env"); print(e.str("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/recovery_lab"))')
+db_name=${db_url##*/}
+admin_url=${db_url%/*}/postgres
+if ! psql "$admin_url" -tAc "SELECT 1 FROM pg_database WHERE datname='${db_name}'" | grep -q 1; then
+  echo "== creating database ${db_name}"
+  psql "$admin_url" -qc "CREATE DATABASE \"${db_name}\""
+fi
+.venv/bin/python manage.py migrate --noinput -v 0
+echo "== setup done"

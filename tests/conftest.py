@@ -1,0 +1,114 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from .factories import HostFactory, UserFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def user(db):
+    return UserFactory(username="dba")
+
+
+@pytest.fixture
+def api(user):
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def local_host(db):
+    return HostFactory(name="local")
+
+
+@pytest.fixture
+def broker():
+    """The real Redis the tests' Celery app talks to, emptied before and after."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+def queued_messages(broker) -> int:
+    return broker.llen("celery")
+
+
+def runner_processes() -> list[str]:
+    """Command lines of mariadbd/sysbench processes working under the tests' runner directory."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        line = " ".join(a.decode(errors="replace") for a in argv if a)
+        if str(settings.RUNNER_WORK_DIR) in line and ("mariadbd" in line or "sysbench" in line):
+            found.append(line)
+    return found
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, broker):
+    """A real Celery worker in its own process, on the test database and broker."""
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    (ROOT / "test-artifacts").mkdir(exist_ok=True)
+    log = (ROOT / "test-artifacts" / "worker.log").open("ab")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "webapp",
+            "worker",
+            "-c",
+            "2",
+            "-l",
+            "info",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    yield process
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    log.close()
+
+
+def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.5):
+    """Poll a condition on real state (rows, processes) until true or the deadline passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")

@@ -1,0 +1,71 @@
+import pytest
+
+from experiments.models import Experiment, Run
+
+from .conftest import queued_messages
+from .test_definition import definition
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BAD_DEFINITIONS = {
+    "shell metacharacters in the name": {"name": "demo; rm -rf ~"},
+    "shell metacharacters in a size": {"parameters": {"redo_log_size": ["64M`reboot`"]}},
+    "shell metacharacters in a server option": {"server_options": {"innodb_flush_method": ["fsync$(id)"]}},
+    "negative size": {"parameters": {"buffer_pool_size": ["-256M"]}},
+    "unit-less size": {"parameters": {"redo_log_size": [536870912]}},
+    "unknown engine": {"engines": ["innodb", "falcon"]},
+    "server option outside the allow-list": {"server_options": {"plugin_load": ["evil.so"]}},
+    "unknown host": {"hosts": ["db-prod-7"]},
+    "absurd repetitions": {"repetitions": 10**9},
+}
+
+
+@pytest.mark.parametrize("label", BAD_DEFINITIONS)
+def test_bad_definition_gets_400_creates_nothing_queues_nothing(api, local_host, broker, label):
+    response = api.post("/api/experiments/", definition(**BAD_DEFINITIONS[label]), format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()  # a message per field
+    assert Experiment.objects.count() == 0 and Run.objects.count() == 0
+    assert queued_messages(broker) == 0
+
+
+def test_body_that_is_not_json_gets_400(api, local_host, broker):
+    response = api.post("/api/experiments/", "{name: oops", content_type="application/json")
+    assert response.status_code == 400
+    assert "JSON" in response.json()["detail"]
+    assert Run.objects.count() == 0 and queued_messages(broker) == 0
+
+
+def test_valid_definition_creates_runs_and_queues_one_task_each(api, local_host, broker):
+    body = definition(parameters={"redo_log_size": ["64M", "512M"]}, server_options={}, repetitions=1)
+    response = api.post("/api/experiments/", body, format="json")
+    assert response.status_code == 201, response.content
+    data = response.json()
+    assert len(data["runs"]) == 4
+    assert {r["engine"] for r in data["runs"]} == {"innodb", "rocksdb"}
+    assert set(data["runs"][0]["metrics"]) >= {"recovery_seconds", "downtime_seconds", "redo_bytes"}
+    assert queued_messages(broker) == 4
+
+
+def test_api_needs_authentication(client, local_host):
+    assert client.get("/api/experiments/").status_code in (401, 403)
+
+
+def test_runs_filter_by_engine(api, local_host, broker):
+    api.post("/api/experiments/", definition(server_options={}, repetitions=1), format="json")
+    rocks = api.get("/api/runs/?engine=rocksdb").json()
+    assert rocks["count"] == 8 and {r["engine"] for r in rocks["results"]} == {"rocksdb"}
+
+
+def test_hosts_can_be_registered_and_listed(api):
+    created = api.post("/api/hosts/", {"name": "bench-2", "transport": "local"}, format="json")
+    assert created.status_code == 201, created.content
+    assert [h["name"] for h in api.get("/api/hosts/").json()["results"]] == ["bench-2"]
+    bad = api.post("/api/hosts/", {"name": "bad name;", "transport": "local"}, format="json")
+    assert bad.status_code == 400
+
+
+def test_openapi_schema_is_served(api):
+    response = api.get("/api/schema/")
+    assert response.status_code == 200
+    assert b"/api/experiments/" in response.content

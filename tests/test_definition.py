@@ -1,0 +1,99 @@
+import pytest
+
+from experiments.definition import DefinitionError, validate_definition
+from experiments.units import format_size, parse_size
+
+HOSTS = ["local"]
+
+
+def definition(**overrides):
+    base = {
+        "name": "Redo log size vs recovery",
+        "hosts": ["local"],
+        "engines": ["innodb", "rocksdb"],
+        "parameters": {
+            "buffer_pool_size": ["256M", "1G"],
+            "redo_log_size": ["64M", "512M"],
+            "insert_rate": [0, 2000],
+        },
+        "server_options": {"innodb_flush_log_at_trx_commit": [1, 2]},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 4,
+            "table_size": 50000,
+            "threads": 4,
+            "events": 20000,
+        },
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 3,
+    }
+    base.update(overrides)
+    return base
+
+
+def errors_of(raw) -> dict:
+    with pytest.raises(DefinitionError) as caught:
+        validate_definition(raw, HOSTS)
+    return caught.value.errors
+
+
+def test_sizes_need_a_unit_and_round_trip():
+    assert parse_size("256M") == 256 * 1024**2
+    assert parse_size("1g") == 1024**3
+    assert format_size(parse_size("512M")) == "512M"
+    with pytest.raises(ValueError):
+        parse_size("256")
+
+
+def test_matrix_expands_to_every_combination_times_repetitions():
+    checked = validate_definition(definition(), HOSTS)
+    runs = list(checked.expand())
+    assert checked.run_count == len(runs) == 1 * 2 * 2 * 2 * 2 * 2 * 3
+    assert len({r.matrix_index for r in runs}) == len(runs)
+    assert {r.server_options["innodb_flush_log_at_trx_commit"] for r in runs} == {1, 2}
+
+
+def test_missing_parameters_take_defaults():
+    checked = validate_definition(definition(parameters={}), HOSTS)
+    assert checked.parameters == {"buffer_pool_size": ["128M"], "redo_log_size": ["96M"], "insert_rate": [0]}
+
+
+@pytest.mark.parametrize(
+    "field, value, path",
+    [
+        ("name", "x; rm -rf /", "name"),
+        ("name", "$(reboot)", "name"),
+        ("engines", ["innodb; ls"], "engines"),
+        ("engines", ["falcon"], "engines"),
+        ("engines", ["tokudb"], "engines"),
+        ("hosts", ["nowhere"], "hosts"),
+        ("hosts", ["local`id`"], "hosts"),
+        ("parameters", {"buffer_pool_size": ["-1G"]}, "parameters.buffer_pool_size"),
+        ("parameters", {"buffer_pool_size": ["256"]}, "parameters.buffer_pool_size"),
+        ("parameters", {"redo_log_size": ["64M && halt"]}, "parameters.redo_log_size"),
+        ("parameters", {"insert_rate": [-5]}, "parameters.insert_rate"),
+        ("parameters", {"innodb_log_file_size": ["64M"]}, "parameters.innodb_log_file_size"),
+        ("server_options", {"init_file": ["/etc/shadow"]}, "server_options.init_file"),
+        ("server_options", {"innodb_flush_method": ["O_DIRECT; id"]}, "server_options.innodb_flush_method"),
+        ("workload", {"name": "oltp_write_only | nc"}, "workload.name"),
+        ("workload", {"threads": 100000}, "workload.threads"),
+        ("crash", {"when": "during_workload"}, "crash.after_seconds"),
+        ("crash", {"method": "reboot"}, "crash.method"),
+        ("repetitions", 1000, "repetitions"),
+        ("repetitions", "3; id", "repetitions"),
+    ],
+)
+def test_bad_values_are_refused_with_a_message_on_their_field(field, value, path):
+    assert path in errors_of(definition(**{field: value}))
+
+
+def test_a_matrix_too_large_is_refused_before_it_is_enumerated():
+    many = [f"{n}M" for n in range(10, 20)]
+    huge = definition(parameters={"buffer_pool_size": many, "redo_log_size": many}, repetitions=20)
+    assert "non_field_errors" in errors_of(huge)
+
+
+def test_a_definition_that_is_not_an_object_is_refused():
+    assert errors_of(["not", "an", "object"]) == {
+        "non_field_errors": ["the definition must be a JSON object"]
+    }

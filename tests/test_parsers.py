@@ -1,0 +1,185 @@
+"""Parsers on real logs. Expected values were read off the files by a person."""
+
+import json
+from io import StringIO
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from experiments.parsers import parse_bytes, parse_path
+
+from .conftest import DATA
+
+MARIADB = DATA / "mariadb-10.11"
+SCHEMA = json.loads((DATA / "parsed_file.schema.json").read_text())
+
+
+def test_mariadb_log_with_crash_and_clean_restart_has_three_episodes():
+    parsed = parse_path(MARIADB / "innodb_binlog_during_load" / "error_with_clean_restart.log")
+    assert parsed.kind == "error_log"
+    assert parsed.flavor == "mariadb"
+    assert parsed.server_version == "10.11.19-MariaDB-0+deb12u1-log"
+    assert [e.crash_recovery for e in parsed.episodes] == [False, True, False]
+
+
+def test_mariadb_crash_recovery_lsns_pages_and_rollback():
+    crash = parse_path(MARIADB / "innodb_binlog_during_load" / "error.log").crash_episodes[0]
+    # "Starting crash recovery from checkpoint LSN=44420" / "End of log at LSN=102229397"
+    assert crash.checkpoint_lsn == 44420
+    assert crash.crash_lsn == 102229397
+    assert crash.redo_bytes == 102229397 - 44420
+    assert crash.pages_to_recover == 3621  # "To recover: 3621 pages"
+    # "2 transaction(s) which must be rolled back or cleaned up in total 2 row operations"
+    assert (crash.trx_rolled_back, crash.rows_undone) == (2, 2)
+    assert {
+        "crash_recovery",
+        "redo_scan",
+        "redo_apply",
+        "background_rollback",
+        "binlog_recovery",
+        "ready_for_connections",
+    } <= {p.name for p in crash.phases}
+
+
+def test_mariadb_recovery_after_workload():
+    crash = parse_path(MARIADB / "innodb_after_workload" / "error.log").crash_episodes[0]
+    assert (crash.checkpoint_lsn, crash.crash_lsn, crash.pages_to_recover) == (655238, 74274561, 3414)
+    assert crash.trx_rolled_back is None
+
+
+def test_runner_stamps_take_precedence_over_whole_second_server_times():
+    log = (
+        b"[runner 1795237093.605251] 2026-11-21  4:58:13 0 [Note] Starting MariaDB 10.11.19-MariaDB as process 1\n"
+        b"[runner 1795237093.650870] 2026-11-21  4:58:13 0 [Note] InnoDB: Starting crash recovery from checkpoint LSN=44760\n"
+        b"[runner 1795237093.673876] 2026-11-21  4:58:13 0 [Note] InnoDB: End of log at LSN=10023552\n"
+        b"[runner 1795237093.697279] 2026-11-21  4:58:13 0 [Note] InnoDB: To recover: 468 pages\n"
+        b"[runner 1795237093.707554] 2026-11-21  4:58:13 0 [Note] InnoDB: 128 rollback segments are active.\n"
+        b"[runner 1795237093.712724] 2026-11-21  4:58:13 0 [Note] /usr/sbin/mariadbd: ready for connections.\n"
+    )
+    crash = parse_bytes("error.log.stamped", log).crash_episodes[0]
+    assert crash.recovery_seconds == pytest.approx(0.707554 - 0.650870, abs=1e-6)
+    assert crash.phase("redo_apply").seconds == pytest.approx(0.707554 - 0.697279, abs=1e-6)
+    assert crash.ready_seconds == pytest.approx(0.712724 - 0.605251, abs=1e-6)
+
+
+def test_x_plugin_ready_line_is_not_the_server_ready():
+    log = (
+        b"2024-01-10T10:00:00.000000Z 0 [System] [MY-010116] [Server] /usr/sbin/mysqld (mysqld 8.0.36) starting as process 1\n"
+        b"2024-01-10T10:00:03.000000Z 0 [System] [MY-011323] [Server] X Plugin ready for connections. Bind-address: '::' port: 33060\n"
+        b"2024-01-10T10:00:04.500000Z 0 [System] [MY-010931] [Server] /usr/sbin/mysqld: ready for connections. Version: '8.0.36'\n"
+    )
+    parsed = parse_bytes("mysql8.log", log)
+    assert parsed.flavor == "mysql" and parsed.server_version == "8.0.36"
+    assert parsed.episodes[0].ready_seconds == 4.5
+
+
+def test_innodb_status_log_section():
+    parsed = parse_path(MARIADB / "innodb_binlog_during_load" / "innodb_status_at_crash.txt")
+    assert parsed.kind == "innodb_status"
+    assert (parsed.log.lsn, parsed.log.flushed_lsn, parsed.log.checkpoint_lsn) == (
+        102083679,
+        102079884,
+        44420,
+    )
+
+
+def test_sysbench_report_totals_and_p95():
+    report = parse_path(MARIADB / "innodb_after_workload" / "sysbench_report.txt").sysbench
+    assert (report.transactions, report.tps, report.qps) == (15000, 5859.32, 35155.94)
+    assert report.latency_ms["p95"] == 0.97
+    assert report.total_time_s == 2.5592
+
+
+def test_interrupted_sysbench_report_says_so_and_keeps_the_intervals():
+    parsed = parse_path(MARIADB / "innodb_binlog_during_load" / "sysbench_partial.txt")
+    assert len(parsed.sysbench.intervals) == 6
+    assert parsed.sysbench.transactions is None
+    assert any("interrupted" in w for w in parsed.warnings)
+
+
+def test_rocksdb_log_wal_replay():
+    parsed = parse_path(MARIADB / "myrocks_during_load" / "rocksdb_LOG")
+    assert parsed.kind == "rocksdb_log"
+    episode = parsed.episodes[0]
+    assert episode.wal_files == [5, 16]
+    # recovery_started time_micros 1795236087439850 -> recovery_finished 1795236087525852
+    assert episode.recovery_seconds == pytest.approx(0.086002, abs=1e-6)
+
+
+def test_binary_and_unknown_files_give_warnings_not_exceptions(tmp_path):
+    binary = tmp_path / "ibdata1"
+    binary.write_bytes(bytes(range(256)) * 64)
+    assert parse_path(binary).kind == "unknown"
+    assert parse_path(binary).warnings
+    missing = parse_path(tmp_path / "nope.log")
+    assert "cannot read" in missing.warnings[0]
+
+
+def test_truncated_recovery_is_partial_with_a_warning():
+    log = (
+        b"2026-11-21  4:41:14 0 [Note] Starting MariaDB 10.11.19-MariaDB as process 1\n"
+        b"2026-11-21  4:41:14 0 [Note] InnoDB: Starting crash recovery from checkpoint LSN=44420\n"
+        b"2026-11-21  4:41:15 0 [Note] InnoDB: End of l"
+    )
+    parsed = parse_bytes("cut.log", log)
+    assert parsed.crash_episodes[0].checkpoint_lsn == 44420
+    assert any("no end" in w for w in parsed.warnings)
+
+
+def test_parselog_json_validates_against_the_schema():
+    files = [str(p) for p in sorted(MARIADB.glob("*/*")) if p.name != "truth.json"]
+    out = StringIO()
+    call_command("parselog", *files, "--json", stdout=out)
+    documents = json.loads(out.getvalue())
+    assert len(documents) == len(files)
+    for document in documents:
+        jsonschema.validate(document, SCHEMA)
+    assert {d["kind"] for d in documents} >= {
+        "error_log",
+        "innodb_status",
+        "sysbench_report",
+        "rocksdb_log",
+        "rocksdb_status",
+    }
+
+
+def test_parselog_summary_reads_like_a_ticket():
+    out = StringIO()
+    call_command("parselog", str(MARIADB / "innodb_after_workload" / "error.log"), stdout=out)
+    assert "CRASH RECOVERY" in out.getvalue()
+    assert "redo 73,619,323 bytes" in out.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=4000))
+def test_no_bytes_make_a_parser_raise(content):
+    parsed = parse_bytes("fuzz", content)
+    jsonschema.validate(parsed.to_dict(), SCHEMA)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "2026-11-21  4:41:14 0 [Note] InnoDB: Starting crash recovery from checkpoint LSN=44420",
+                "2026-11-21  4:41:15 0 [Note] InnoDB: End of log at LSN=102229397",
+                "2026-11-21  4:41:15 0 [Note] InnoDB: To recover: 3621 pages",
+                "2026-11-21  4:41:15 0 [Note] mariadbd: ready for connections.",
+                "2026-11-21  4:41:15 0 [Note] Starting MariaDB 10.11.19-MariaDB as process 1",
+                "Version: '10.11.19-MariaDB'  socket: '/tmp/s'  port: 3306",
+                "garbage \x00\x01 line",
+                "",
+                "LOG",
+                "Log sequence number 12",
+            ]
+        ),
+        max_size=60,
+    )
+)
+def test_any_order_of_real_lines_parses(lines):
+    parsed = parse_bytes("shuffled.log", "\n".join(lines).encode())
+    jsonschema.validate(parsed.to_dict(), SCHEMA)
