@@ -6,6 +6,9 @@ import os
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("RUNNER_WORK_DIR", "/var/tmp/recovery-lab-test")
 os.environ.setdefault("RUNNER_START_TIMEOUT_S", "120")
+# Playwright's sync API runs an event loop in the test thread; Django's ORM calls made by the
+# tests around it are still synchronous (Django documents this switch for such cases).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from webapp.settings import *  # noqa: E402,F403
 

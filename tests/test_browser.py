@@ -1,0 +1,83 @@
+"""A person's path through the pages, in Debian's Chromium driven by Playwright."""
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from .conftest import ROOT
+from .factories import UserFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1300, "height": 1000})
+        yield context.new_page()
+        browser.close()
+
+
+def screenshot(page, name: str) -> Path:
+    folder = ROOT / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def log_in(page, live_server):
+    UserFactory(username="alice", password="correct horse battery")
+    page.goto(f"{live_server.url}/experiments/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "correct horse battery")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Log out")
+
+
+def test_bad_values_in_the_form_are_shown_next_to_their_fields(page, live_server, local_host):
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/experiments/new/")
+    page.fill("input[name=name]", "bad sizes")
+    page.fill("input[name=redo_log_size]", "64, 512M")
+    page.click("text=Create and run")
+    error = page.locator(".error[data-field=redo_log_size]")
+    assert "unit" in error.inner_text()
+    screenshot(page, "form-error.png")
+
+
+def test_create_an_experiment_through_the_form_and_see_the_chart(
+    page, live_server, local_host, celery_worker_process
+):
+    log_in(page, live_server)
+    page.click("text=New experiment")
+    page.fill("input[name=name]", "Browser: two redo sizes")
+    page.fill("input[name=redo_log_size]", "64M, 256M")
+    page.fill("input[name=tables]", "2")
+    page.fill("input[name=table_size]", "5000")
+    page.fill("input[name=events]", "3000")
+    page.click("text=Create and run")
+    page.wait_for_url("**/experiments/*/")
+    assert page.locator("tr.run-row").count() == 2
+    # The page refreshes itself while runs go; the chart fills in as they finish.
+    page.wait_for_selector("tr.run-row[data-status=done] >> nth=1", timeout=600_000)
+    page.wait_for_selector("#recovery-chart .scatterlayer .point")
+    assert page.locator("#recovery-chart .scatterlayer .point").count() == 4  # 2 runs x 2 series
+    assert page.locator("tr.run-row[data-status=done]").count() == 2
+    screenshot(page, "experiment.png")
+    page.locator("tr.run-row a").first.click()
+    page.wait_for_selector("td[data-metric=recovery_seconds]")
+    assert page.locator("td[data-metric=recovery_seconds]").inner_text() != "-"
+    screenshot(page, "run.png")
