@@ -1,0 +1,16 @@
+# One image for web, worker and beat. The worker runs benchmark runs on its own container
+# (the "local" host), so the image carries MariaDB, MyRocks and sysbench.
+FROM python:3.11-slim-bookworm
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client \
+ && rm -rf /var/lib/apt/lists/*
+RUN pip install --no-cache-dir uv
+WORKDIR /app
+COPY pyproject.toml uv.lock ./
+RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev
+ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1
+COPY . .
+RUN SECRET_KEY=build-only python manage.py collectstatic --noinput -v 0
+EXPOSE 8000
+CMD ["gunicorn", "webapp.wsgi", "-b", "0.0.0.0:8000", "-w", "3"]
