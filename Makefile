@@ -28,5 +28,5 @@ demo: start
 test: setup
 	@$(PY) -m pytest
 
-lint:
+lint: setup
 	@.venv/bin/ruff check .

@@ -16,6 +16,25 @@ from .conftest import runner_processes, wait_for
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
 
+def run_runner(folder, spec: dict) -> tuple[int, dict]:
+    """Run the host runner as a transport would; its exit code and last event."""
+    (folder / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(RUNNER_PATH),
+            "--spec",
+            str(folder / "spec.json"),
+            "--out",
+            str(folder / "bundle"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, local_host, celery_worker_process):
     body = {
         "name": "InnoDB vs MyRocks, two redo sizes",
@@ -74,22 +93,8 @@ def test_server_that_never_comes_back_fails_clearly_and_leaves_no_process(tmp_pa
         "work_dir": str(settings.RUNNER_WORK_DIR),
         "start_timeout_s": 0,  # no time at all: the server cannot answer in time
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER_PATH),
-            "--spec",
-            str(tmp_path / "spec.json"),
-            "--out",
-            str(tmp_path / "bundle"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 1
-    last_event = json.loads(done.stdout.strip().splitlines()[-1])
+    exit_code, last_event = run_runner(tmp_path, spec)
+    assert exit_code == 1
     assert last_event["event"] == "failed"
     assert "never came back" in last_event["error"]
     result = json.loads((tmp_path / "bundle" / "result.json").read_text())
@@ -104,19 +109,6 @@ def test_runner_refuses_a_malformed_spec_before_starting_anything(tmp_path):
         "workload": {"name": "oltp_write_only"},
         "crash": {},
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER_PATH),
-            "--spec",
-            str(tmp_path / "spec.json"),
-            "--out",
-            str(tmp_path / "bundle"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "not a size" in json.loads(done.stdout.strip().splitlines()[-1])["error"]
+    exit_code, last_event = run_runner(tmp_path, spec)
+    assert exit_code == 2
+    assert "not a size" in last_event["error"]
