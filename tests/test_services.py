@@ -134,3 +134,20 @@ def test_mark_run_failed_does_not_undo_a_done_run(local_host):
     services.mark_run_failed(run.id, "late failure")
     run.refresh_from_db()
     assert run.status == RunStatus.DONE
+
+
+def test_reparse_command_restores_metrics_from_raw_files(local_host):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    run = RunFactory(host=local_host, status=RunStatus.RUNNING)
+    services.ingest_bundle(run.id, fixture_bundle())
+    run.refresh_from_db()
+    run.crash_lsn = None
+    run.save()
+    out = StringIO()
+    call_command("reparse", "--experiment", str(run.experiment_id), stdout=out)
+    run.refresh_from_db()
+    assert run.crash_lsn == 102229397
+    assert "re-parsed 1 run(s)" in out.getvalue()
