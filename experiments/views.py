@@ -1,6 +1,7 @@
 """Pages. Thin: they read rows and call services; figures come from charts.py."""
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -13,7 +14,7 @@ from .models import Experiment, Host, Run, RunStatus
 
 @login_required
 def experiment_list(request):
-    experiments = Experiment.objects.select_related("created_by")
+    experiments = Experiment.objects.select_related("created_by").annotate(run_count=Count("runs"))
     return render(request, "experiments/experiment_list.html", {"experiments": experiments})
 
 

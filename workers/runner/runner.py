@@ -320,6 +320,7 @@ class Sysbench:
         self.rate = spec["parameters"].get("insert_rate", 0)
         self.binary = find_binary("sysbench")
         self.process: subprocess.Popen | None = None
+        self.output = None
 
     def _common(self) -> list[str]:
         args = [
@@ -379,7 +380,7 @@ class Sysbench:
         if self.process is not None and self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        if getattr(self, "output", None):
+        if self.output is not None:
             self.output.close()
 
 
