@@ -104,8 +104,7 @@ class ErrorLogParser:
         if match := _CRASH_START.search(text):
             episode.crash_recovery = True
             episode.engine = "innodb"
-            crash = episode.open_phase("crash_recovery", moment)
-            crash.start = crash.start or moment
+            episode.open_phase("crash_recovery", moment)
             episode.open_phase("redo_scan", moment)
             if match.group(1):
                 episode.checkpoint_lsn = int(match.group(1))

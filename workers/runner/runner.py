@@ -229,21 +229,19 @@ class Server:
         )
         return spawned
 
-    def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
-        args = [
-            self.client,
+    def _connection_args(self, binary: str, connect_timeout_s: int = 2) -> list[str]:
+        """How every client call of the runner reaches its own server: the socket, as root."""
+        return [
+            binary,
             "--no-defaults",
             "--protocol=socket",
             f"--socket={self.socket}",
             "-uroot",
-            "--connect-timeout=2",
-            "-N",
-            "-B",
-            "-e",
-            sql,
+            f"--connect-timeout={connect_timeout_s}",
         ]
-        if vertical:
-            args.insert(-2, "-E")
+
+    def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
+        args = [*self._connection_args(self.client), "-N", "-B", *(["-E"] if vertical else []), "-e", sql]
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise RunFailed(f"query {sql!r} failed: {done.stderr.strip()[:300]}")
@@ -259,18 +257,7 @@ class Server:
                     f"Last lines of its error log:\n{self.stamper.tail()}"
                 )
             probe = subprocess.run(
-                [
-                    self.client,
-                    "--no-defaults",
-                    "--protocol=socket",
-                    f"--socket={self.socket}",
-                    "-uroot",
-                    "--connect-timeout=1",
-                    "-N",
-                    "-B",
-                    "-e",
-                    "SELECT 1",
-                ],
+                [*self._connection_args(self.client, 1), "-N", "-B", "-e", "SELECT 1"],
                 capture_output=True,
                 timeout=30,
             )
@@ -289,18 +276,7 @@ class Server:
         return moment
 
     def shutdown(self, timeout_s: float) -> None:
-        subprocess.run(
-            [
-                self.admin,
-                "--no-defaults",
-                "--protocol=socket",
-                f"--socket={self.socket}",
-                "-uroot",
-                "shutdown",
-            ],
-            capture_output=True,
-            timeout=60,
-        )
+        subprocess.run([*self._connection_args(self.admin), "shutdown"], capture_output=True, timeout=60)
         try:
             self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
