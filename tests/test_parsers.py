@@ -175,11 +175,37 @@ def test_no_bytes_make_a_parser_raise(content):
                 "",
                 "LOG",
                 "Log sequence number 12",
+                "InnoDB: Apply batch completed",
+                "130417 20:45:34  InnoDB: Starting an apply batch of log records to the database...",
+                "InnoDB: Progress in percents: 0 1 2 3 4 5",
+                "16 17 18 19",
+                "2022-01-11T19:18:31.319354Z 1 [Note] [MY-012532] [InnoDB] Applying a batch of 770 redo log records ...",
+                "2023-07-02T07:28:33.398409Z 1 [System] [MY-013577] [InnoDB] InnoDB initialization has ended.",
+                "Thu Jan 28 00:27:28 2016 TokuFT recovery starting in env /var/lib/mysql",
+                "2021-04-21T14:21:11.897232Z 0 [Note] InnoDB: 5.7.19 started; log sequence number 33614271542",
+                "17:44:18.886229 [Note] [MY-012551] [InnoDB] Database was not shutdown normally!",
             ]
         ),
         max_size=60,
     )
 )
-def test_any_order_of_real_lines_parses(lines):
-    parsed = parse_bytes("shuffled.log", "\n".join(lines).encode())
+def test_any_order_of_real_lines_parses_the_same_with_and_without_the_keyword_scan(lines):
+    content = "\n".join(lines).encode()
+    parsed = parse_bytes("shuffled.log", content)
     jsonschema.validate(parsed.to_dict(), SCHEMA)
+    assert parsed.to_dict() == parse_bytes("shuffled.log", content, scan=False).to_dict()
+
+
+@pytest.mark.parametrize(
+    "path", sorted(MARIADB.glob("*/error*.log")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_keyword_scan_matches_a_full_read_on_our_own_logs(path):
+    assert parse_path(path).to_dict() == parse_path(path, scan=False).to_dict()
+
+
+def test_keyword_scan_reads_across_block_boundaries(monkeypatch):
+    from experiments.parsers import scan
+
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 97)  # lines and keywords straddle every block edge
+    path = MARIADB / "innodb_binlog_during_load" / "error_with_clean_restart.log"
+    assert parse_path(path).to_dict() == parse_path(path, scan=False).to_dict()

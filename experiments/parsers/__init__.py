@@ -9,14 +9,17 @@ import io
 import itertools
 import logging
 import re
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import BinaryIO
 
-from .errorlog import parse_error_log
+from .errorlog import TRIGGERS, parse_error_log
 from .innodb_status import parse_innodb_status
 from .lines import read_lines, stamped_lines, strip_noise
-from .model import Episode, LogSection, ParsedFile, Phase, SysbenchReport
+from .model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
 from .rocksdb_log import parse_rocksdb_log
+from .rocksdb_status import parse_rocksdb_status
+from .scan import keyword_lines
 from .sysbench import parse_sysbench
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "LogSection",
     "ParsedFile",
     "Phase",
+    "RocksdbStatus",
     "SysbenchReport",
     "detect_kind",
     "parse_bytes",
@@ -36,18 +40,20 @@ logger = logging.getLogger(__name__)
 SNIFF_LINES = 400
 _ERROR_LOG_HINT = re.compile(
     r"\[(?:Note|Warning|ERROR|System|Error)\]|InnoDB: |ready for connections|mysqld_safe"
+    r"|(?:TokuFT|Tokudb) recovery|\[MY-[0-9]{6}\]|\[InnoDB\] "
 )
+_TRIGGER_BYTES = tuple(t.encode() for t in TRIGGERS)
 
 
 def detect_kind(head: list[str]) -> str:
     text = "\n".join(head)
-    if "INNODB MONITOR OUTPUT" in text:
+    if "INNODB MONITOR OUTPUT" in text or re.search(r"^\s*Log sequence number\s+[0-9]", text, re.M):
         return "innodb_status"
     if re.search(r"^\d{4}/\d{2}/\d{2}-\d{2}:\d{2}:\d{2}\.\d{6} \S+\s+RocksDB version:", text, re.M):
         return "rocksdb_log"
     if re.search(r"Type: DBSTATS|\*\* DB Stats \*\*|rocksdb\s+\|\s+DBSTATS", text):
         return "rocksdb_status"
-    if re.search(r"^sysbench [0-9.]+|^SQL statistics:|^\[ [0-9]+s \] thds:", text, re.M):
+    if re.search(r"^sysbench [0-9.]+|^(?:SQL|OLTP test) statistics:|^\[ [0-9]+s \] thds:", text, re.M):
         return "sysbench_report"
     if any(_ERROR_LOG_HINT.search(strip_noise(line)) for line in head):
         return "error_log"
@@ -61,8 +67,13 @@ def _looks_binary(sample: bytes) -> bool:
     return b"\x00" in sample[:1024] and control / len(sample) > 0.1
 
 
-def parse_stream(name: str, handle: BinaryIO) -> ParsedFile:
-    """Parse a seekable binary handle. Never raises on bad content."""
+def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool = True) -> ParsedFile:
+    """Parse a seekable binary handle. Never raises on bad content.
+
+    `local_tz` is the zone of timestamps that carry none (MySQL 5.5/5.6, MariaDB, TokuFT).
+    `scan=False` feeds every line of an error log to the parser instead of the keyword lines
+    (the same result, slower: tests compare the two).
+    """
     parsed = ParsedFile(file=name)
     try:
         sample = handle.read(8192)
@@ -73,18 +84,22 @@ def parse_stream(name: str, handle: BinaryIO) -> ParsedFile:
         head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
         kind = detect_kind(head)
         handle.seek(0)
-        numbered = read_lines(handle, parsed.warn)
-        texts = (text for _, text in numbered)
         if kind == "error_log":
-            parse_error_log(parsed, stamped_lines(numbered))
-        elif kind == "innodb_status":
+            if scan:
+                numbered = keyword_lines(handle, _TRIGGER_BYTES, parsed.warn)
+            else:
+                numbered = read_lines(handle, parsed.warn)
+            parse_error_log(parsed, stamped_lines(numbered, local_tz, parsed.warn))
+            return parsed
+        texts = (text for _, text in read_lines(handle, parsed.warn))
+        if kind == "innodb_status":
             parse_innodb_status(parsed, texts)
         elif kind == "sysbench_report":
             parse_sysbench(parsed, texts)
         elif kind == "rocksdb_log":
-            parse_rocksdb_log(parsed, texts)
+            parse_rocksdb_log(parsed, texts, local_tz)
         elif kind == "rocksdb_status":
-            parsed.kind = "rocksdb_status"
+            parse_rocksdb_status(parsed, texts)
         else:
             parsed.warn(
                 "unknown format: not a MySQL/MariaDB/Percona error log, RocksDB LOG, "
@@ -96,16 +111,16 @@ def parse_stream(name: str, handle: BinaryIO) -> ParsedFile:
     return parsed
 
 
-def parse_path(path: str | Path) -> ParsedFile:
+def parse_path(path: str | Path, local_tz: tzinfo = UTC, scan: bool = True) -> ParsedFile:
     path = Path(path)
     try:
         with path.open("rb") as handle:
-            return parse_stream(str(path), handle)
+            return parse_stream(str(path), handle, local_tz, scan)
     except OSError as exc:
         parsed = ParsedFile(file=str(path))
         parsed.warn(f"cannot read the file: {exc.strerror or exc}")
         return parsed
 
 
-def parse_bytes(name: str, content: bytes) -> ParsedFile:
-    return parse_stream(name, io.BytesIO(content))
+def parse_bytes(name: str, content: bytes, local_tz: tzinfo = UTC, scan: bool = True) -> ParsedFile:
+    return parse_stream(name, io.BytesIO(content), local_tz, scan)

@@ -63,8 +63,8 @@ class Episode:
 
     @property
     def redo_bytes(self) -> int | None:
-        if self.checkpoint_lsn is None or self.crash_lsn is None:
-            return None
+        if self.checkpoint_lsn is None or self.crash_lsn is None or self.engine == "tokudb":
+            return None  # TokuFT's LSNs number log entries: they are no byte count
         return max(self.crash_lsn - self.checkpoint_lsn, 0)
 
     @property
@@ -115,6 +115,20 @@ class LogSection:
 
 
 @dataclass
+class RocksdbStatus:
+    """SHOW ENGINE ROCKSDB STATUS: the figures that bear on WAL replay."""
+
+    wal_bytes: int | None = None
+    wal_syncs: int | None = None
+    bytes_written: int | None = None
+    keys_written: int | None = None
+    memtable_bytes: int | None = None
+    memtable_unflushed_bytes: int | None = None
+    uptime_seconds: float | None = None
+    stall_percent: float | None = None
+
+
+@dataclass
 class SysbenchReport:
     transactions: int | None = None
     tps: float | None = None
@@ -134,6 +148,7 @@ class ParsedFile:
     episodes: list[Episode] = field(default_factory=list)
     log: LogSection | None = None
     sysbench: SysbenchReport | None = None
+    rocksdb: RocksdbStatus | None = None
 
     def warn(self, message: str) -> None:
         # A pathological file must not grow the warnings list without bound.
@@ -158,6 +173,8 @@ class ParsedFile:
             data["episodes"] = [e.to_dict() for e in self.episodes]
         if self.log is not None:
             data["log"] = asdict(self.log)
+        if self.rocksdb is not None:
+            data["rocksdb"] = asdict(self.rocksdb)
         if self.sysbench is not None:
             report = asdict(self.sysbench)
             report.pop("intervals")

@@ -3,7 +3,7 @@
 import json
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from .model import Episode, ParsedFile
 
@@ -17,14 +17,14 @@ def _event_time(event: dict) -> datetime | None:
     return datetime.fromtimestamp(micros / 1e6, tz=UTC) if isinstance(micros, int) else None
 
 
-def parse_rocksdb_log(parsed: ParsedFile, lines: Iterable[str]) -> ParsedFile:
+def parse_rocksdb_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo = UTC) -> ParsedFile:
     parsed.kind = "rocksdb_log"
     episode: Episode | None = None
     for text in lines:
         if match := _OPEN.match(text):
             y, mo, d, h, mi, s, us = (int(g) for g in match.groups()[:7])
-            # RocksDB writes local time; MyRocks hosts here run in UTC.
-            episode = Episode(started_at=datetime(y, mo, d, h, mi, s, us, tzinfo=UTC))
+            # RocksDB writes the host's local time.
+            episode = Episode(started_at=datetime(y, mo, d, h, mi, s, us, tzinfo=local_tz))
             parsed.episodes.append(episode)
             parsed.server_version = parsed.server_version or f"RocksDB {match.group(8)}"
             continue

@@ -9,6 +9,8 @@ _TRANSACTIONS = re.compile(r"^\s*transactions:\s+([0-9]+)\s+\(([0-9.]+) per sec\
 _QUERIES = re.compile(r"^\s*queries:\s+([0-9]+)\s+\(([0-9.]+) per sec\.\)")
 _TOTAL_TIME = re.compile(r"^\s*total time:\s+([0-9.]+)s")
 _LATENCY = re.compile(r"^\s*(min|avg|max|95th percentile|99th percentile|sum):\s+([0-9.]+)")
+# sysbench 0.4/0.5: "approx.  95 percentile:   22.29ms" under "per-request statistics:"
+_LEGACY_LATENCY = re.compile(r"^\s*(min|avg|max|approx\.\s+95 percentile):\s+([0-9.]+)ms")
 _INTERVAL = re.compile(
     r"^\[ ([0-9]+)s \] thds: ([0-9]+) tps: ([0-9.]+) qps: ([0-9.]+) .*?"
     r"lat \(ms,([0-9]+)%\): ([0-9.]+)"
@@ -39,6 +41,11 @@ def parse_sysbench(parsed: ParsedFile, lines: Iterable[str]) -> ParsedFile:
             report.total_time_s = float(match.group(1))
         elif text.startswith("Latency (ms):"):
             in_latency = True
+        elif match := _LEGACY_LATENCY.match(text):
+            key = "p95" if match.group(1).startswith("approx") else match.group(1)
+            report.latency_ms[key] = float(match.group(2))
+        elif text.startswith("OLTP test statistics:"):
+            parsed.warn("a sysbench 0.4/0.5 report: totals and latency are read, its other fields are not")
         elif in_latency and (match := _LATENCY.match(text)):
             key = {"95th percentile": "p95", "99th percentile": "p99"}.get(match.group(1), match.group(1))
             report.latency_ms[key] = float(match.group(2))
@@ -54,5 +61,7 @@ def parse_sysbench(parsed: ParsedFile, lines: Iterable[str]) -> ParsedFile:
         report.total_time_s = float(report.intervals[-1]["second"])
         latencies = sorted(i["latency_ms"] for i in report.intervals)
         report.latency_ms["p95_of_intervals"] = latencies[int(0.95 * (len(latencies) - 1))]
+    if report.tps is None:
+        parsed.warn("no sysbench totals or interval lines were found (truncated report?)")
     parsed.sysbench = report
     return parsed

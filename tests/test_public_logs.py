@@ -1,0 +1,444 @@
+"""Parsers on the public samples (tests/data/public, sources in each file's header).
+
+Every expected value was read off the sample by a person; the comment next to it quotes the line.
+"""
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from experiments.parsers import parse_bytes
+
+from .samples import sample, samples
+
+
+def parse(name: str, key: str):
+    return parse_bytes(f"{name}:{key}", sample(name, key))
+
+
+def only_episode(parsed):
+    assert len(parsed.episodes) == 1, parsed.episodes
+    return parsed.episodes[0]
+
+
+# --- MySQL 5.7 ------------------------------------------------------------------------------
+
+
+def test_mysql57_recovery_starts_with_the_scan_logged_before_starting_crash_recovery():
+    parsed = parse("mysql57_recovery.txt", "A")
+    assert (parsed.flavor, parsed.server_version) == ("mysql", "5.7.19")
+    episode = only_episode(parsed)
+    assert episode.crash_recovery
+    # "Log scan progressed past the checkpoint lsn 33614271533"
+    # "Doing recovery: scanned up to log sequence number 33614271542"
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.redo_bytes) == (33614271533, 33614271542, 9)
+    # "5 transaction(s) which must be rolled back or cleaned up in total 6 row operations to undo"
+    assert (episode.trx_rolled_back, episode.rows_undone) == (5, 6)
+    # 14:21:11.005030 scan past the checkpoint -> 14:21:11.897232 "5.7.19 started"
+    assert episode.recovery_seconds == pytest.approx(0.892202)
+    # 11.772432 "Starting in background the rollback" -> 11.788032 "Rollback of non-prepared ... completed"
+    assert episode.rollback_seconds == pytest.approx(0.0156)
+    # 10.833430 "starting as process" -> 12.131232 "MySQL: ready for connections."
+    assert episode.ready_seconds == pytest.approx(1.297802)
+
+
+def test_mysql57_mysqld_safe_line_does_not_make_a_start_of_its_own():
+    episode = only_episode(parse("mysql57_recovery.txt", "B"))
+    assert episode.started_at == datetime(2016, 12, 9, 12, 8, 33, 336610, tzinfo=UTC)
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (2498863, 2498872)
+    assert episode.recovery_seconds == pytest.approx(33.641851 - 33.402267)
+    assert episode.ready_seconds == pytest.approx(33.784722 - 33.336610)
+
+
+def test_mysql57_second_start_without_start_line_is_found_and_keeps_its_offset():
+    parsed = parse("mysql57_recovery.txt", "D")
+    assert [e.crash_recovery for e in parsed.episodes] == [False, True]
+    second = parsed.episodes[1]
+    # "2021-08-25T15:40:24.547624+08:00 ... Loading buffer pool(s)": the second load is a new start
+    assert second.started_at == datetime(2021, 8, 25, 15, 40, 24, 547624, tzinfo=timezone(timedelta(hours=8)))
+    # "Recovering after a crash using /var/lib/mysql/mysql-bin" .559363 -> "Crash recovery finished." .559720
+    assert second.phase("binlog_recovery").seconds == pytest.approx(0.000357)
+
+
+def test_mysql57_manual_example_without_timestamps_gives_counts_and_says_durations_are_unknown():
+    parsed = parse("mysql57_recovery.txt", "E")
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (369163704, 414724794)
+    # "1 transaction(s) which must be rolled back or cleaned up in" / "total 518425 row operations to undo"
+    assert (episode.trx_rolled_back, episode.rows_undone) == (1, 518425)
+    assert episode.recovery_seconds is None
+    assert any("no line carries a timestamp" in w for w in parsed.warnings)
+
+
+def test_xtrabackup_scan_with_percentages_and_several_batches():
+    episode = only_episode(parse("mysql57_recovery.txt", "F"))
+    # "Doing recovery: scanned up to log sequence number 8082202749 (100%)"
+    assert episode.crash_lsn == 8082202749
+    assert (episode.trx_rolled_back, episode.rows_undone) == (1, 5)
+
+
+# --- MySQL 5.0-5.6, Percona Server 5.5/5.6, MariaDB 5.5/10.0 ----------------------------------
+
+
+def test_percona55_untimestamped_apply_completion_takes_the_next_stamped_line():
+    parsed = parse("mysql55_56_percona_recovery.txt", "A")
+    assert (parsed.flavor, parsed.server_version) == ("percona", "5.5.30-rel30.2")
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (2026105126787, 2026235456602)
+    # 20:45:27 "Database was not shut down normally!" -> "Apply batch completed" (no stamp; the
+    # next stamped line is 20:46:10 "Waiting for the background threads to start")
+    assert episode.recovery_seconds == 43.0
+    assert episode.phase("redo_apply").seconds == 36.0  # from 20:45:34 "Starting an apply batch"
+    assert episode.ready_seconds == 48.0  # 20:46:15 "/usr/sbin/mysqld: ready for connections."
+
+
+def test_percona_xtradb_cluster_wsrep_ready_line_is_not_a_second_ready():
+    parsed = parse("mysql55_56_percona_recovery.txt", "B")
+    assert (parsed.flavor, parsed.server_version) == ("percona", "5.5.34-55")
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.redo_bytes) == (1598437, 1598607, 170)
+    assert episode.ready_seconds == 1.0  # 17:29:40 -> 17:29:41
+
+
+def test_mysql56_binlog_recovery_then_a_fatal_error():
+    parsed = parse("mysql55_56_percona_recovery.txt", "C")
+    assert (parsed.flavor, parsed.server_version) == ("mysql", "5.6.21")
+    episode = only_episode(parsed)
+    assert episode.crash_recovery and episode.crash_lsn == 554212530  # "5.6.21 started; log sequence number"
+    assert episode.phase("binlog_recovery") is not None
+    assert episode.ready_at is None
+    assert any("Fatal error: Can't open and lock privilege tables" in w for w in parsed.warnings)
+
+
+def test_mysql55_server_dying_mid_apply_is_a_partial_result_with_a_warning():
+    parsed = parse("mysql55_56_percona_recovery.txt", "D")
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (5772634979, 5772636095)
+    assert episode.recovery_seconds is None
+    assert any("has no end" in w for w in parsed.warnings)
+
+
+def test_mariadb55_recovery_then_a_restart_by_mysqld_safe():
+    parsed = parse("mysql55_56_percona_recovery.txt", "F")
+    # "Percona XtraDB ... 5.5.46-MariaDB-37.6 started" is InnoDB's; the Version line is the server's
+    assert (parsed.flavor, parsed.server_version) == ("mariadb", "5.5.47-MariaDB")
+    assert [e.crash_recovery for e in parsed.episodes] == [True, False]
+    first, second = parsed.episodes
+    assert first.crash_lsn == 352718445
+    assert first.ready_seconds == 1.0  # 2:47:12 -> 2:47:13
+    assert second.started_at == datetime(2016, 9, 19, 2, 47, 35, tzinfo=UTC)
+
+
+def test_xa_prepared_transactions_are_counted_and_the_abort_is_reported():
+    parsed = parse("mysql55_56_percona_recovery.txt", "G")
+    episode = only_episode(parsed)
+    # "1 transaction(s) which must be rolled back or cleaned up" / "in total 0 row operations to undo"
+    assert (episode.trx_rolled_back, episode.rows_undone) == (1, 0)
+    assert any("Aborting" in w for w in parsed.warnings)
+
+
+def test_docker_timestamps_and_framing_bytes_are_stripped():
+    parsed = parse("mysql55_56_percona_recovery.txt", "H")
+    assert parsed.server_version == "5.6.32-78.1"
+    episode = only_episode(parsed)
+    assert episode.started_at == datetime(2016, 10, 13, 18, 57, 46, tzinfo=UTC)
+    assert episode.crash_recovery and episode.crash_lsn == 2423494
+
+
+def test_mysql55_manual_example_split_rollback_count():
+    episode = only_episode(parse("mysql55_56_percona_recovery.txt", "J"))
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (452854464, 457028695)
+    assert (episode.trx_rolled_back, episode.rows_undone) == (1, 990682)
+
+
+def test_mysql50_two_word_lsns():
+    episode = only_episode(parse("mysql55_56_percona_recovery.txt", "K"))
+    # "log sequence number 0 13674004" after "Starting log scan based on checkpoint at"
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (13674004, 20664692)
+    assert episode.trx_rolled_back == 1  # "1 uncommitted transaction(s) which must be rolled back"
+    scanned = b"InnoDB: Doing recovery: scanned up to log sequence number 125 3934414864\n"
+    high_word = parse_bytes("old.log", scanned)
+    assert high_word.episodes[0].crash_lsn == (125 << 32) + 3934414864
+
+
+def test_mysql51_forum_log_recovery_time():
+    episode = only_episode(parse("mysql55_56_percona_recovery.txt", "L"))
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (36808, 43655)
+    assert episode.recovery_seconds == 1.0  # 1:25:29 log scan -> 1:25:30 "Started; log sequence number"
+
+
+def test_innodb_plugin_version_is_not_taken_for_the_servers():
+    parsed = parse("mysql55_56_percona_recovery.txt", "M")
+    assert parsed.server_version is None
+    assert only_episode(parsed).crash_recovery  # "Recovering after a crash using .../binlog"
+
+
+def test_percona56_xa_prepared_recovery_with_apply_batch():
+    parsed = parse("mysql55_56_percona_recovery.txt", "N")
+    assert (parsed.flavor, parsed.server_version) == ("percona", "5.6.31-77.0")
+    episode = only_episode(parsed)
+    assert (episode.trx_rolled_back, episode.rows_undone) == (200, 0)
+    assert episode.crash_lsn == 3668970401
+    # 11:24:47 "Starting an apply batch" -> "Apply batch completed" (next stamp 11:24:54)
+    assert episode.phase("redo_apply").seconds == 7.0
+
+
+# --- MySQL 8.0 / 8.4, Percona Server 8.0 ----------------------------------------------------
+
+
+def test_percona8_complete_recovery_with_trimmed_time_only_stamps():
+    parsed = parse("mysql80_recovery.txt", "A")
+    assert (parsed.flavor, parsed.server_version) == ("percona", "8.0.32-25")
+    episode = only_episode(parsed)
+    # "checkpoint_lsn = 536974192", "scanned up to log sequence number 536978901"
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.redo_bytes) == (536974192, 536978901, 4709)
+    assert episode.redo_records_applied == 11  # "Applying a batch of 11 redo log records ..."
+    # 18.886229 "Database was not shutdown normally!" -> 19.409674 "Apply batch completed!"
+    assert episode.recovery_seconds == pytest.approx(0.523445)
+    assert episode.ready_seconds == pytest.approx(19.960638 - 18.811222)
+    assert any("no date" in w for w in parsed.warnings)
+
+
+def test_mysql80_apply_batch_with_percentages():
+    episode = only_episode(parse("mysql80_recovery.txt", "B"))
+    assert (episode.crash_lsn, episode.redo_records_applied) == (57812429, 770)
+    assert episode.phase("redo_apply").seconds == pytest.approx(31.368832 - 31.319354)
+
+
+def test_mysql80_crash_during_apply_is_reported():
+    parsed = parse("mysql80_recovery.txt", "C")
+    episode = only_episode(parsed)
+    # "whereas checkpoint_lsn = 44923494" is the checkpoint; parsing starts a little before it
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (44923494, 44972150)
+    assert episode.redo_records_applied == 48
+    assert episode.recovery_seconds is None
+    assert any("got signal 11" in w for w in parsed.warnings)
+
+
+def test_mysql8030_redo_files_with_local_offset():
+    episode = only_episode(parse("mysql80_recovery.txt", "D"))
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (27517178, 30394287)
+    assert episode.started_at.utcoffset() == timedelta(hours=8)
+
+
+def test_mysql8_default_verbosity_bounds_recovery_by_innodb_initialization():
+    parsed = parse("mysql80_recovery.txt", "F")
+    assert (parsed.flavor, parsed.server_version) == ("mysql", "8.0.33")
+    episode = only_episode(parsed)
+    assert episode.crash_recovery  # "InnoDB: Progress in percents: 1 2 ..." rolls back recovered trx
+    # 31.660800 "InnoDB initialization has started." -> 33.398409 "... has ended."
+    assert episode.recovery_seconds == pytest.approx(1.737609)
+    # the X Plugin's "ready for connections" at .930909 is not the server's (.930963)
+    assert episode.ready_seconds == pytest.approx(33.930963 - 31.633124)
+    assert any("upper bound" in w for w in parsed.warnings)
+
+
+def test_mysql84_two_start_lines_and_glued_progress_make_one_crash_episode():
+    parsed = parse("mysql80_recovery.txt", "G")
+    assert parsed.server_version == "8.4.7"
+    episode = only_episode(parsed)
+    assert episode.crash_recovery
+    assert episode.ready_seconds == pytest.approx(29.976208 - 27.457589)
+
+
+def test_mysql84_entrypoint_lines_do_not_start_the_episode():
+    episode = only_episode(parse("mysql80_recovery.txt", "H"))
+    # "2024-10-23T17:36:57.830648Z ... MySQL Server - start."
+    assert episode.started_at == datetime(2024, 10, 23, 17, 36, 57, 830648, tzinfo=UTC)
+    assert not episode.crash_recovery
+
+
+def test_mysql80_manual_example_wrapped_rollback_count():
+    episode = only_episode(parse("mysql80_recovery.txt", "I"))
+    assert (episode.crash_lsn, episode.redo_records_applied) == (713458156, 1467)
+    assert (episode.trx_rolled_back, episode.rows_undone) == (1, 561887)
+
+
+@pytest.mark.parametrize("key", ["K", "L"])
+def test_mysql80_clean_start_with_a_batch_of_zero_records_is_not_a_recovery(key):
+    episode = only_episode(parse("mysql80_recovery.txt", key))
+    assert not episode.crash_recovery
+    assert episode.redo_records_applied is None
+
+
+def test_mysql80_prefix_stripped_lines_are_still_an_error_log():
+    parsed = parse("mysql80_recovery.txt", "E")
+    assert (parsed.kind, parsed.server_version) == ("error_log", "8.0.18")
+    assert only_episode(parsed).crash_recovery  # "Rolling back trx with id 46339, 3 rows to undo"
+
+
+# --- MariaDB 10.x / 11.x --------------------------------------------------------------------
+
+
+def test_mariadb106_long_read_behind_a_rancher_prefix():
+    episode = only_episode(parse("mariadb10_11_recovery.txt", "A"))
+    # "checkpoint LSN=30180897804,30180897804"; last "Read redo log up to LSN=30208442368"
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (30180897804, 30208442368)
+    assert episode.pages_to_recover == 7635  # "Starting final batch to recover 7635 pages"
+    assert episode.phase("redo_scan").seconds == 53.0  # 3:55:27 -> 3:56:20
+    # 3:56:20 -> 3:57:17, the line after the last "To recover"
+    assert episode.phase("redo_apply").seconds == 57.0
+    assert episode.recovery_seconds == 110.0
+
+
+def test_mariadb1011_crash_then_clean_start():
+    parsed = parse("mariadb10_11_recovery.txt", "B")
+    assert (parsed.flavor, parsed.server_version) == ("mariadb", "10.11.3-MariaDB-1:10.11.3+maria~ubu2204")
+    assert [e.crash_recovery for e in parsed.episodes] == [True, False]
+    crash = parsed.episodes[0]
+    # "checkpoint LSN=46590" ... "log sequence number 54202; transaction id 30"
+    assert (crash.checkpoint_lsn, crash.crash_lsn, crash.pages_to_recover) == (46590, 54202, 15)
+
+
+def test_mariadb106_complete():
+    parsed = parse("mariadb10_11_recovery.txt", "C")
+    assert parsed.server_version == "10.6.12-MariaDB"
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.pages_to_recover) == (42132, 825790, 87)
+    assert (episode.recovery_seconds, episode.ready_seconds) == (1.0, 1.0)
+
+
+def test_mariadb107_innodb_version_alone_says_mariadb():
+    parsed = parse("mariadb10_11_recovery.txt", "D")
+    assert (parsed.flavor, parsed.server_version) == ("mariadb", "10.7.3")  # "InnoDB: 10.7.3 started"
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.pages_to_recover) == (45299586, 45301200, 3)
+
+
+def test_mariadb102_reports_innodb_57_but_is_mariadb():
+    parsed = parse("mariadb10_11_recovery.txt", "G")
+    assert (parsed.flavor, parsed.server_version) == ("mariadb", "10.2.12-MariaDB-10.2.12+maria~jessie")
+    episode = only_episode(parsed)
+    assert (episode.checkpoint_lsn, episode.crash_lsn) == (1619742, 1619751)
+    assert episode.ready_seconds == 1.0  # the WSREP "Synchronized with group, ready" line is not it
+
+
+def test_mariadb_init_failure_is_a_warning_and_a_partial_result():
+    parsed = parse("mariadb10_11_recovery.txt", "G2")
+    assert only_episode(parsed).checkpoint_lsn == 129135088
+    assert any("Plugin 'InnoDB' init function returned error" in w for w in parsed.warnings)
+
+
+def test_glued_lines_split_at_the_next_timestamp():
+    episode = only_episode(parse("mariadb10_11_recovery.txt", "I"))
+    assert episode.checkpoint_lsn == 300288  # "LSN=3002882024-10-15 10:28:59 ..."
+
+
+def test_log_shipper_prefix_gives_way_to_the_servers_stamp():
+    episode = only_episode(parse("mariadb10_11_recovery.txt", "J"))
+    assert episode.started_at == datetime(2017, 2, 2, 20, 27, 5, tzinfo=UTC)
+
+
+def test_mariadb104_mysqld_safe_and_aria_lines_make_one_start():
+    episode = only_episode(parse("mariadb10_11_recovery.txt", "E"))
+    assert not episode.crash_recovery
+
+
+# --- TokuDB and MyRocks ---------------------------------------------------------------------
+
+
+def test_tokuft_recovery_with_ctime_stamps():
+    episode = only_episode(parse("tokudb_recovery.txt", "A"))
+    assert (episode.crash_recovery, episode.engine) == (True, "tokudb")
+    # "scanning backward from 3485", "turning around at begin checkpoint 3467", "left 18"
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.redo_records_applied) == (3467, 3485, 18)
+    assert episode.redo_bytes is None  # TokuFT LSNs count log entries
+    assert episode.recovery_seconds == 1.0  # 00:27:28 "recovery starting" -> 00:27:29 "recovery done"
+
+
+def test_tokuft_recovery_in_a_server_log_is_read_in_the_servers_zone():
+    log = (
+        b"2016-01-28 00:27:27 140 [Note] /usr/sbin/mysqld (mysqld 5.6.28-76.1) starting as process 140 ...\n"
+        b"Thu Jan 28 00:27:28 2016 TokuFT recovery starting in env /var/lib/mysql\n"
+        b"Thu Jan 28 00:27:31 2016 TokuFT recovery done\n"
+        b"2016-01-28 00:27:32 140 [Note] /usr/sbin/mysqld: ready for connections.\n"
+    )
+    paris = timezone(timedelta(hours=1))
+    episode = only_episode(parse_bytes("toku.err", log, local_tz=paris))
+    assert episode.started_at == datetime(2016, 1, 27, 23, 27, 27, tzinfo=UTC)
+    assert (episode.recovery_seconds, episode.ready_seconds) == (3.0, 5.0)
+
+
+def test_myrocks_plugin_failure_and_syslog_prefix():
+    failed = parse("myrocks_recovery.txt", "A")
+    assert any("Plugin 'ROCKSDB' init function returned error" in w for w in failed.warnings)
+    syslog = parse("myrocks_recovery.txt", "E")
+    assert syslog.episodes[0].started_at == datetime(2019, 3, 15, 12, 41, 54, tzinfo=UTC)
+    assert any("got signal 6" in w for w in syslog.warnings)
+
+
+def test_percona8_myrocks_x_plugin_ready_is_not_the_server():
+    parsed = parse("myrocks_recovery.txt", "F")
+    assert (parsed.flavor, parsed.server_version) == ("percona", "8.0.26-17")
+    assert only_episode(parsed).ready_at is None
+
+
+# --- SHOW ENGINE INNODB STATUS, sysbench ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "lsn", "checkpoint_lsn", "checkpoint_age"),
+    [
+        ("1", 1122294428, 1122285403, 1122294428 - 1122285403),  # 5.5, indented
+        ("2", 549033793, 549033793, 0),  # 5.5
+        ("3", 6498236107, 6498236107, 0),  # 5.6
+        ("5", 106246324645, 106234556811, 11767834),  # Percona 5.6: "Checkpoint age        11767834"
+        ("6", 338086806104, 337892779162, 338086806104 - 337892779162),  # 5.7
+        ("8a", 49430562, 49430562, 0),  # 8.0.30+
+        ("8c", 31820389, 31820389, 0),  # 8.0.30+ with the monitor header
+        ("9", 140035044, 136284551, 140035044 - 136284551),  # 8.x with "Log capacity"
+        ("10", 608039671, 591179191, 16860480),  # Percona 8.0: "Checkpoint age        16860480"
+    ],
+)
+def test_innodb_status_log_section_of_every_version(key, lsn, checkpoint_lsn, checkpoint_age):
+    parsed = parse("innodb_status_log_sections.txt", key)
+    assert parsed.kind == "innodb_status"
+    assert (parsed.log.lsn, parsed.log.checkpoint_lsn, parsed.log.checkpoint_age) == (
+        lsn,
+        checkpoint_lsn,
+        checkpoint_age,
+    )
+
+
+def test_innodb_status_capacity_and_two_word_lsn():
+    assert parse("innodb_status_log_sections.txt", "9").log.log_capacity == 104857600
+    old = parse_bytes("status.txt", b"---\nLOG\n---\nLog sequence number 125 3934414864\n")
+    assert old.log.lsn == (125 << 32) + 3934414864
+
+
+def test_sysbench_reports_current_interrupted_and_legacy():
+    complete = parse("sysbench_report.txt", "A").sysbench
+    assert (complete.transactions, complete.tps, complete.qps) == (31188, 519.64, 10392.81)
+    assert complete.latency_ms["p95"] == 57.87
+    interrupted = parse("sysbench_report.txt", "C")
+    assert len(interrupted.sysbench.intervals) == 6
+    interval_tps = (9.40, 9.90, 10.10, 10.50, 10.20, 9.80)
+    assert interrupted.sysbench.tps == pytest.approx(sum(interval_tps) / 6, abs=0.01)
+    legacy = parse("sysbench_report.txt", "G")
+    assert (legacy.sysbench.transactions, legacy.sysbench.latency_ms["p95"]) == (1042827, 22.29)
+    assert any("0.4/0.5" in w for w in legacy.warnings)
+    truncated = parse("sysbench_report.txt", "F")
+    assert any("no sysbench totals" in w for w in truncated.warnings)
+
+
+# --- the fast path is the same parser ------------------------------------------------------
+
+
+ERROR_LOG_SAMPLES = [
+    (name, key)
+    for name in (
+        "mysql55_56_percona_recovery.txt",
+        "mysql57_recovery.txt",
+        "mysql80_recovery.txt",
+        "mariadb10_11_recovery.txt",
+        "myrocks_recovery.txt",
+        "tokudb_recovery.txt",
+    )
+    for key in samples(name)
+]
+
+
+@pytest.mark.parametrize(("name", "key"), ERROR_LOG_SAMPLES)
+def test_keyword_scan_gives_the_same_result_as_reading_every_line(name, key):
+    content = sample(name, key)
+    assert parse_bytes(key, content).to_dict() == parse_bytes(key, content, scan=False).to_dict()
