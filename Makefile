@@ -1,5 +1,5 @@
 # Recovery Lab. `make demo` to see it work, `make test` to check it. Both run `make setup` first.
-.PHONY: setup demo test lint start stop
+.PHONY: setup demo test lint bench start stop
 
 PY := .venv/bin/python
 RUN_DIR := .run
@@ -27,6 +27,9 @@ demo: start
 
 test: setup
 	@$(PY) -m pytest
+
+bench: setup
+	@$(PY) scripts/bench.py
 
 lint: setup
 	@.venv/bin/ruff check .

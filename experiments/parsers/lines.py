@@ -53,15 +53,15 @@ UNDATED_DAY = datetime(1970, 1, 1)
 
 @dataclass
 class Line:
-    number: int
+    number: int | None  # None where the keyword scan skipped lines uncounted
     text: str
     moment: datetime | None
     runner_stamped: bool = False
 
 
-def decode_line(raw: bytes, number: int, warn) -> str:
+def decode_line(raw: bytes, where: str, warn) -> str:
     if len(raw) > MAX_LINE_BYTES:
-        warn(f"line {number} is {len(raw)} bytes long; only its first {MAX_LINE_BYTES} are read")
+        warn(f"{where} is {len(raw)} bytes long; only its first {MAX_LINE_BYTES} are read")
         raw = raw[:MAX_LINE_BYTES]
     return raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
@@ -74,7 +74,7 @@ def read_lines(handle, warn) -> Iterator[tuple[int, str]]:
         if b"\x00" in raw:
             bad_lines += 1
             raw = raw.replace(b"\x00", b"")
-        yield number, decode_line(raw, number, warn)
+        yield number, decode_line(raw, f"line {number}", warn)
     warn_read(warn, bad_lines, empty=number == 0)
 
 
@@ -167,7 +167,7 @@ class LineClock:
             placed += timedelta(days=1)
         return placed
 
-    def lines(self, numbered: Iterable[tuple[int, str]]) -> Iterator[Line]:
+    def lines(self, numbered: Iterable[tuple[int | None, str]]) -> Iterator[Line]:
         pending: list[Line] = []
         for number, raw in numbered:
             runner_moment = None
@@ -196,6 +196,8 @@ class LineClock:
         pending.clear()
 
 
-def stamped_lines(numbered: Iterable[tuple[int, str]], local_tz: tzinfo = UTC, warn=None) -> Iterator[Line]:
+def stamped_lines(
+    numbered: Iterable[tuple[int | None, str]], local_tz: tzinfo = UTC, warn=None
+) -> Iterator[Line]:
     """Lines with their best timestamp: the runner's where present, else the server's."""
     return LineClock(local_tz, warn or (lambda _: None)).lines(numbered)

@@ -15,7 +15,10 @@ hyperscan package, every line is read.
 """
 
 import logging
+import os
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from .lines import decode_line, has_timestamp, read_lines, warn_read
@@ -23,6 +26,7 @@ from .lines import decode_line, has_timestamp, read_lines, warn_read
 logger = logging.getLogger(__name__)
 
 BLOCK_BYTES = 4 * 1024 * 1024
+SCAN_THREADS = min(2, os.cpu_count() or 1)
 # A keyword line followed by thousands of un-timestamped lines is not a log we can date anyway.
 MAX_CONTEXT_LINES = 200
 
@@ -54,62 +58,95 @@ def _literal(keyword: bytes) -> bytes:
     return b"".join(b"\\x%02x" % byte for byte in keyword)
 
 
-def _blocks(handle: BinaryIO) -> Iterator[bytes]:
-    """The file in blocks that end at a line end (the last one may not)."""
-    carry = b""
+def _blocks(handle: BinaryIO, buffers: list[bytearray]) -> Iterator[tuple[bytearray, int]]:
+    """The file as (buffer, length) blocks that end at a line end (the last one may not).
+
+    The buffers are reused in turn: a block stays valid while the next len(buffers) - 1 are
+    produced. Fresh 4 MiB objects per block would cost as much as the scan itself.
+    """
+    turn = 0
+    carry = b""  # an unfinished line, moved to the front of the next buffer
     while True:
-        data = handle.read(BLOCK_BYTES)
-        if not data:
+        buffer = buffers[turn % len(buffers)]
+        buffer[: len(carry)] = carry
+        read = handle.readinto(memoryview(buffer)[len(carry) :])
+        filled = len(carry) + read
+        if not read:
             if carry:
-                yield carry
+                yield buffer, len(carry)
             return
-        data = carry + data
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:  # one line longer than a block: keep reading
-            carry = data
+        cut = buffer.rfind(b"\n", 0, filled) + 1
+        if cut == 0:  # one line longer than the buffer: grow it and keep reading
+            carry = bytes(buffer[:filled])
+            if filled == len(buffer):
+                buffer.extend(bytes(len(buffer)))
             continue
-        carry = data[cut:]
-        yield data[:cut]
+        carry = bytes(buffer[cut:filled])
+        yield buffer, cut
+        turn += 1
 
 
-def keyword_lines(handle: BinaryIO, keywords: tuple[bytes, ...], warn) -> Iterator[tuple[int, str]]:
-    """Numbered lines of the file that hold a keyword, with their context (see module doc)."""
+def _scanned_blocks(handle: BinaryIO, database) -> Iterator[tuple[bytearray, int, list[int]]]:
+    """Blocks with the end offsets of their keyword matches; the next block is scanned (and the
+    one after read) on other cores while the caller reads this one."""
+    with ThreadPoolExecutor(max_workers=SCAN_THREADS) as pool:
+        scratches = [hyperscan.Scratch(database) for _ in range(SCAN_THREADS)]
+        in_flight: deque = deque()
+        buffers = [bytearray(BLOCK_BYTES) for _ in range(SCAN_THREADS + 1)]
+        for turn, (buffer, length) in enumerate(_blocks(handle, buffers)):
+            ends: list[int] = []
+            view = memoryview(buffer)[:length]
+            scratch = scratches[turn % SCAN_THREADS]
+            job = pool.submit(
+                database.scan, view, match_event_handler=_collect_ends, context=ends, scratch=scratch
+            )
+            in_flight.append((job, buffer, length, ends))
+            if len(in_flight) == SCAN_THREADS:
+                job, *block = in_flight.popleft()
+                job.result()
+                yield tuple(block)
+        while in_flight:
+            job, *block = in_flight.popleft()
+            job.result()
+            yield tuple(block)
+
+
+def keyword_lines(handle: BinaryIO, keywords: tuple[bytes, ...], warn) -> Iterator[tuple[int | None, str]]:
+    """Lines of the file that hold a keyword, with their context (see module doc).
+
+    Lines are not numbered: counting every line end would cost half the scan.
+    """
     if hyperscan is None:
         yield from read_lines(handle, warn)
         return
     database = _database(keywords)
-    number = 0  # lines before the current block
     context_left = 0  # lines still owed to the last keyword line
     first = True
     nul_lines = 0
-    for block in _blocks(handle):
-        ends: list[int] = []
-        database.scan(block, match_event_handler=_collect_ends, context=ends)
+    position = 0  # of the block in the file
+    for block, length, ends in _scanned_blocks(handle, database):
         starts = {block.rfind(b"\n", 0, end) + 1 for end in ends}
         if first:
             starts.add(0)
             first = False
         queue = sorted(starts)
         queued = 0
-        offset = counted_to = 0
-        lines_before = number
-        while offset < len(block):
+        offset = 0
+        while offset < length:
             if not context_left:
                 while queued < len(queue) and queue[queued] < offset:
                     queued += 1
                 if queued == len(queue):
                     break
                 offset = queue[queued]
-            lines_before += block.count(b"\n", counted_to, offset)
-            counted_to = offset
-            end = block.find(b"\n", offset)
-            end = len(block) if end < 0 else end + 1
-            raw = block[offset:end]
+            end = block.find(b"\n", offset, length)
+            end = length if end < 0 else end + 1
+            raw = bytes(block[offset:end])
             if b"\x00" in raw:
                 nul_lines += 1
                 raw = raw.replace(b"\x00", b"")
-            text = decode_line(raw, lines_before + 1, warn)
-            yield lines_before + 1, text
+            text = decode_line(raw, f"the line at byte {position + offset}", warn)
+            yield None, text
             if offset in starts:
                 context_left = MAX_CONTEXT_LINES
             elif has_timestamp(text):
@@ -117,7 +154,7 @@ def keyword_lines(handle: BinaryIO, keywords: tuple[bytes, ...], warn) -> Iterat
             else:
                 context_left -= 1
             offset = end
-        number = lines_before + block.count(b"\n", counted_to)
+        position += length
     warn_read(warn, nul_lines, empty=first)
 
 
