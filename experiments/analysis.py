@@ -6,6 +6,8 @@ each process spawn, the first successful query) define ready, downtime and clean
 """
 
 from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
+from zoneinfo import ZoneInfo
 
 from .parsers import Episode, ParsedFile, parse_bytes
 
@@ -18,11 +20,18 @@ class RunAnalysis:
     parsed: dict[str, ParsedFile] = field(default_factory=dict)
 
 
-def _crash_episode(parsed: ParsedFile | None) -> Episode | None:
+def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:
+    """The index-th crash recovery of a log: a live run has one; an imported log may hold several."""
     if parsed is None:
         return None
     crashes = parsed.crash_episodes
-    return crashes[0] if crashes else None
+    return crashes[index] if index < len(crashes) else None
+
+
+def _local_zone(result: dict) -> tzinfo:
+    """The zone of the server's zone-less timestamps: the runner's hosts log in UTC; an import
+    says which zone its server was in."""
+    return ZoneInfo(result["timezone"]) if result.get("timezone") else UTC
 
 
 def _seconds(times: dict, start: str, end: str) -> float | None:
@@ -42,11 +51,15 @@ def _after(episodes: list[Episode], moment: float | None) -> Episode | None:
 
 
 def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalysis:
+    """Metrics of a run from its files. `result` is the runner's result.json, or for an import
+    {"imported": true, "crash_index": i, "timezone": ..., "redo_bytes": ...}."""
     analysis = RunAnalysis()
+    zone = _local_zone(result)
+    crash_index = result.get("crash_index", 0)
     for name, content in files.items():
         if name in ("result.json", "install.log", "sysbench_prepare.txt"):
             continue
-        analysis.parsed[name] = parse_bytes(name, content)
+        analysis.parsed[name] = parse_bytes(name, content, local_tz=zone)
     error_log = analysis.parsed.get("error.log.stamped") or analysis.parsed.get("error.log")
     metrics = analysis.metrics
     times = result.get("times", {})
@@ -54,7 +67,7 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
     if error_log is not None:
         analysis.server_version = error_log.server_version or ""
         analysis.warnings += [f"error log: {w}" for w in error_log.warnings]
-        crash = _crash_episode(error_log)
+        crash = _crash_episode(error_log, crash_index)
         recovery_start = _after(error_log.episodes, times.get("recovery_spawned")) or crash
         if crash is not None:
             metrics.update(
@@ -78,6 +91,9 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
 
     if engine == "rocksdb":
         _rocksdb_metrics(result, analysis)
+    if metrics.get("redo_bytes") is None and result.get("redo_bytes") is not None:
+        # measured elsewhere by whoever imported the run (TokuDB logs count entries, not bytes)
+        metrics["redo_bytes"] = result["redo_bytes"]
 
     metrics["downtime_seconds"] = _seconds(times, "killed", "recovery_first_query")
     metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
@@ -97,7 +113,7 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
 def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
     """MyRocks: recovery is RocksDB's WAL replay; its 'redo' is the WAL it had to read."""
     rocks = analysis.parsed.get("rocksdb_LOG")
-    crash = _crash_episode(rocks)
+    crash = _crash_episode(rocks, result.get("crash_index", 0))
     metrics = analysis.metrics
     for key in ("checkpoint_lsn", "crash_lsn", "pages_to_recover"):
         metrics.pop(key, None)

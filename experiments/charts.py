@@ -11,26 +11,33 @@ SERIES = (
 
 
 def recovery_vs_redo(rows: list[dict]) -> dict:
-    """recovery_seconds and downtime_seconds against redo replayed (MB), one colour per engine.
+    """recovery_seconds and downtime_seconds against redo replayed (MB), one colour per engine;
+    imported runs (done elsewhere) get square markers of the same colour.
 
-    rows: dicts with run_id, engine, redo_bytes, recovery_seconds, downtime_seconds and a label.
-    Runs without redo_bytes are left out (they have no x); the caller says how many.
+    rows: dicts with run_id, engine, imported, redo_bytes, recovery_seconds, downtime_seconds and
+    a label. Runs without redo_bytes are left out (they have no x); the caller says how many.
     """
     traces = []
-    for engine in sorted({r["engine"] for r in rows}):
+    groups = sorted({(r["engine"], bool(r.get("imported"))) for r in rows})
+    for engine, imported in groups:
         for metric, symbol, what in SERIES:
             points = [
                 r
                 for r in rows
-                if r["engine"] == engine and r.get("redo_bytes") is not None and r.get(metric) is not None
+                if (r["engine"], bool(r.get("imported"))) == (engine, imported)
+                and r.get("redo_bytes") is not None
+                and r.get(metric) is not None
             ]
             if not points:
                 continue
+            if imported:
+                symbol = symbol.replace("circle", "square")
             traces.append(
                 {
                     "type": "scatter",
                     "mode": "markers",
-                    "name": f"{ENGINE_NAMES.get(engine, engine)}: {what}",
+                    "cliponaxis": False,
+                    "name": f"{ENGINE_NAMES.get(engine, engine)}{' imported' if imported else ''}: {what}",
                     "legendgroup": engine,
                     "x": [round(p["redo_bytes"] / 1e6, 3) for p in points],
                     "y": [p[metric] for p in points],
@@ -63,12 +70,18 @@ def chart_rows(runs) -> list[dict]:
         {
             "run_id": run.id,
             "engine": run.engine,
+            "imported": run.imported,
             "redo_bytes": run.redo_bytes,
             "recovery_seconds": run.recovery_seconds,
             "downtime_seconds": run.downtime_seconds,
             "label": f"run {run.id}: {run.get_engine_display()}, "
             f"log {run.parameters.get('redo_log_size', '?')}, "
-            f"pool {run.parameters.get('buffer_pool_size', '?')}",
+            f"pool {run.parameters.get('buffer_pool_size', '?')}"
+            + (
+                f"<br>imported from {run.host_label}, {run.server_version or 'version unknown'}"
+                if run.imported
+                else ""
+            ),
         }
         for run in runs
     ]

@@ -102,3 +102,52 @@ class ExperimentForm(forms.Form):
             for message in messages:
                 prefix = f"{path}: " if target is None and path != "non_field_errors" else ""
                 self.add_error(target, prefix + message)
+
+
+class ImportForm(forms.Form):
+    """The import page. Parameter checks are import_runs'; its messages land on these fields."""
+
+    error_log = forms.FileField(help_text="the server's error log through the crash recovery")
+    engine = forms.ChoiceField(choices=[("innodb", "InnoDB"), ("rocksdb", "MyRocks"), ("tokudb", "TokuDB")])
+    server_version = forms.CharField(required=False, help_text="empty: read from the log")
+    buffer_pool_size = forms.CharField(initial="128M", help_text="with a unit: 128M, 8G")
+    redo_log_size = forms.CharField(initial="512M", help_text="with a unit: 512M, 2G")
+    insert_rate = forms.CharField(initial="0", help_text="rows/s the workload ran at; 0 = unthrottled")
+    host_label = forms.CharField(help_text="where the run was done, e.g. db7.prod")
+    timezone = forms.CharField(initial="UTC", help_text="zone of the log's local times (5.5/5.6, MariaDB)")
+    redo_bytes = forms.CharField(required=False, help_text="redo or WAL replayed, if the log does not say")
+    innodb_status_at_crash = forms.FileField(
+        required=False, help_text="SHOW ENGINE INNODB STATUS before the crash"
+    )
+    rocksdb_log = forms.FileField(required=False, help_text="RocksDB's LOG (MyRocks)")
+    rocksdb_status_at_crash = forms.FileField(required=False)
+    sysbench_report = forms.FileField(required=False)
+    experiment = forms.ModelChoiceField(
+        queryset=None, required=False, empty_label="a new experiment", help_text="chart them with these runs"
+    )
+    experiment_name = forms.CharField(required=False, help_text="for a new experiment")
+
+    FILE_FIELDS = (
+        "error_log",
+        "innodb_status_at_crash",
+        "rocksdb_log",
+        "rocksdb_status_at_crash",
+        "sysbench_report",
+    )
+
+    def __init__(self, *args, experiments=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["experiment"].queryset = experiments
+
+    def uploads(self) -> dict:
+        return {
+            name: self.cleaned_data[name].file for name in self.FILE_FIELDS if self.cleaned_data.get(name)
+        }
+
+    def parameters(self) -> dict:
+        return {name: self.cleaned_data.get(name) for name in self.fields if name not in self.FILE_FIELDS}
+
+    def add_import_errors(self, errors: dict[str, list[str]]) -> None:
+        for field, messages in errors.items():
+            for message in messages:
+                self.add_error(field if field in self.fields else None, message)

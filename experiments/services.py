@@ -176,24 +176,28 @@ def run_spec(run: Run) -> dict:
     }
 
 
-def _store_files(run: Run, files: dict[str, bytes]) -> None:
-    """Replace the run's raw files (re-ingest never appends)."""
+def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int] | None = None) -> None:
+    """Replace the run's raw files (re-ingest never appends).
+
+    original_sizes: where a caller already cut a file down (an import's large error log), its
+    size before; the file is then marked truncated.
+    """
     limit = settings.RAW_FILE_MAX_BYTES
     run.files.all().delete()
     rows = []
     for name, content in sorted(files.items()):
-        truncated = len(content) > limit
+        size = (original_sizes or {}).get(name, len(content))
         kept = content
-        if truncated:
+        if len(content) > limit:
             marker = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
             kept = content[: limit // 2] + marker + content[-limit // 2 :]
         rows.append(
-            RunFile(run=run, name=name[:100], content=kept, size_bytes=len(content), truncated=truncated)
+            RunFile(run=run, name=name[:100], content=kept, size_bytes=size, truncated=size > len(kept))
         )
     RunFile.objects.bulk_create(rows)
 
 
-def _apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
+def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     analysis = analyse_run(result, files, run.engine)
     for name in METRIC_NAMES:
         setattr(run, name, analysis.metrics.get(name))
@@ -209,8 +213,8 @@ def ingest_bundle(run_id: int, bundle: Bundle) -> Run:
     """
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run_id)
-        _store_files(run, bundle.files)
-        warnings = _apply_metrics(run, bundle.files, bundle.result)
+        store_files(run, bundle.files)
+        warnings = apply_metrics(run, bundle.files, bundle.result)
         runner_error = bundle.result.get("error")
         if bundle.result.get("status") == "done":
             run.status, run.error = RunStatus.DONE, ""
@@ -234,7 +238,7 @@ def reparse_run(run_id: int) -> Run:
         result = json.loads(files.get("result.json", b"{}") or b"{}")
         if not files:
             return run
-        _apply_metrics(run, files, result)
+        apply_metrics(run, files, result)
         run.save()
     return run
 

@@ -10,4 +10,5 @@ urlpatterns = [
     path("runs/<int:pk>/files/<str:name>", views.run_file, name="run-file"),
     path("runs/<int:pk>/reparse/", views.run_reparse, name="run-reparse"),
     path("hosts/", views.host_list, name="host-list"),
+    path("imports/new/", views.import_new, name="import-new"),
 ]

@@ -7,7 +7,8 @@ from django.views.decorators.http import require_POST
 
 from . import charts, services
 from .definition import DefinitionError
-from .forms import ExperimentForm
+from .forms import ExperimentForm, ImportForm
+from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
 from .models import Experiment, Host, Run, RunStatus
 
@@ -76,3 +77,24 @@ def run_reparse(request, pk: int):
 @login_required
 def host_list(request):
     return render(request, "experiments/host_list.html", {"hosts": Host.objects.all()})
+
+
+@login_required
+def import_new(request):
+    form = ImportForm(request.POST or None, request.FILES or None, experiments=Experiment.objects.all())
+    if request.method == "POST" and form.is_valid():
+        parameters = form.parameters()
+        experiment = parameters.pop("experiment")
+        try:
+            result = import_runs(
+                form.uploads(),
+                parameters,
+                experiment_id=experiment.pk if experiment else None,
+                experiment_name=parameters.pop("experiment_name") or "",
+                user=request.user,
+            )
+        except ImportRejected as exc:
+            form.add_import_errors(exc.errors)
+        else:
+            return redirect(result.experiment)
+    return render(request, "experiments/import_new.html", {"form": form})

@@ -81,3 +81,32 @@ def test_create_an_experiment_through_the_form_and_see_the_chart(
     page.wait_for_selector("td[data-metric=recovery_seconds]")
     assert page.locator("td[data-metric=recovery_seconds]").inner_text() != "-"
     screenshot(page, "run.png")
+
+
+def test_import_a_percona8_log_into_an_experiment_and_see_it_on_the_chart(page, live_server, tmp_path):
+    from .factories import RunFactory
+    from .samples import sample
+
+    live = RunFactory(status="done", redo_bytes=32_000_000, recovery_seconds=0.29, downtime_seconds=0.45)
+    log = tmp_path / "greatsql-error.log"
+    log.write_bytes(sample("mysql80_recovery.txt", "A"))
+    log_in(page, live_server)
+    page.click("text=Import")
+    page.set_input_files("input[name=error_log]", str(log))
+    page.fill("input[name=host_label]", "mgr07 bad label")
+    page.click("button:text('Import')")
+    assert "letters, digits" in page.locator(".error[data-field=host_label]").inner_text()
+    screenshot(page, "import-form-error.png")
+    page.set_input_files("input[name=error_log]", str(log))  # a browser does not keep files
+    page.fill("input[name=host_label]", "mgr07.greatsql")
+    page.fill("input[name=buffer_pool_size]", "2G")
+    page.select_option("select[name=experiment]", str(live.experiment_id))
+    page.click("button:text('Import')")
+    page.wait_for_url(f"**/experiments/{live.experiment_id}/")
+    rows = page.locator("tr.run-row")
+    assert rows.count() == 2
+    assert "mgr07.greatsql" in page.locator("table").inner_text()
+    page.wait_for_selector("#recovery-chart .scatterlayer .point")
+    # live: recovery and downtime; imported: recovery only (no kill was timed)
+    assert page.locator("#recovery-chart .scatterlayer .point").count() == 3
+    screenshot(page, "import.png")

@@ -18,6 +18,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/imports/", api.ImportView.as_view(), name="api-import"),
     path("api/", include(router.urls)),
     path("", include("experiments.urls")),
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "parse_bytes",
     "parse_path",
     "parse_stream",
+    "reduce_error_log",
 ]
 
 logger = logging.getLogger(__name__)
@@ -109,6 +110,17 @@ def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool
         logger.exception("parser failed on %s", name)
         parsed.warn(f"the parser stopped early on an unexpected error ({exc.__class__.__name__}: {exc})")
     return parsed
+
+
+def reduce_error_log(handle: BinaryIO) -> bytes:
+    """The lines of an error log the parser reads (keyword lines and their context), as bytes.
+
+    Parsing them gives the same result as parsing the whole file: a large log can be stored
+    this way and re-parsed later.
+    """
+    handle.seek(0)
+    lines = keyword_lines(handle, _TRIGGER_BYTES, lambda _: None)
+    return b"".join(text.encode() + b"\n" for _, text in lines)
 
 
 def parse_path(path: str | Path, local_tz: tzinfo = UTC, scan: bool = True) -> ParsedFile:

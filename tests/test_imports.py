@@ -1,0 +1,179 @@
+"""POST /api/imports/ and the import service, on real logs (expected values read off the logs)."""
+
+import io
+
+import pytest
+
+from experiments import services
+from experiments.imports import import_runs
+from experiments.models import Experiment, Run, RunStatus
+
+from .conftest import DATA
+from .factories import RunFactory
+from .samples import sample
+
+pytestmark = pytest.mark.django_db
+
+MARIADB_CRASH = DATA / "mariadb-10.11" / "innodb_binlog_during_load" / "error_with_clean_restart.log"
+
+
+def upload(content: bytes, name: str = "error.log") -> io.BytesIO:
+    handle = io.BytesIO(content)
+    handle.name = name
+    return handle
+
+
+def parameters(**overrides) -> dict:
+    return {
+        "engine": "innodb",
+        "buffer_pool_size": "2G",
+        "redo_log_size": "4G",
+        "insert_rate": "500",
+        "host_label": "mgr07.greatsql",
+        **overrides,
+    }
+
+
+def services_import(uploads, **overrides):
+    return import_runs(uploads, parameters(**overrides))
+
+
+def test_percona8_log_imports_as_a_run_charted_with_the_live_mariadb_runs(api, client, user):
+    live = RunFactory(
+        status=RunStatus.DONE, redo_bytes=32_000_000, recovery_seconds=0.29, server_version="10.11"
+    )
+    body = {
+        **parameters(),
+        "experiment": live.experiment_id,
+        "error_log": upload(sample("mysql80_recovery.txt", "A")),
+    }
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    (run,) = response.json()["runs"]
+    assert response.json()["experiment"] == live.experiment_id
+    assert run["imported"] and run["host"] == "mgr07.greatsql" and run["server_version"] == "8.0.32-25"
+    # "checkpoint_lsn = 536974192" ... "scanned up to log sequence number 536978901"
+    assert run["metrics"]["redo_bytes"] == 4709
+    assert run["metrics"]["recovery_seconds"] == pytest.approx(0.523445)
+    assert run["parameters"] == {"buffer_pool_size": "2G", "redo_log_size": "4G", "insert_rate": 500}
+
+    client.force_login(user)
+    page = client.get(f"/experiments/{live.experiment_id}/")
+    charted = [point for trace in page.context["figure"]["data"] for point in trace["customdata"]]
+    assert {live.id, run["id"]} <= set(charted)
+
+
+def test_tokudb_log_with_measured_redo_bytes(api):
+    body = {
+        **parameters(engine="tokudb", server_version="5.7.36-39"),
+        "redo_bytes": "18000000",
+        "error_log": upload(sample("tokudb_recovery.txt", "A")),
+    }
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert (run.engine, run.imported, run.experiment.imported) == ("tokudb", True, True)
+    # "TokuFT recovery starting" 00:27:28 -> "TokuFT recovery done" 00:27:29
+    assert (run.recovery_seconds, run.redo_bytes, run.redo_records_applied) == (1.0, 18_000_000, 18)
+    assert run.server_version == "5.7.36-39"
+
+
+def test_a_log_with_two_crash_recoveries_makes_two_runs():
+    log = (
+        MARIADB_CRASH.read_bytes()
+        + (DATA / "mariadb-10.11" / "innodb_after_workload" / "error.log").read_bytes()
+    )
+    result = services_import({"error_log": upload(log)})
+    assert [r.repetition for r in result.runs] == [1, 2]
+    # "Starting crash recovery from checkpoint LSN=44420", then the second log's LSN=655238
+    assert [r.checkpoint_lsn for r in result.runs] == [44420, 655238]
+
+
+BAD_IMPORTS = {
+    "unknown engine": ({"engine": "falcon"}, "engine"),
+    "size without a unit": ({"buffer_pool_size": "2147483648"}, "buffer_pool_size"),
+    "shell in a size": ({"redo_log_size": "4G;reboot"}, "redo_log_size"),
+    "shell in the host label": ({"host_label": "db7$(id)"}, "host_label"),
+    "negative insert rate": ({"insert_rate": "-5"}, "insert_rate"),
+    "unknown zone": ({"timezone": "Mars/Olympus"}, "timezone"),
+    "odd version": ({"server_version": "8.0.36; drop"}, "server_version"),
+}
+
+
+@pytest.mark.parametrize("label", BAD_IMPORTS)
+def test_bad_parameters_get_400_on_the_field_and_store_nothing(api, label):
+    overrides, field = BAD_IMPORTS[label]
+    body = {**parameters(**overrides), "error_log": upload(MARIADB_CRASH.read_bytes())}
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert Run.objects.count() == 0 and Experiment.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (sample("mysql80_recovery.txt", "K"), "no crash recovery was found"),
+        (bytes(range(256)) * 40, "not error log"),
+        (sample("sysbench_report.txt", "A"), "not error log"),
+    ],
+    ids=["clean start only", "binary", "a sysbench report"],
+)
+def test_a_log_without_a_crash_recovery_is_refused_with_the_reason(api, content, message):
+    response = api.post("/api/imports/", {**parameters(), "error_log": upload(content)}, format="multipart")
+    assert response.status_code == 400
+    assert message in response.json()["error_log"][0]
+    assert Run.objects.count() == 0
+
+
+def test_myrocks_import_needs_the_rocksdb_log(api):
+    response = api.post(
+        "/api/imports/", {**parameters(engine="rocksdb"), "error_log": upload(b"x")}, format="multipart"
+    )
+    assert response.status_code == 400 and "rocksdb_log" in response.json()
+
+
+def test_myrocks_import_reads_the_wal_replay_from_the_rocksdb_log(api):
+    folder = DATA / "mariadb-10.11" / "myrocks_during_load"
+    body = {
+        **parameters(engine="rocksdb", timezone="UTC"),
+        "error_log": upload((folder / "error.log").read_bytes()),
+        "rocksdb_log": upload((folder / "rocksdb_LOG").read_bytes(), "LOG"),
+    }
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    # recovery_started time_micros 1795236087439850 -> recovery_finished 1795236087525852
+    assert response.json()["runs"][0]["metrics"]["recovery_seconds"] == pytest.approx(0.086002)
+
+
+def test_reparsing_an_imported_run_twice_changes_nothing():
+    (run,) = services_import({"error_log": upload(MARIADB_CRASH.read_bytes())}).runs
+    first = services.reparse_run(run.id)
+    second = services.reparse_run(run.id)
+    fields = (
+        "checkpoint_lsn",
+        "crash_lsn",
+        "redo_bytes",
+        "pages_to_recover",
+        "recovery_seconds",
+        "ready_seconds",
+    )
+    assert [getattr(first, f) for f in fields] == [getattr(second, f) for f in fields]
+    assert [getattr(first, f) for f in fields] == [getattr(run, f) for f in fields]
+    assert first.files.count() == second.files.count() == 2  # error.log and result.json
+
+
+def test_a_large_log_keeps_the_lines_the_parser_reads_and_reparses_the_same(settings):
+    settings.RAW_FILE_MAX_BYTES = 64 * 1024
+    noise = b"2026-11-21  4:00:00 0 [Warning] Aborted connection 7 to db: 'sbtest' user: 'sbtest'\n" * 5000
+    log = noise + MARIADB_CRASH.read_bytes() + noise
+    (run,) = services_import({"error_log": upload(log)}).runs
+    stored = run.files.get(name="error.log")
+    assert stored.size_bytes == len(log) and len(bytes(stored.content)) < 64 * 1024
+    again = services.reparse_run(run.id)
+    assert (again.checkpoint_lsn, again.crash_lsn, again.recovery_seconds) == (
+        run.checkpoint_lsn,
+        run.crash_lsn,
+        run.recovery_seconds,
+    )
+    assert run.checkpoint_lsn == 44420  # "Starting crash recovery from checkpoint LSN=44420"
