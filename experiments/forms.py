@@ -117,11 +117,13 @@ class ImportForm(forms.Form):
     timezone = forms.CharField(initial="UTC", help_text="zone of the log's local times (5.5/5.6, MariaDB)")
     redo_bytes = forms.CharField(required=False, help_text="redo or WAL replayed, if the log does not say")
     innodb_status_at_crash = forms.FileField(
-        required=False, help_text="SHOW ENGINE INNODB STATUS before the crash"
+        label="InnoDB status at the crash",
+        required=False,
+        help_text="SHOW ENGINE INNODB STATUS before the crash",
     )
-    rocksdb_log = forms.FileField(required=False, help_text="RocksDB's LOG (MyRocks)")
-    rocksdb_status_at_crash = forms.FileField(required=False)
-    sysbench_report = forms.FileField(required=False)
+    rocksdb_log = forms.FileField(label="RocksDB LOG", required=False, help_text="RocksDB's LOG (MyRocks)")
+    rocksdb_status_at_crash = forms.FileField(label="RocksDB status at the crash", required=False)
+    sysbench_report = forms.FileField(label="sysbench report", required=False)
     experiment = forms.ModelChoiceField(
         queryset=None, required=False, empty_label="a new experiment", help_text="chart them with these runs"
     )
