@@ -18,6 +18,8 @@ def summarize(parsed: ParsedFile) -> str:
     lines = [head]
     for number, episode in enumerate(parsed.episodes, start=1):
         kind = "CRASH RECOVERY" if episode.crash_recovery else "clean start"
+        if episode.engine and episode.crash_recovery:
+            kind += f" ({episode.engine})"
         lines.append(
             f"  start {number} at {episode.started_at or '?'}: {kind}, "
             f"ready after {_fmt(episode.ready_seconds, ' s')}"
@@ -27,6 +29,7 @@ def summarize(parsed: ParsedFile) -> str:
                 f"    checkpoint LSN {_fmt(episode.checkpoint_lsn)} -> crash LSN "
                 f"{_fmt(episode.crash_lsn)}: redo {_fmt(episode.redo_bytes, ' bytes')}, "
                 f"pages to recover {_fmt(episode.pages_to_recover)}, "
+                f"records applied {_fmt(episode.redo_records_applied)}, "
                 f"rolled back {_fmt(episode.trx_rolled_back)} trx / {_fmt(episode.rows_undone)} rows"
             )
             if episode.wal_files:
@@ -38,6 +41,13 @@ def summarize(parsed: ParsedFile) -> str:
         lines.append(
             f"  LSN {_fmt(log.lsn)}, checkpoint {_fmt(log.checkpoint_lsn)}, "
             f"checkpoint age {_fmt(log.checkpoint_age, ' bytes')}"
+        )
+    if parsed.rocksdb is not None:
+        status = parsed.rocksdb
+        lines.append(
+            f"  WAL {_fmt(status.wal_bytes, ' bytes')} written, "
+            f"memtables {_fmt(status.memtable_bytes, ' bytes')} "
+            f"({_fmt(status.memtable_unflushed_bytes, ' bytes')} unflushed)"
         )
     if parsed.sysbench is not None:
         report = parsed.sysbench

@@ -1,6 +1,7 @@
 import json
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from experiments.parsers import ParsedFile, parse_path
 from experiments.summary import summarize
@@ -16,9 +17,21 @@ class Command(BaseCommand):
             action="store_true",
             help="a JSON array, one document per file (parsed_file.schema.json)",
         )
+        parser.add_argument(
+            "--tz",
+            default="UTC",
+            help="IANA zone of timestamps the log writes without one (MySQL 5.5/5.6, MariaDB, "
+            "TokuFT); default UTC",
+        )
 
     def handle(self, *args, files, **options):
-        parsed: list[ParsedFile] = [parse_path(path) for path in files]
+        try:
+            zone = ZoneInfo(options["tz"])
+        except (ZoneInfoNotFoundError, ValueError):
+            raise CommandError(
+                f"--tz {options['tz']!r}: not a time zone name (e.g. UTC, Europe/Paris)"
+            ) from None
+        parsed: list[ParsedFile] = [parse_path(path, local_tz=zone) for path in files]
         if options["json"]:
             self.stdout.write(json.dumps([p.to_dict() for p in parsed], indent=2))
             return
