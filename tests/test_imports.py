@@ -177,3 +177,11 @@ def test_a_large_log_keeps_the_lines_the_parser_reads_and_reparses_the_same(sett
         run.recovery_seconds,
     )
     assert run.checkpoint_lsn == 44420  # "Starting crash recovery from checkpoint LSN=44420"
+
+
+def test_imports_need_a_logged_in_user_and_are_in_the_schema(client, api):
+    body = {**parameters(), "error_log": upload(MARIADB_CRASH.read_bytes())}
+    assert client.post("/api/imports/", body).status_code in (401, 403)
+    assert Run.objects.count() == 0
+    schema = api.get("/api/schema/")
+    assert b"/api/imports/" in schema.content and b"error_log" in schema.content

@@ -442,3 +442,16 @@ ERROR_LOG_SAMPLES = [
 def test_keyword_scan_gives_the_same_result_as_reading_every_line(name, key):
     content = sample(name, key)
     assert parse_bytes(key, content).to_dict() == parse_bytes(key, content, scan=False).to_dict()
+
+
+def test_innodb_status_in_tabular_form():
+    # `mysql -e "SHOW ENGINE INNODB STATUS"` without \G: one cell, line ends escaped as "\n"
+    row = (
+        "Type\tName\tStatus\n"
+        "InnoDB\t\t\\n=====================================\\n2024-01-03 14:51:21 INNODB MONITOR OUTPUT"
+        "\\n---\\nLOG\\n---\\nLog sequence number          31886062\\nLog flushed up to            31886062"
+        "\\nPages flushed up to          31878294\\nLast checkpoint at           31878294"
+        "\\n----------------------\\nBUFFER POOL AND MEMORY\\n"
+    )
+    parsed = parse_bytes("status.tsv", row.encode())
+    assert (parsed.kind, parsed.log.lsn, parsed.log.checkpoint_lsn) == ("innodb_status", 31886062, 31878294)
