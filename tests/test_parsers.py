@@ -209,3 +209,24 @@ def test_keyword_scan_reads_across_block_boundaries(monkeypatch):
     monkeypatch.setattr(scan, "BLOCK_BYTES", 97)  # lines and keywords straddle every block edge
     path = MARIADB / "innodb_binlog_during_load" / "error_with_clean_restart.log"
     assert parse_path(path).to_dict() == parse_path(path, scan=False).to_dict()
+
+
+def test_parselog_on_binary_truncated_and_unknown_files_exits_cleanly_with_warnings(tmp_path):
+    binary = tmp_path / "ibdata1"
+    binary.write_bytes(bytes(range(256)) * 64)
+    truncated = tmp_path / "cut.err"
+    # cut in the middle of "End of log at LSN=74274561", right after the crash recovery began
+    truncated.write_bytes(MARIADB.joinpath("innodb_after_workload", "error.log").read_bytes()[:4300])
+    unknown = tmp_path / "notes.txt"
+    unknown.write_text("remember to rotate the logs\n")
+    out = StringIO()
+    # no exception: exit code 0
+    call_command("parselog", str(binary), str(truncated), str(unknown), "--json", stdout=out)
+    documents = json.loads(out.getvalue())
+    assert [d["kind"] for d in documents] == ["unknown", "error_log", "unknown"]
+    assert all(d["warnings"] for d in (documents[0], documents[2]))
+    crash = documents[1]["episodes"][-1]
+    assert crash["crash_recovery"] and crash["checkpoint_lsn"] == 655238 and crash["recovery_seconds"] is None
+    assert any("has no end" in w for w in documents[1]["warnings"])
+    for document in documents:
+        jsonschema.validate(document, SCHEMA)

@@ -21,14 +21,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
-from .lines import decode_line, has_timestamp, read_lines, warn_read
+from .lines import MAX_PENDING_LINES, decode_line, has_timestamp, read_lines, warn_read
 
 logger = logging.getLogger(__name__)
 
 BLOCK_BYTES = 4 * 1024 * 1024
 SCAN_THREADS = min(2, os.cpu_count() or 1)
-# A keyword line followed by thousands of un-timestamped lines is not a log we can date anyway.
-MAX_CONTEXT_LINES = 200
+# As many as the clock keeps waiting for a stamp (lines.MAX_PENDING_LINES): both read alike.
+MAX_CONTEXT_LINES = MAX_PENDING_LINES
 
 try:
     import hyperscan
