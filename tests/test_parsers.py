@@ -230,3 +230,14 @@ def test_parselog_on_binary_truncated_and_unknown_files_exits_cleanly_with_warni
     assert any("has no end" in w for w in documents[1]["warnings"])
     for document in documents:
         jsonschema.validate(document, SCHEMA)
+
+
+def test_a_buffer_pool_load_asked_for_at_run_time_is_not_a_new_start():
+    log = (
+        b"2026-11-21  4:41:14 0 [Note] Starting MariaDB 10.11.19-MariaDB as process 1\n"
+        b"2026-11-21  4:41:14 0 [Note] InnoDB: Loading buffer pool(s) from /var/lib/mysql/ib_buffer_pool\n"
+        b"2026-11-21  4:41:14 0 [Note] InnoDB: Buffer pool(s) load completed at 261121  4:41:14\n"
+        b"2026-11-21  4:41:15 0 [Note] mariadbd: ready for connections.\n"
+        b"2026-11-21  5:02:00 9 [Note] InnoDB: Loading buffer pool(s) from /var/lib/mysql/ib_buffer_pool\n"
+    )
+    assert len(parse_bytes("runtime-load.log", log).episodes) == 1

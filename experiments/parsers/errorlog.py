@@ -196,7 +196,10 @@ class ErrorLogParser:
             return False
         return bool(
             (self._innodb_up and _INNODB_STARTED.search(text))
-            or (episode.phase("buffer_pool_load") and _BP_LOAD_START.search(text))
+            # a load asked for at run time (innodb_buffer_pool_load_now) comes after "ready"
+            or (
+                episode.ready_at is None and episode.phase("buffer_pool_load") and _BP_LOAD_START.search(text)
+            )
         )
 
     def _feed_recovery(self, episode: Episode, line: Line) -> bool:
