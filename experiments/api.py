@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from . import services
 from .definition import DefinitionError
-from .imports import IMPORT_FILES, ImportRejected, import_runs
+from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
 from .models import Experiment, Host, Run, Transport
 
@@ -186,6 +186,3 @@ class ImportView(APIView):
             "warnings": result.warnings,
         }
         return Response(body, status=status.HTTP_201_CREATED)
-
-
-__all__ = ["IMPORT_FILES", "ImportView"]
