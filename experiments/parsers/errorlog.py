@@ -220,9 +220,14 @@ class ErrorLogParser:
             or self._feed_tokudb(episode, text, moment)
         )
 
-    def _begin_crash_recovery(self, episode: Episode, moment) -> None:
+    @staticmethod
+    def _mark_crash(episode: Episode) -> None:
+        """A crash is known (InnoDB's, unless another engine claimed it) but not yet its timing."""
         episode.crash_recovery = True
         episode.engine = episode.engine or "innodb"
+
+    def _begin_crash_recovery(self, episode: Episode, moment) -> None:
+        self._mark_crash(episode)
         start = self._scan_started_at or moment
         episode.open_phase("crash_recovery", start)
         if not episode.phase("redo_apply"):
@@ -286,8 +291,7 @@ class ErrorLogParser:
             if self._innodb_up:
                 # After InnoDB is up, the percentages are the rollback of recovered transactions
                 # (MySQL 8.0 prints them even at default verbosity): there was a crash.
-                episode.crash_recovery = True
-                episode.engine = episode.engine or "innodb"
+                self._mark_crash(episode)
         elif match := _TRX_TO_ROLLBACK.search(text):
             episode.trx_rolled_back = int(match.group(1))
             if match.group(2):
@@ -296,8 +300,7 @@ class ErrorLogParser:
             episode.rows_undone = int(match.group(1))
         elif _ROLLING_BACK.search(text):
             # Only transactions recovered after a crash are rolled back at startup.
-            episode.crash_recovery = True
-            episode.engine = episode.engine or "innodb"
+            self._mark_crash(episode)
         elif _ROLLBACK_START.search(text):
             episode.open_phase("background_rollback", moment)
         elif _ROLLBACK_DONE.search(text):
@@ -316,8 +319,7 @@ class ErrorLogParser:
             self._innodb_up = True
         elif _BINLOG_RECOVERY_START.search(text):
             if "Recovering after a crash" in text:  # the binlog or tc.log was not closed
-                episode.crash_recovery = True
-                episode.engine = episode.engine or "innodb"
+                self._mark_crash(episode)
             episode.open_phase("binlog_recovery", moment)
         elif _BINLOG_RECOVERY_DONE.search(text):
             episode.close_phase("binlog_recovery", moment)

@@ -3,6 +3,7 @@
 import re
 from collections.abc import Iterable
 
+from .lines import status_lines
 from .model import LogSection, ParsedFile
 
 _FIELDS = (
@@ -27,24 +28,20 @@ def parse_innodb_status(parsed: ParsedFile, lines: Iterable[str]) -> ParsedFile:
     parsed.kind = "innodb_status"
     section = LogSection()
     in_log = False
-    for raw in lines:
-        # Tabular output (mysql -e without \G) puts the whole status in one cell with literal
-        # "\n" escapes; split them back into lines.
-        for text in raw.replace("\\n", "\n").split("\n"):
-            text = text.strip().strip("|").strip()
-            if text == "LOG":
-                in_log = True
-                continue
-            if in_log and re.match(r"^-{3,}$|^=+$", text):
-                continue
-            if in_log and re.match(r"^[A-Z][A-Z /]+$", text) and text != "LOG":
-                in_log = False
-            if not in_log:
-                continue
-            for name, pattern in _FIELDS:
-                match = pattern.match(text)
-                if match and getattr(section, name) is None:
-                    setattr(section, name, _lsn(match))
+    for text in status_lines(lines):
+        if text == "LOG":
+            in_log = True
+            continue
+        if in_log and re.match(r"^-{3,}$|^=+$", text):
+            continue
+        if in_log and re.match(r"^[A-Z][A-Z /]+$", text) and text != "LOG":
+            in_log = False
+        if not in_log:
+            continue
+        for name, pattern in _FIELDS:
+            match = pattern.match(text)
+            if match and getattr(section, name) is None:
+                setattr(section, name, _lsn(match))
     if section.lsn is None:
         parsed.warn("no LOG section with a log sequence number was found")
     if section.checkpoint_age is None and section.lsn is not None and section.checkpoint_lsn:

@@ -85,6 +85,17 @@ def warn_read(warn, nul_lines: int, empty: bool) -> None:
         warn("the file is empty")
 
 
+def status_lines(lines: Iterable[str]) -> Iterator[str]:
+    """Lines of a SHOW ENGINE ... STATUS output, `\\G` or tabular.
+
+    Tabular output (mysql -e without \\G) puts the whole status in one cell with literal "\\n"
+    escapes and "|" borders; split them back into lines.
+    """
+    for raw in lines:
+        for text in raw.replace("\\n", "\n").split("\n"):
+            yield text.strip().strip("|").strip()
+
+
 def strip_noise(text: str) -> str:
     """The server's own line, without what shippers, terminals and pasting put in front of it."""
     for prefix in _NOISE_PREFIXES:

@@ -7,6 +7,7 @@ read), keys written, and the unflushed memtable bytes (what replay must rebuild)
 import re
 from collections.abc import Iterable
 
+from .lines import status_lines
 from .model import ParsedFile, RocksdbStatus
 
 _TICKERS = {
@@ -24,21 +25,18 @@ _STALL = re.compile(r"^Cumulative stall: .*?, ([0-9.]+) percent")
 def parse_rocksdb_status(parsed: ParsedFile, lines: Iterable[str]) -> ParsedFile:
     parsed.kind = "rocksdb_status"
     status = RocksdbStatus()
-    for raw in lines:
-        # Tabular output puts each status in one cell with literal "\n" escapes.
-        for text in raw.replace("\\n", "\n").split("\n"):
-            text = text.strip().strip("|").strip()
-            if match := _TICKER.search(text):
-                name = _TICKERS.get(match.group(1))
-                if name and getattr(status, name) is None:
-                    setattr(status, name, int(match.group(2)))
-            elif match := _MEMTABLE.match(text):
-                field = "memtable_bytes" if match.group(1) == "Total" else "memtable_unflushed_bytes"
-                setattr(status, field, int(match.group(2)))
-            elif (match := _UPTIME.match(text)) and status.uptime_seconds is None:
-                status.uptime_seconds = float(match.group(1))
-            elif (match := _STALL.match(text)) and status.stall_percent is None:
-                status.stall_percent = float(match.group(1))
+    for text in status_lines(lines):
+        if match := _TICKER.search(text):
+            name = _TICKERS.get(match.group(1))
+            if name and getattr(status, name) is None:
+                setattr(status, name, int(match.group(2)))
+        elif match := _MEMTABLE.match(text):
+            field = "memtable_bytes" if match.group(1) == "Total" else "memtable_unflushed_bytes"
+            setattr(status, field, int(match.group(2)))
+        elif (match := _UPTIME.match(text)) and status.uptime_seconds is None:
+            status.uptime_seconds = float(match.group(1))
+        elif (match := _STALL.match(text)) and status.stall_percent is None:
+            status.stall_percent = float(match.group(1))
     if status.wal_bytes is None and status.memtable_bytes is None:
         parsed.warn("no WAL or memtable figures were found in this RocksDB status")
     parsed.rocksdb = status
