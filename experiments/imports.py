@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from .definition import DefinitionError
 from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
-from .parsers import parse_stream, reduce_error_log
-from .services import apply_metrics, refresh_experiment_status, store_files
+from .parsers import parse_bytes, reduce_error_log
+from .services import TRUNCATION_MARKER, apply_metrics, refresh_experiment_status, store_files
 from .units import SizeError, format_size, parse_size
 
 # Upload field -> the file name analysis reads (the names a live run's bundle uses).
@@ -133,7 +133,7 @@ def _read_kept(name: str, upload: BinaryIO, size: int) -> bytes:
     upload.seek(0)
     head = upload.read(limit // 2)
     upload.seek(size - limit // 2)
-    return head + b"\n[... Recovery Lab kept the head and tail of this file ...]\n" + upload.read()
+    return head + TRUNCATION_MARKER + upload.read()
 
 
 def import_runs(
@@ -167,20 +167,18 @@ def import_runs(
     for field, upload in uploads.items():
         name = IMPORT_FILES[field]
         upload.seek(0, 2)
-        size = upload.tell()
+        sizes[name] = upload.tell()
+        files[name] = _read_kept(name, upload, sizes[name])
         if field in ("error_log", "rocksdb_log"):
-            upload.seek(0)
-            parsed = parse_stream(name, upload, local_tz=zone)
-            expected = "error_log" if field == "error_log" else "rocksdb_log"
-            if parsed.kind != expected:
-                what = expected.replace("_", " ")
+            # What is stored is what analysis and reparse will read: check that, not the upload.
+            parsed = parse_bytes(name, files[name], local_tz=zone)
+            if parsed.kind != field:
+                what = field.replace("_", " ")
                 raise ImportRejected({field: [f"this is not {what}: {'; '.join(parsed.warnings)}"]})
             if field == ("rocksdb_log" if parameters.engine == "rocksdb" else "error_log"):
                 crashes = len(parsed.crash_episodes)
                 if not crashes:
                     raise ImportRejected({field: [_no_crash_message(parsed)]})
-        files[name] = _read_kept(name, upload, size)
-        sizes[name] = size
 
     with transaction.atomic():
         experiment = (

@@ -23,6 +23,7 @@ from .units import parse_size
 logger = logging.getLogger(__name__)
 
 EXECUTE_RUN_TASK = "workers.tasks.execute_run_task"
+TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
 MAX_ATTEMPTS = 3
 
 
@@ -189,8 +190,7 @@ def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int
         size = (original_sizes or {}).get(name, len(content))
         kept = content
         if len(content) > limit:
-            marker = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
-            kept = content[: limit // 2] + marker + content[-limit // 2 :]
+            kept = content[: limit // 2] + TRUNCATION_MARKER + content[-limit // 2 :]
         rows.append(
             RunFile(run=run, name=name[:100], content=kept, size_bytes=size, truncated=size > len(kept))
         )
