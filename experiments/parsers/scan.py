@@ -92,6 +92,12 @@ def _scanned_blocks(handle: BinaryIO, database) -> Iterator[tuple[bytearray, int
     with ThreadPoolExecutor(max_workers=SCAN_THREADS) as pool:
         scratches = [hyperscan.Scratch(database) for _ in range(SCAN_THREADS)]
         in_flight: deque = deque()
+
+        def oldest_scanned() -> tuple[bytearray, int, list[int]]:
+            job, buffer, length, ends = in_flight.popleft()
+            job.result()
+            return buffer, length, ends
+
         buffers = [bytearray(BLOCK_BYTES) for _ in range(SCAN_THREADS + 1)]
         for turn, (buffer, length) in enumerate(_blocks(handle, buffers)):
             ends: list[int] = []
@@ -102,13 +108,9 @@ def _scanned_blocks(handle: BinaryIO, database) -> Iterator[tuple[bytearray, int
             )
             in_flight.append((job, buffer, length, ends))
             if len(in_flight) == SCAN_THREADS:
-                job, *block = in_flight.popleft()
-                job.result()
-                yield tuple(block)
+                yield oldest_scanned()
         while in_flight:
-            job, *block = in_flight.popleft()
-            job.result()
-            yield tuple(block)
+            yield oldest_scanned()
 
 
 def keyword_lines(handle: BinaryIO, keywords: tuple[bytes, ...], warn) -> Iterator[tuple[int | None, str]]:
