@@ -31,7 +31,7 @@ MAX_VALUES_PER_PARAMETER = 10
 MAX_REPETITIONS = 20
 MAX_RUNS = 200
 
-_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
+EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
 HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 
 
@@ -340,7 +340,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
             errors.add(str(key), f"unknown field; known: {', '.join(sorted(known))}")
 
     name = raw.get("name")
-    if not isinstance(name, str) or not _NAME.match(name.strip()):
+    if not isinstance(name, str) or not EXPERIMENT_NAME.match(name.strip()):
         errors.add("name", "1-200 characters: letters, digits, spaces and _ . , : ( ) / + % = @ # -")
         name = ""
     hosts = _check_names(errors, "hosts", raw.get("hosts"), known_hosts)

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .definition import DefinitionError
+from .definition import EXPERIMENT_NAME, DefinitionError
 from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 from .parsers import parse_bytes, reduce_error_log
 from .services import TRUNCATION_MARKER, apply_metrics, refresh_experiment_status, store_files
@@ -36,7 +36,6 @@ IMPORT_FILES = {
 MAX_RUNS_PER_IMPORT = 50
 _SERVER_VERSION = re.compile(r"^[A-Za-z0-9][\w.+~:-]{0,119}$")
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9][\w.@:-]{0,99}$")
-_EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
 MAX_INSERT_RATE = 10_000_000
 
 
@@ -221,7 +220,7 @@ def _target_experiment(experiment_id: int | None, name: str) -> Experiment:
         except Experiment.DoesNotExist:
             raise ImportRejected({"experiment": [f"there is no experiment {experiment_id}"]}) from None
     name = (name or "").strip() or f"Imported runs {timezone.now():%Y-%m-%d %H:%M}"
-    if not _EXPERIMENT_NAME.match(name):
+    if not EXPERIMENT_NAME.match(name):
         raise ImportRejected({"experiment_name": ["letters, digits, spaces and _.,:()/+%=@#-, at most 200"]})
     return Experiment(
         name=name,
