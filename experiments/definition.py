@@ -43,7 +43,7 @@ class DefinitionError(Exception):
         self.errors = errors
 
 
-def _int_between(low: int, high: int) -> Callable[[object], int]:
+def int_between(low: int, high: int) -> Callable[[object], int]:
     def check(value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
@@ -87,7 +87,7 @@ def _one_of(*choices: object) -> Callable[[object], object]:
 PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "buffer_pool_size": (_size_between("8M", "64G"), "128M"),
     "redo_log_size": (_size_between("8M", "64G"), "96M"),
-    "insert_rate": (_int_between(0, 1_000_000), 0),
+    "insert_rate": (int_between(0, 1_000_000), 0),
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters.
@@ -95,15 +95,15 @@ SERVER_OPTIONS: dict[str, Callable[[object], object]] = {
     "innodb_flush_log_at_trx_commit": _one_of(0, 1, 2),
     "innodb_doublewrite": _one_of(0, 1),
     "innodb_flush_method": _one_of("fsync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"),
-    "innodb_io_capacity": _int_between(100, 1_000_000),
-    "innodb_max_dirty_pages_pct": _int_between(0, 99),
+    "innodb_io_capacity": int_between(100, 1_000_000),
+    "innodb_max_dirty_pages_pct": int_between(0, 99),
     "innodb_adaptive_flushing": _one_of(0, 1),
     "innodb_buffer_pool_load_at_startup": _one_of(0, 1),
     "innodb_fast_shutdown": _one_of(0, 1, 2),
     "log_bin": _one_of(0, 1),
-    "sync_binlog": _int_between(0, 1000),
+    "sync_binlog": int_between(0, 1000),
     "rocksdb_flush_log_at_trx_commit": _one_of(0, 1, 2),
-    "rocksdb_max_background_jobs": _int_between(1, 64),
+    "rocksdb_max_background_jobs": int_between(1, 64),
 }
 
 
@@ -281,7 +281,7 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
                 errors.add("workload.name", str(exc))
         elif key in limits:
             try:
-                values[key] = _int_between(*limits[key])(value)
+                values[key] = int_between(*limits[key])(value)
             except ValueError as exc:
                 errors.add(f"workload.{key}", str(exc))
         else:
@@ -303,7 +303,7 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
             elif key == "when":
                 plan[key] = _one_of(*CRASH_WHEN)(value)
             elif key == "after_seconds":
-                plan[key] = _int_between(1, 86_400)(value)
+                plan[key] = int_between(1, 86_400)(value)
             else:
                 errors.add(f"crash.{key}", "unknown; known: method, when, after_seconds")
         except ValueError as exc:
@@ -353,7 +353,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     crash = _check_crash(errors, raw.get("crash"), workload)
     repetitions = 1
     try:
-        repetitions = _int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))
+        repetitions = int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))
     except ValueError as exc:
         errors.add("repetitions", str(exc))
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from .definition import EXPERIMENT_NAME, DefinitionError
+from .definition import EXPERIMENT_NAME, DefinitionError, int_between
 from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 from .parsers import parse_bytes, reduce_error_log
 from .services import TRUNCATION_MARKER, apply_metrics, refresh_experiment_status, store_files
@@ -37,6 +37,7 @@ MAX_RUNS_PER_IMPORT = 50
 _SERVER_VERSION = re.compile(r"^[A-Za-z0-9][\w.+~:-]{0,119}$")
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9][\w.@:-]{0,99}$")
 MAX_INSERT_RATE = 10_000_000
+MAX_REDO_BYTES = 10**12 - 1  # what a 12-digit form value holds
 
 
 class ImportRejected(DefinitionError):
@@ -79,8 +80,10 @@ def validate_import(data: dict) -> ImportParameters:
             sizes[field] = format_size(parse_size(text))
         except SizeError as exc:
             fail(field, str(exc))
-    insert_rate = _whole_number(data.get("insert_rate"), default=0)
-    if insert_rate is None or not 0 <= insert_rate <= MAX_INSERT_RATE:
+    insert_rate = 0
+    try:
+        insert_rate = int_between(0, MAX_INSERT_RATE)(data.get("insert_rate") or 0)
+    except ValueError:
         fail("insert_rate", f"a whole number of rows per second, 0..{MAX_INSERT_RATE} (0: unthrottled)")
     host_label = str(data.get("host_label") or "").strip()
     if not _HOST_LABEL.match(host_label):
@@ -91,9 +94,12 @@ def validate_import(data: dict) -> ImportParameters:
     zone = str(data.get("timezone") or "UTC").strip()
     if zone not in available_timezones() and zone != "UTC":
         fail("timezone", "an IANA zone name such as UTC or Europe/Paris: the zone of the log's local times")
-    redo_bytes = _whole_number(data.get("redo_bytes"), default=None)
-    if data.get("redo_bytes") not in (None, "") and (redo_bytes is None or redo_bytes < 0):
-        fail("redo_bytes", "a whole number of bytes")
+    redo_bytes = None
+    if data.get("redo_bytes") not in (None, ""):
+        try:
+            redo_bytes = int_between(0, MAX_REDO_BYTES)(data["redo_bytes"])
+        except ValueError:
+            fail("redo_bytes", "a whole number of bytes")
     if errors:
         raise ImportRejected(errors)
     return ImportParameters(
@@ -106,16 +112,6 @@ def validate_import(data: dict) -> ImportParameters:
         timezone=zone,
         redo_bytes=redo_bytes,
     )
-
-
-def _whole_number(value: object, default: int | None) -> int | None:
-    if value in (None, ""):
-        return default
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,15}", value.strip()):
-        return int(value)
-    return None
 
 
 def _read_kept(name: str, upload: BinaryIO, size: int) -> bytes:
