@@ -9,7 +9,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
+from .definition import INSERTS_PER_TRANSACTION
 from .parsers import Episode, ParsedFile, parse_bytes
+
+# Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
+PHASE_NAMES = {
+    "redo_scan": "redo_scan",
+    "redo_apply": "redo_apply",
+    "wal_replay": "redo_apply",
+    "tokudb_recovery": "redo_apply",
+    "background_rollback": "rollback",
+    "binlog_recovery": "binlog_recovery",
+    "buffer_pool_load": "buffer_pool_load",
+}
+# Whole-second logs put a line up to a second off: a margin before calling a duration impossible.
+CLOCK_MARGIN_S = 1.0
 
 
 @dataclass
@@ -18,6 +32,8 @@ class RunAnalysis:
     server_version: str = ""
     warnings: list[str] = field(default_factory=list)
     parsed: dict[str, ParsedFile] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    suspect_reasons: list[str] = field(default_factory=list)
 
 
 def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:
@@ -64,12 +80,14 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
     metrics = analysis.metrics
     times = result.get("times", {})
 
+    crash = None
     if error_log is not None:
         analysis.server_version = error_log.server_version or ""
         analysis.warnings += [f"error log: {w}" for w in error_log.warnings]
         crash = _crash_episode(error_log, crash_index)
         recovery_start = _after(error_log.episodes, times.get("recovery_spawned")) or crash
         if crash is not None:
+            _keep_phases(analysis, crash)
             metrics.update(
                 checkpoint_lsn=crash.checkpoint_lsn,
                 crash_lsn=crash.crash_lsn,
@@ -101,13 +119,56 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
         metrics["redo_apply_mb_per_s"] = round(metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3)
 
     _cross_check_crash_lsn(analysis)
-    _workload_metrics(analysis)
+    _workload_metrics(analysis, result.get("spec", {}).get("workload", {}).get("name"))
     for name, value in result.get("counters", {}).items():
         metrics[name] = value
     if "verified" in result:
         metrics["verified"] = result["verified"]
     analysis.server_version = result.get("server_version") or analysis.server_version
+    analysis.suspect_reasons = impossible_values(metrics, crash, same_clock=engine != "rocksdb")
     return analysis
+
+
+def _keep_phases(analysis: RunAnalysis, episode: Episode) -> None:
+    for phase in episode.phases:
+        name = PHASE_NAMES.get(phase.name)
+        if name and phase.seconds is not None:
+            analysis.phases[name] = round(analysis.phases.get(name, 0.0) + phase.seconds, 6)
+
+
+def _episode_span_seconds(episode: Episode) -> float | None:
+    """From the episode's first line to the last moment it logged: no phase can be longer."""
+    moments = [episode.ready_at] + [m for p in episode.phases for m in (p.start, p.end)]
+    moments = [m for m in moments if m is not None]
+    if episode.started_at is None or not moments:
+        return None
+    return (max(moments) - min([episode.started_at, *moments])).total_seconds()
+
+
+def impossible_values(metrics: dict, crash: Episode | None, same_clock: bool) -> list[str]:
+    """Why a run's values cannot be true, if they cannot: negative durations, a recovery longer
+    than the time to ready or to the first query measured on the same clock, or longer than the
+    episode's own span (lines of unrelated starts read as one)."""
+    reasons = []
+    for name in ("recovery_seconds", "rollback_seconds", "ready_seconds", "downtime_seconds",
+                 "clean_start_seconds"):
+        if metrics.get(name) is not None and metrics[name] < 0:
+            reasons.append(f"{name} is negative ({metrics[name]:.3f} s)")
+    recovery = metrics.get("recovery_seconds")
+    if recovery is None or recovery < 0:
+        return reasons
+    if same_clock:
+        for name, what in (("ready_seconds", "the time to ready"), ("downtime_seconds", "the downtime")):
+            other = metrics.get(name)
+            if other is not None and other >= 0 and recovery > other + CLOCK_MARGIN_S:
+                reasons.append(f"recovery ({recovery:.3f} s) is longer than {what} ({other:.3f} s)")
+    span = _episode_span_seconds(crash) if crash is not None else None
+    if span is not None and recovery > span + CLOCK_MARGIN_S:
+        reasons.append(
+            f"recovery ({recovery:.3f} s) is longer than its server start's own span in the log "
+            f"({span:.3f} s): lines of unrelated starts read as one?"
+        )
+    return reasons
 
 
 def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
@@ -141,10 +202,19 @@ def _cross_check_crash_lsn(analysis: RunAnalysis) -> None:
         )
 
 
-def _workload_metrics(analysis: RunAnalysis) -> None:
+def _workload_metrics(analysis: RunAnalysis, workload: str | None) -> None:
+    status = analysis.parsed.get("innodb_status_at_crash.txt")
+    if status is not None and status.log is not None:
+        analysis.metrics["checkpoint_age_bytes"] = status.log.checkpoint_age
     report = analysis.parsed.get("sysbench_report.txt")
     if report is None or report.sysbench is None:
         return
+    # An import whose workload is not known follows DESIGN.md's convention of one row.
+    inserts = INSERTS_PER_TRANSACTION.get(workload, 1)
+    if report.sysbench.tps is not None:
+        analysis.metrics["achieved_insert_rate"] = round(report.sysbench.tps * inserts, 3)
+    if report.sysbench.transactions is not None:
+        analysis.metrics["rows_inserted"] = report.sysbench.transactions * inserts
     analysis.metrics["workload_tps"] = report.sysbench.tps
     analysis.metrics["workload_qps"] = report.sysbench.qps
     latency = report.sysbench.latency_ms

@@ -1,90 +1,459 @@
-"""Plotly figure dicts built from plain rows. Pages embed them with json_script."""
+"""Plotly figure dicts built from plain rows and cells. Pages embed them with json_script or
+receive them from a JSON endpoint; no chart logic lives in templates or scripts."""
 
-from .metrics import LABELS
+from collections import defaultdict
+
+from . import stats
+from .cells import ENGINE_NAMES, Cell, analysable, hover_text
+from .metrics import UNITS
 
 ENGINE_COLOURS = {"innodb": "#1f77b4", "rocksdb": "#d62728", "tokudb": "#2ca02c"}
-ENGINE_NAMES = {"innodb": "InnoDB", "rocksdb": "MyRocks", "tokudb": "TokuDB"}
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 SERIES = (
     ("recovery_seconds", "circle", "crash recovery"),
     ("downtime_seconds", "diamond-open", "kill to first query"),
 )
+# Phase breakdown: what happens before the server is ready (downtime) and after (background).
+PHASE_SEGMENTS = (
+    ("redo_scan", "redo scan", "#6baed6"),
+    ("redo_apply", "redo apply", "#2171b5"),
+    ("binlog_recovery", "binlog / XA recovery", "#fd8d3c"),
+)
+BACKGROUND_SEGMENTS = (
+    ("rollback", "rollback (background, after ready)", "#bdbdbd"),
+    ("buffer_pool_load", "buffer pool load (background)", "#d9d9d9"),
+)
+# Parameter axes: the numeric column behind a size, or a category.
+NUMERIC_AXES = {
+    "buffer_pool_size": "buffer_pool_bytes",
+    "redo_log_size": "redo_log_bytes",
+    "insert_rate": "insert_rate",
+}
+AXIS_TITLES = {
+    "buffer_pool_size": "buffer pool (bytes)",
+    "redo_log_size": "redo log size (bytes)",
+    "insert_rate": "insert rate asked (rows/s)",
+    "binlog_files": "binlog files",
+    "engine": "storage engine",
+    "host": "host",
+    "server_version": "server version",
+    "experiment": "experiment",
+}
+WEBGL_FROM_POINTS = 2000
 
 
-def recovery_vs_redo(rows: list[dict]) -> dict:
-    """recovery_seconds and downtime_seconds against redo replayed (MB), one colour per engine;
-    imported runs (done elsewhere) get square markers of the same colour.
+def colour(name: str, index: int) -> str:
+    return ENGINE_COLOURS.get(name) or PALETTE[index % len(PALETTE)]
 
-    rows: dicts with run_id, engine, imported, redo_bytes, recovery_seconds, downtime_seconds and
-    a label. Runs without redo_bytes are left out (they have no x); the caller says how many.
-    """
-    traces = []
-    groups = sorted({(r["engine"], bool(r.get("imported"))) for r in rows})
-    for engine, imported in groups:
+
+def axis_layout(title: str, unit: str, values: list, categorical: bool = False) -> dict:
+    """Title, SI ticks for bytes ("32MB"), and a log scale where values span over two decades."""
+    axis: dict = {"title": {"text": title}, "automargin": True}
+    if categorical:
+        axis["type"] = "category"
+        return axis
+    if unit == "B":
+        axis.update(tickformat="~s", ticksuffix="B", hoverformat=".3s")
+    if stats.spans_decades(values):
+        axis["type"] = "log"
+    else:
+        axis["rangemode"] = "tozero"
+    return axis
+
+
+def base_layout(title: str, **extra) -> dict:
+    return {
+        "title": {"text": title, "font": {"size": 15}},
+        "legend": {"orientation": "h", "y": -0.22},
+        "margin": {"t": 45, "r": 20, "b": 40, "l": 60},
+        "height": 430,
+        "uirevision": "keep",  # live updates keep the user's zoom and hidden traces
+        **extra,
+    }
+
+
+def axis_value(row: dict, axis: str):
+    if axis in NUMERIC_AXES:
+        return row[NUMERIC_AXES[axis]]
+    if axis == "engine":
+        return ENGINE_NAMES.get(row["engine"], row["engine"])
+    if axis == "host":
+        return row["host_label"]
+    if axis == "server_version":
+        return row["server_version"] or "unknown"
+    return str(row["server_options"].get(axis, row["parameters"].get(axis, "")))
+
+
+def parameter_chart(rows: list[dict], axis: str) -> dict:
+    """Recovery and downtime against one parameter: a point per run, and the median per value
+    with its 95% interval, one colour per engine."""
+    categorical = axis not in NUMERIC_AXES
+    traces, xs_all, ys_all = [], [], []
+    engines = sorted({r["engine"] for r in rows})
+    for index, engine in enumerate(engines):
         for metric, symbol, what in SERIES:
-            points = [
-                r
-                for r in rows
-                if (r["engine"], bool(r.get("imported"))) == (engine, imported)
-                and r.get("redo_bytes") is not None
-                and r.get(metric) is not None
-            ]
+            points = [r for r in rows if r["engine"] == engine and r[metric] is not None]
             if not points:
                 continue
-            if imported:
-                symbol = symbol.replace("circle", "square")
-            traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "markers",
-                    "cliponaxis": False,
-                    "name": f"{ENGINE_NAMES.get(engine, engine)}{' imported' if imported else ''}: {what}",
-                    "legendgroup": engine,
-                    "x": [round(p["redo_bytes"] / 1e6, 3) for p in points],
-                    "y": [p[metric] for p in points],
-                    "customdata": [p["run_id"] for p in points],
-                    "text": [p.get("label", "") for p in points],
-                    "hovertemplate": "%{text}<br>redo %{x} MB<br>" + what + " %{y:.3f} s<extra></extra>",
-                    "marker": {
-                        "color": ENGINE_COLOURS.get(engine, "#7f7f7f"),
-                        "symbol": symbol,
-                        "size": 11,
-                        "line": {"width": 2, "color": ENGINE_COLOURS.get(engine, "#7f7f7f")},
-                    },
-                }
-            )
+            xs = [axis_value(r, axis) for r in points]
+            xs_all += xs
+            ys_all += [r[metric] for r in points]
+            name = f"{ENGINE_NAMES.get(engine, engine)}: {what}"
+            traces.append(_points(name, engine, xs, [r[metric] for r in points], points, symbol, index))
+            traces.append(_medians(name, engine, xs, [r[metric] for r in points], index))
     return {
         "data": traces,
-        "layout": {
-            "title": {"text": "Recovery time against redo to replay"},
-            "xaxis": {"title": {"text": "redo to replay (MB)"}, "rangemode": "tozero"},
-            "yaxis": {"title": {"text": "seconds"}, "rangemode": "tozero"},
-            "legend": {"orientation": "h", "y": -0.2},
-            "margin": {"t": 50, "r": 20, "b": 40, "l": 60},
-            "height": 460,
+        "layout": base_layout(
+            f"Recovery and downtime against {AXIS_TITLES.get(axis, axis).split(' (')[0]}",
+            xaxis=axis_layout(AXIS_TITLES.get(axis, axis), UNITS.get(axis, ""), xs_all, categorical),
+            yaxis=axis_layout("seconds", "s", ys_all),
+        ),
+    }
+
+
+def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dict:
+    colour_ = colour(group, index)
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "legendgroup": name,
+        "x": xs,
+        "y": ys,
+        "customdata": [r["id"] for r in rows],
+        "text": [hover_text(r) for r in rows],
+        "hovertemplate": "%{text}<br>%{y:.3f} s<extra></extra>",
+        "cliponaxis": False,
+        "marker": {
+            "color": colour_,
+            "size": 8,
+            "opacity": 0.55,
+            "symbol": [symbol.replace("circle", "square") if r["imported"] else symbol for r in rows],
+            "line": {"width": 1.5, "color": colour_},
         },
     }
 
 
-def chart_rows(runs) -> list[dict]:
+def _medians(name: str, group: str, xs, ys, index: int) -> dict:
+    by_x: dict = defaultdict(list)
+    for x, y in zip(xs, ys, strict=True):
+        by_x[x].append(y)
+    keys = sorted(by_x, key=lambda k: (isinstance(k, str), k))
+    summaries = [stats.summarize(by_x[k]) for k in keys]
+    high = [(s.ci[1] - s.median) if s.ci else 0 for s in summaries]
+    low = [(s.median - s.ci[0]) if s.ci else 0 for s in summaries]
+    return {
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": f"{name}, median and 95% CI",
+        "legendgroup": name,
+        "showlegend": False,
+        "x": keys,
+        "y": [s.median for s in summaries],
+        "text": [f"median of {s.n}, 95% CI {_ci_text(s)}" for s in summaries],
+        "hovertemplate": "%{text}<extra></extra>",
+        "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low, "width": 6},
+        "line": {"color": colour(group, index), "width": 1.5},
+        "marker": {"color": colour(group, index), "size": 12, "symbol": "line-ew-open", "line": {"width": 3}},
+    }
+
+
+def _ci_text(summary: stats.Summary) -> str:
+    if summary.ci is None:
+        return "not known (n < 2)"
+    return f"{summary.ci[0]:.3g} to {summary.ci[1]:.3g}"
+
+
+def redo_fit_chart(rows: list[dict]) -> dict:
+    """Recovery against redo to replay per engine, with a fitted line and its 95% band; the
+    legend gives the apply rate (1 / slope) in MB/s."""
+    traces, xs_all = [], []
+    for index, engine in enumerate(sorted({r["engine"] for r in rows})):
+        points = [
+            r
+            for r in rows
+            if r["engine"] == engine and r["redo_bytes"] is not None and r["recovery_seconds"] is not None
+        ]
+        if not points:
+            continue
+        xs = [r["redo_bytes"] / 1e6 for r in points]
+        ys = [r["recovery_seconds"] for r in points]
+        xs_all += xs
+        name = ENGINE_NAMES.get(engine, engine)
+        traces.append(_points(name, engine, xs, ys, points, "circle", index))
+        fit = stats.fit_line(xs, ys)
+        if fit is not None:
+            traces += _fit_traces(name, engine, index, fit, xs, ys)
+    return {
+        "data": traces,
+        "layout": base_layout(
+            "Recovery time against redo to replay",
+            xaxis=axis_layout("redo to replay (MB)", "", xs_all),
+            yaxis={"title": {"text": "crash recovery (s)"}, "rangemode": "tozero"},
+        ),
+    }
+
+
+def apply_rate_text(fit: stats.LineFit) -> str:
+    """The slope of seconds per MB, read as MB/s with its interval (where the slope is positive)."""
+    if fit.slope <= 0:
+        return "no apply rate (recovery does not grow with redo here)"
+    text = f"apply rate {1 / fit.slope:.1f} MB/s"
+    if fit.slope_ci and fit.slope_ci[0] > 0:
+        text += f" (95% CI {1 / fit.slope_ci[1]:.1f}-{1 / fit.slope_ci[0]:.1f})"
+    return text + f", R² {fit.r2:.2f}, n {fit.n}"
+
+
+def _fit_traces(name: str, engine: str, index: int, fit: stats.LineFit, xs, ys) -> list[dict]:
+    low_x, high_x = min(xs), max(xs)
+    grid = [low_x + (high_x - low_x) * i / 40 for i in range(41)]
+    lower, upper = fit.band(grid, xs, ys)
+    colour_ = colour(engine, index)
+    line = [fit.slope * x + fit.intercept for x in grid]
     return [
         {
-            "run_id": run.id,
-            "engine": run.engine,
-            "imported": run.imported,
-            "redo_bytes": run.redo_bytes,
-            "recovery_seconds": run.recovery_seconds,
-            "downtime_seconds": run.downtime_seconds,
-            "label": f"run {run.id}: {run.get_engine_display()}, "
-            f"log {run.parameters.get('redo_log_size', '?')}, "
-            f"pool {run.parameters.get('buffer_pool_size', '?')}"
-            + (
-                f"<br>imported from {run.host_label}, {run.server_version or 'version unknown'}"
-                if run.imported
-                else ""
-            ),
-        }
-        for run in runs
+            "type": "scatter",
+            "mode": "lines",
+            "x": grid,
+            "y": upper,
+            "line": {"width": 0},
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "legendgroup": name,
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": grid,
+            "y": lower,
+            "line": {"width": 0},
+            "fill": "tonexty",
+            "fillcolor": _translucent(colour_),
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "legendgroup": name,
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": grid,
+            "y": line,
+            "name": f"{name}: {apply_rate_text(fit)}",
+            "legendgroup": name,
+            "line": {"color": colour_, "dash": "dash"},
+            "hoverinfo": "skip",
+        },
     ]
 
 
-__all__ = ["LABELS", "chart_rows", "recovery_vs_redo"]
+def _translucent(hex_colour: str) -> str:
+    red, green, blue = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},0.15)"
+
+
+def phase_chart(cells: list[Cell]) -> dict:
+    """Per cell, the median time of each phase of the restart after the crash, stacked, beside
+    the clean-start baseline; a tick marks where the downtime ends (the first query)."""
+    labels = [cell.label + (f" · {cell.host}" if len({c.host for c in cells}) > 1 else "") for cell in cells]
+    crash_rows = [f"{label} · after crash" for label in labels]
+    clean_rows = [f"{label} · clean start" for label in labels]
+    traces = []
+    before_ready = []
+    for name, title, colour_ in PHASE_SEGMENTS:
+        values = [cell.phases.get(name, 0.0) for cell in cells]
+        before_ready.append(values)
+        traces.append(_bar(title, crash_rows, values, colour_))
+    downtimes = [c.median("downtime_seconds") for c in cells]
+    rest = []
+    for i, downtime in enumerate(downtimes):
+        known = sum(part[i] for part in before_ready)
+        rest.append(max((downtime if downtime is not None else known) - known, 0.0))
+    traces.append(_bar("rest of start-up to first query", crash_rows, rest, "#9ecae1"))
+    for name, title, colour_ in BACKGROUND_SEGMENTS:
+        traces.append(_bar(title, crash_rows, [c.phases.get(name, 0.0) for c in cells], colour_, "/"))
+    clean = [c.median("clean_start_seconds") or 0 for c in cells]
+    traces.append(_bar("clean start (baseline)", clean_rows, clean, "#41ab5d"))
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "downtime ends (first query)",
+            "y": crash_rows,
+            "x": downtimes,
+            "marker": {"symbol": "line-ns-open", "size": 22, "color": "#b42318", "line": {"width": 3}},
+            "hovertemplate": "downtime %{x:.3f} s<extra></extra>",
+        }
+    )
+    order = [row for pair in zip(crash_rows, clean_rows, strict=True) for row in pair]
+    return {
+        "data": traces,
+        "layout": base_layout(
+            "Where the restart's time goes (medians per cell)",
+            barmode="stack",
+            height=max(260, 60 + 46 * len(order)),
+            xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
+            yaxis={
+                "type": "category",
+                "categoryorder": "array",
+                "categoryarray": order[::-1],
+                "automargin": True,
+            },
+            margin={"t": 45, "r": 20, "b": 40, "l": 20},
+        ),
+    }
+
+
+def _bar(name: str, rows: list[str], values: list[float], colour_: str, pattern: str = "") -> dict:
+    bar = {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "y": rows,
+        "x": values,
+        "marker": {"color": colour_},
+        "hovertemplate": name + ": %{x:.3f} s<extra>%{y}</extra>",
+    }
+    if pattern:
+        bar["marker"]["pattern"] = {"shape": pattern}
+    return bar
+
+
+def tradeoff_chart(cells: list[Cell]) -> dict:
+    """The throughput side of a bigger log: workload TPS (left) and log / page writes (right)
+    against recovery time, a point per cell labelled with its redo log size."""
+    traces = []
+    for index, engine in enumerate(sorted({c.engine for c in cells})):
+        mine = [c for c in cells if c.engine == engine and c.median("recovery_seconds") is not None]
+        if not mine:
+            continue
+        recovery = [c.median("recovery_seconds") for c in mine]
+        text = [f"log {c.parameters.get('redo_log_size', '?')}" for c in mine]
+        name = ENGINE_NAMES.get(engine, engine)
+        common = {
+            "mode": "markers+text",
+            "type": "scatter",
+            "x": recovery,
+            "text": text,
+            "textposition": "top center",
+            "legendgroup": name,
+            "marker": {"color": colour(engine, index), "size": 10},
+        }
+        traces.append(
+            {
+                **common,
+                "name": f"{name}: TPS",
+                "y": [c.median("workload_tps") for c in mine],
+                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:.0f} TPS<extra></extra>",
+            }
+        )
+        writes = [c.median("log_bytes_written") for c in mine]
+        traces.append(
+            {
+                **common,
+                "name": f"{name}: log bytes written",
+                "xaxis": "x2",
+                "yaxis": "y2",
+                "y": writes,
+                "marker": {**common["marker"], "symbol": "diamond"},
+                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:.3s}B written<extra></extra>",
+            }
+        )
+        pages = [c.median("pages_written") for c in mine]
+        if any(p is not None for p in pages):
+            traces.append(
+                {
+                    **common,
+                    "name": f"{name}: pages written",
+                    "xaxis": "x2",
+                    "yaxis": "y3",
+                    "y": pages,
+                    "marker": {**common["marker"], "symbol": "x"},
+                    "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:,} pages<extra></extra>",
+                }
+            )
+    return {
+        "data": traces,
+        "layout": base_layout(
+            "What a bigger log buys while running, and costs at recovery",
+            xaxis={"domain": [0, 0.42], "title": {"text": "crash recovery (s)"}, "rangemode": "tozero"},
+            yaxis={"title": {"text": "workload TPS"}, "rangemode": "tozero"},
+            xaxis2={"domain": [0.55, 0.93], "title": {"text": "crash recovery (s)"}, "rangemode": "tozero"},
+            yaxis2={
+                "anchor": "x2",
+                "title": {"text": "log bytes written"},
+                "tickformat": "~s",
+                "ticksuffix": "B",
+                "rangemode": "tozero",
+            },
+            yaxis3={
+                "anchor": "x2",
+                "overlaying": "y2",
+                "side": "right",
+                "title": {"text": "pages written"},
+                "rangemode": "tozero",
+                "showgrid": False,
+            },
+        ),
+    }
+
+
+def experiment_figures(rows: list[dict], cells: list[Cell], axes: list[str]) -> dict[str, dict]:
+    """Every chart of the experiment page, by id; runs that are suspect or excluded are out."""
+    charted = [r for r in rows if analysable(r)]
+    figures = {f"axis-{axis}": parameter_chart(charted, axis) for axis in axes or ["engine"]}
+    figures["redo"] = redo_fit_chart(charted)
+    figures["phases"] = phase_chart(cells)
+    figures["tradeoff"] = tradeoff_chart(cells)
+    return {name: figure for name, figure in figures.items() if figure["data"]}
+
+
+def explore_figure(result: dict) -> dict:
+    """The /explore/ chart from GET /api/explore/'s answer; WebGL for large sets."""
+    count = result["count"]
+    categorical = result["x_kind"] == "category"
+    traces = []
+    for index, series in enumerate(result["series"]):
+        traces.append(
+            {
+                "type": "scattergl" if count > WEBGL_FROM_POINTS else "scatter",
+                "mode": "markers",
+                "name": f"{series['name']} ({len(series['run_ids'])})",
+                "x": series["x"],
+                "y": series["y"],
+                "customdata": series["run_ids"],
+                "hovertemplate": "run %{customdata}<br>x %{x}<br>y %{y}<extra>" + series["name"] + "</extra>",
+                "marker": {
+                    "color": colour(series["key"], index),
+                    "size": 7 if count > WEBGL_FROM_POINTS else 9,
+                    "opacity": 0.7,
+                },
+            }
+        )
+    for fit in result["fits"]:
+        series = next(s for s in result["series"] if s["name"] == fit["series"])
+        numeric = [x for x in series["x"] if x is not None]
+        if len(numeric) < 2:
+            continue
+        ends = [min(numeric), max(numeric)]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{fit['series']}: fit, slope {fit['slope']:.4g}, R² {fit['r2']:.2f}",
+                "x": ends,
+                "y": [fit["slope"] * x + fit["intercept"] for x in ends],
+                "line": {"dash": "dash", "color": colour(series["key"], result["series"].index(series))},
+                "hoverinfo": "skip",
+            }
+        )
+    all_x = [x for s in result["series"] for x in s["x"]]
+    all_y = [y for s in result["series"] for y in s["y"]]
+    return {
+        "data": traces,
+        "layout": base_layout(
+            f"{result['y_title']} against {result['x_title']}",
+            height=560,
+            xaxis=axis_layout(result["x_title"], result["x_unit"], [] if categorical else all_x, categorical),
+            yaxis=axis_layout(result["y_title"], result["y_unit"], all_y),
+        ),
+    }

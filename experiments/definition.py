@@ -24,6 +24,15 @@ WORKLOADS = (
     "oltp_update_index",
     "oltp_update_non_index",
 )
+# Rows each transaction of these sysbench scripts inserts: the insert rate they reach is the TPS
+# times this.
+INSERTS_PER_TRANSACTION = {
+    "oltp_write_only": 1,
+    "oltp_insert": 1,
+    "oltp_read_write": 1,
+    "oltp_update_index": 0,
+    "oltp_update_non_index": 0,
+}
 CRASH_METHODS = ("sigkill",)
 CRASH_WHEN = ("after_workload", "during_workload")
 

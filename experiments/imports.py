@@ -6,6 +6,7 @@ recovery the log holds (a production log may hold several), with the raw files s
 live run's, so `reparse` recomputes it the same way. Nothing is stored when anything is wrong.
 """
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import BinaryIO
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -142,8 +143,9 @@ def import_runs(
     """Create imported runs from uploaded files and parameters.
 
     uploads: upload field (IMPORT_FILES) -> seekable binary file. Raises ImportRejected, storing
-    nothing, when a parameter is bad or the log holds no crash recovery. Importing the same files
-    twice makes two sets of runs (an import is an event, like a run).
+    nothing, when a parameter is bad, the log holds no crash recovery or the same error log was
+    imported before (the message names that import): a second copy would count one crash twice
+    in every statistic.
     """
     parameters = validate_import(data)
     unknown = set(uploads) - set(IMPORT_FILES)
@@ -154,6 +156,9 @@ def import_runs(
     if parameters.engine == "rocksdb" and "rocksdb_log" not in uploads:
         raise ImportRejected({"rocksdb_log": ["MyRocks recovery is read from RocksDB's LOG: upload it"]})
     experiment = _target_experiment(experiment_id, experiment_name)
+    uploads["error_log"].seek(0)
+    digest = hashlib.file_digest(uploads["error_log"], "sha256").hexdigest()
+    _refuse_a_second_import(digest)
 
     zone = ZoneInfo(parameters.timezone)
     files: dict[str, bytes] = {}
@@ -176,6 +181,9 @@ def import_runs(
                     raise ImportRejected({field: [_no_crash_message(parsed)]})
 
     with transaction.atomic():
+        with connection.cursor() as cursor:  # two uploads of one file at once: one gets in
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(digest[:15], 16)])
+        _refuse_a_second_import(digest)
         experiment = (
             Experiment.objects.select_for_update().get(pk=experiment.pk) if experiment.pk else experiment
         )
@@ -187,7 +195,7 @@ def import_runs(
         runs, warnings = [], []
         for crash_index in range(min(crashes, MAX_RUNS_PER_IMPORT)):
             run, run_warnings = _create_run(
-                experiment, parameters, files, sizes, crash_index, next_index + crash_index
+                experiment, parameters, files, sizes, crash_index, next_index + crash_index, digest
             )
             runs.append(run)
             warnings += run_warnings
@@ -197,6 +205,24 @@ def import_runs(
             f"the log holds {crashes} crash recoveries; the first {MAX_RUNS_PER_IMPORT} were imported"
         )
     return ImportResult(experiment, runs, sorted(set(warnings)))
+
+
+def _refuse_a_second_import(digest: str) -> None:
+    earlier = list(
+        Run.objects.filter(source_sha256=digest).select_related("experiment").order_by("id")[:MAX_RUNS_PER_IMPORT]
+    )
+    if earlier:
+        first = earlier[0]
+        raise ImportRejected(
+            {
+                "error_log": [
+                    f"this error log was imported on {first.finished_at:%Y-%m-%d %H:%M} UTC into "
+                    f"experiment {first.experiment_id} ({first.experiment.name}) as run(s) "
+                    f"{', '.join(str(run.id) for run in earlier)}; importing it again would count "
+                    "its crashes twice"
+                ]
+            }
+        )
 
 
 def _no_crash_message(parsed) -> str:
@@ -234,6 +260,7 @@ def _create_run(
     sizes: dict[str, int],
     crash_index: int,
     index: int,
+    digest: str,
 ) -> tuple[Run, list[str]]:
     result = {"imported": True, "crash_index": crash_index, "timezone": parameters.timezone}
     if parameters.redo_bytes is not None:
@@ -257,6 +284,7 @@ def _create_run(
         insert_rate=parameters.insert_rate,
         status=RunStatus.DONE,
         imported=True,
+        source_sha256=digest,
         server_version=parameters.server_version,
         started_at=now,
         finished_at=now,

@@ -11,6 +11,8 @@ INTEGER_METRICS = (
     "pages_written",
     "log_bytes_written",
     "data_bytes_written",
+    "checkpoint_age_bytes",
+    "rows_inserted",
 )
 FLOAT_METRICS = (
     "recovery_seconds",
@@ -22,6 +24,7 @@ FLOAT_METRICS = (
     "workload_tps",
     "workload_qps",
     "latency_p95_ms",
+    "achieved_insert_rate",
 )
 METRIC_NAMES = (*INTEGER_METRICS, *FLOAT_METRICS, "verified")
 
@@ -46,4 +49,13 @@ LABELS = {
     "log_bytes_written": "log bytes written",
     "data_bytes_written": "data bytes written",
     "verified": "verified",
+    "checkpoint_age_bytes": "checkpoint age at the crash (bytes)",
+    "achieved_insert_rate": "achieved insert rate (rows/s)",
+    "rows_inserted": "rows inserted by the workload",
 }
+NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
+
+# Axis formatting: byte counts read best with SI prefixes ("32 MB"), durations in seconds.
+UNITS = {name: "B" for name in NUMERIC_METRICS if name.endswith("_bytes") or name.endswith("_written")}
+UNITS.update({name: "s" for name in NUMERIC_METRICS if name.endswith("_seconds")})
+UNITS["pages_written"] = ""

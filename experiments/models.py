@@ -1,4 +1,6 @@
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.urls import reverse
 
@@ -54,6 +56,7 @@ class Experiment(models.Model):
         max_length=10, choices=ExperimentStatus.choices, default=ExperimentStatus.QUEUED
     )
     imported = models.BooleanField(default=False)
+    tags = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -62,6 +65,7 @@ class Experiment(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [GinIndex(fields=["tags"], name="experiment_tags")]
 
     def __str__(self):
         return self.name
@@ -105,6 +109,9 @@ class RunMetrics(models.Model):
     workload_qps = models.FloatField(null=True, blank=True)
     latency_p95_ms = models.FloatField(null=True, blank=True)
     verified = models.BooleanField(null=True, blank=True)
+    checkpoint_age_bytes = models.BigIntegerField(null=True, blank=True)
+    achieved_insert_rate = models.FloatField(null=True, blank=True)
+    rows_inserted = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -130,8 +137,24 @@ class Run(RunMetrics):
     progress = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    progress_percent = models.FloatField(null=True, blank=True)
     imported = models.BooleanField(default=False)
+    # sha256 of an imported error log: the same file is not imported twice.
+    source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     server_version = models.CharField(max_length=120, blank=True)
+    # Seconds per recovery phase ({"redo_scan": s, "redo_apply": s, ...}), for the breakdown.
+    phases = models.JSONField(default=dict, blank=True)
+    # Values the analysis must not trust (impossible durations): left out of charts and
+    # statistics unless asked. Set by the analysis, recomputed at every re-parse.
+    suspect = models.BooleanField(default=False)
+    suspect_reason = models.CharField(max_length=500, blank=True)
+    # A user's decision to leave a run out of analysis, with the reason; reversible.
+    excluded = models.BooleanField(default=False)
+    excluded_reason = models.CharField(max_length=500, blank=True)
+    excluded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    excluded_at = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -141,7 +164,11 @@ class Run(RunMetrics):
         constraints = [
             models.UniqueConstraint(fields=["experiment", "matrix_index"], name="run_unique_cell"),
         ]
-        indexes = [models.Index(fields=["status", "host"]), models.Index(fields=["engine"])]
+        indexes = [
+            models.Index(fields=["status", "host"]),
+            models.Index(fields=["engine"]),
+            models.Index(fields=["finished_at"]),
+        ]
 
     def __str__(self):
         return f"run {self.pk} ({self.engine} on {self.host_label})"
@@ -152,6 +179,11 @@ class Run(RunMetrics):
     @property
     def is_finished(self) -> bool:
         return self.status in RunStatus.finished()
+
+    @property
+    def analysable(self) -> bool:
+        """Done, and neither suspect nor excluded: what charts and statistics use by default."""
+        return self.status == RunStatus.DONE and not self.suspect and not self.excluded
 
 
 class RunFile(models.Model):

@@ -150,6 +150,7 @@ def claim_run(run_id: int) -> Run | None:
         finished_at=None,
         error="",
         progress="starting",
+        progress_percent=0,
         attempts=F("attempts") + 1,
     )
     if not claimed:
@@ -159,8 +160,12 @@ def claim_run(run_id: int) -> Run | None:
     return run
 
 
-def record_progress(run_id: int, message: str) -> None:
-    Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(progress=message[:200])
+def record_progress(run_id: int, message: str, percent: float | None = None) -> None:
+    """The runner's latest step, and how far through the run it is (0-100) when it says."""
+    fields = {"progress": message[:200]}
+    if percent is not None:
+        fields["progress_percent"] = max(0.0, min(100.0, float(percent)))
+    Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(**fields)
 
 
 def run_spec(run: Run) -> dict:
@@ -198,9 +203,14 @@ def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int
 
 
 def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
+    """Set the run's metrics, phases and suspicion from its files (the row is saved by the
+    caller). Recomputed whole every time, so a re-parse after a parser fix clears a suspicion."""
     analysis = analyse_run(result, files, run.engine)
     for name in METRIC_NAMES:
         setattr(run, name, analysis.metrics.get(name))
+    run.phases = analysis.phases
+    run.suspect = bool(analysis.suspect_reasons)
+    run.suspect_reason = "; ".join(analysis.suspect_reasons)[:500]
     run.server_version = (analysis.server_version or run.server_version)[:120]
     return analysis.warnings
 
@@ -241,6 +251,26 @@ def reparse_run(run_id: int) -> Run:
         apply_metrics(run, files, result)
         run.save()
     return run
+
+
+def exclude_run(run_id: int, reason: str, user=None) -> Run:
+    """Leave a run out of charts and statistics, with the reason; the run and its files stay.
+    Running it twice keeps the latest reason."""
+    reason = " ".join((reason or "").split())[:500]
+    if not reason:
+        raise ValueError("say why the run is left out, so others can judge it")
+    Run.objects.filter(id=run_id).update(
+        excluded=True, excluded_reason=reason, excluded_by=user, excluded_at=timezone.now()
+    )
+    return Run.objects.get(id=run_id)
+
+
+def include_run(run_id: int) -> Run:
+    """Undo exclude_run. Idempotent."""
+    Run.objects.filter(id=run_id).update(
+        excluded=False, excluded_reason="", excluded_by=None, excluded_at=None
+    )
+    return Run.objects.get(id=run_id)
 
 
 def mark_run_failed(run_id: int, error: str) -> None:
@@ -284,6 +314,8 @@ __all__ = [
     "claim_run",
     "create_experiment",
     "enqueue_run",
+    "exclude_run",
+    "include_run",
     "ingest_bundle",
     "mark_run_failed",
     "record_progress",

@@ -33,7 +33,8 @@ def execute_run_task(self, run_id: int) -> None:
         try:
             transport = transport_for(run.host)
             bundle = transport.execute(
-                services.run_spec(run), lambda message: services.record_progress(run_id, message)
+                services.run_spec(run),
+                lambda message, percent: services.record_progress(run_id, message, percent),
             )
             services.ingest_bundle(run_id, bundle)
         except TransportError as exc:

@@ -38,7 +38,10 @@ def read_bundle(folder: Path) -> Bundle:
     return Bundle(result=result, files=files)
 
 
-def handle_events(stream, on_progress: Callable[[str], None]) -> list[str]:
+ProgressCallback = Callable[[str, float | None], None]
+
+
+def handle_events(stream, on_progress: ProgressCallback) -> list[str]:
     """Pass progress lines on as they arrive; return anything that was not an event."""
     other = []
     for line in stream:
@@ -48,7 +51,8 @@ def handle_events(stream, on_progress: Callable[[str], None]) -> list[str]:
             other.append(line.rstrip())
             continue
         if isinstance(event, dict) and event.get("event") == "progress":
-            on_progress(str(event.get("message", "")))
+            percent = event.get("percent")
+            on_progress(str(event.get("message", "")), percent if isinstance(percent, int | float) else None)
     return other
 
 
@@ -56,7 +60,7 @@ class LocalTransport:
     def __init__(self, host: Host):
         self.host = host
 
-    def execute(self, spec: dict, on_progress: Callable[[str], None]) -> Bundle:
+    def execute(self, spec: dict, on_progress: ProgressCallback) -> Bundle:
         settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="bundle-", dir=settings.RUNNER_WORK_DIR) as tmp:
             folder = Path(tmp)

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
@@ -41,6 +42,7 @@ WORKLOADS = {
 }
 ENGINES = {"innodb", "rocksdb"}
 POLL_S = 0.005
+INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 
 
 class RunFailed(Exception):
@@ -51,8 +53,9 @@ def emit(event: str, **fields) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
-def progress(message: str) -> None:
-    emit("progress", message=message)
+def progress(message: str, percent: float) -> None:
+    """A step of the run, and how far through the whole run it is (0-100), for the live page."""
+    emit("progress", message=message, percent=round(percent, 1))
 
 
 class Clock:
@@ -352,6 +355,29 @@ class Sysbench:
         except subprocess.TimeoutExpired:
             return None
 
+    def follow(self, timeout_s: float | None, on_share: Callable[[float], None]) -> int | None:
+        """Wait like `wait`, telling `on_share` every second which share (0-1) of the workload
+        is done: of the time before a planned crash, of the events (from sysbench's per-second
+        reports) or of the time the workload is set to run."""
+        started = time.monotonic()
+        while True:
+            left = None if timeout_s is None else timeout_s - (time.monotonic() - started)
+            exit_code = self.wait(1.0 if left is None else max(0.0, min(1.0, left)))
+            if exit_code is not None or (left is not None and left <= 1.0):
+                return exit_code
+            elapsed = time.monotonic() - started
+            if timeout_s:
+                on_share(elapsed / timeout_s)
+            elif self.workload.get("events"):
+                on_share(self.events_done() / self.workload["events"])
+            elif self.workload.get("time_seconds"):
+                on_share(elapsed / self.workload["time_seconds"])
+
+    def events_done(self) -> float:
+        """Transactions so far: the sum of the per-second TPS sysbench reports."""
+        text = (self.work / "sysbench_report.txt").read_text(errors="replace")
+        return sum(float(tps) for tps in INTERVAL_TPS.findall(text))
+
     def stop_if_running(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
@@ -417,26 +443,31 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
     result: dict = {"spec": spec, "times": times, "port": server.port, "server_args": server.server_args()}
     stamper.start()
     try:
-        progress("creating a private server instance")
+        progress("creating a private server instance", 1)
         server.install()
         times["load_server_spawned"] = server.start()
         times["load_server_ready"] = server.wait_until_ready(timeout)
         result["server_version"] = server.query("SELECT VERSION()").strip()
         server.query("CREATE DATABASE sbtest")
-        progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows")
+        progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows", 5)
         sysbench.prepare()
         snapshot(server, engine, "before_run", work)
         counters_before = read_counters(server, engine)
 
-        progress(f"running {spec['workload']['name']}")
+        workload = spec["workload"]["name"]
+        progress(f"running {workload}", 25)
+
+        def workload_progress(share: float) -> None:
+            progress(f"running {workload}: {min(share, 1.0):.0%}", 25 + 45 * min(share, 1.0))
+
         times["workload_started"] = clock.now()
         sysbench.start_run()
         if crash["when"] == "during_workload":
-            exit_code = sysbench.wait(float(crash["after_seconds"]))
+            exit_code = sysbench.follow(float(crash["after_seconds"]), workload_progress)
             if exit_code is not None:
                 result["warning"] = "the workload ended before the planned crash"
         else:
-            exit_code = sysbench.wait(None)
+            exit_code = sysbench.follow(None, workload_progress)
             if exit_code != 0:
                 tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
                 raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
@@ -448,14 +479,14 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
         if crash["when"] == "after_workload":
             checksums = checksum_tables(server, spec["workload"]["tables"])
 
-        progress("crashing the server with SIGKILL")
+        progress("crashing the server with SIGKILL", 72)
         times["killed"] = server.kill9()
         sysbench.wait(60)
         sysbench.stop_if_running()
         if engine == "rocksdb":
             result["wal_bytes_at_crash"] = wal_sizes(server.datadir)
 
-        progress("restarting after the crash")
+        progress("restarting after the crash", 75)
         times["recovery_spawned"] = server.start()
         times["recovery_first_query"] = server.wait_until_ready(timeout)
         snapshot(server, engine, "after_recovery", work)
@@ -465,7 +496,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
         if checksums is not None:
             result["verified"] = checksum_tables(server, spec["workload"]["tables"]) == checksums
 
-        progress("clean shutdown and restart for the baseline")
+        progress("clean shutdown and restart for the baseline", 88)
         server.shutdown(timeout)
         times["clean_spawned"] = server.start()
         times["clean_first_query"] = server.wait_until_ready(timeout)

@@ -1,0 +1,187 @@
+"""Statistics over repetitions: summaries, comparisons and fits. No Django; scipy does the maths.
+
+Recovery times are positive and skewed (a slow disk flush makes one repetition much longer, never
+much shorter), so intervals and comparisons of positive values are computed on their logarithms:
+the interval of the mean log, turned back, is an interval for the typical value (the geometric
+mean, which is the median of a log-normal sample), and the difference of two mean logs, turned
+back, is the ratio of the two typical values. Samples holding zero or negative values (rows
+undone, an unthrottled insert rate) are summarised on their own scale.
+
+With n = 2 an interval exists but is very wide; with n = 1 there is none. Both are reported as
+"needs more repetitions", as is an interval wider than the median itself.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+MIN_REPETITIONS = 3
+# An interval wider than this share of the median says the spread swamps the value.
+WIDE_INTERVAL_RATIO = 1.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float | None
+    min: float | None
+    max: float | None
+    ci: tuple[float, float] | None
+    needs_more: bool
+    reason: str
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["ci"] = list(self.ci) if self.ci else None
+        return data
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """B against A: ratio of typical values (B / A) with its interval and a Welch t-test."""
+
+    ratio: float | None
+    ratio_ci: tuple[float, float] | None
+    p_value: float | None
+    significant: bool
+
+    def as_dict(self) -> dict:
+        return {
+            "ratio": self.ratio,
+            "ratio_ci": list(self.ratio_ci) if self.ratio_ci else None,
+            "p_value": self.p_value,
+            "significant": self.significant,
+        }
+
+
+@dataclass(frozen=True)
+class LineFit:
+    slope: float
+    intercept: float
+    r2: float
+    n: int
+    slope_ci: tuple[float, float] | None
+
+    def band(self, xs: Sequence[float], x_values, y_values) -> tuple[list[float], list[float]]:
+        """Confidence band of the fitted line at xs (not of single points), from the fit's own
+        coefficient covariance."""
+        return _band(xs, np.asarray(x_values, float), np.asarray(y_values, float))
+
+
+def _clean(values: Sequence[float | int | None]) -> np.ndarray:
+    array = np.array([v for v in values if v is not None], dtype=float)
+    return array[np.isfinite(array)]
+
+
+def _round(value: float, digits: int = 6) -> float:
+    return float(f"{value:.{digits}g}")
+
+
+def summarize(values: Sequence[float | int | None]) -> Summary:
+    """n, median, min, max and a 95% interval for the typical value of one cell's repetitions."""
+    sample = _clean(values)
+    n = len(sample)
+    if n == 0:
+        return Summary(0, None, None, None, None, True, "no values")
+    median = float(np.median(sample))
+    ci = _interval(sample) if n >= 2 else None
+    reason = ""
+    if n < MIN_REPETITIONS:
+        reason = f"n = {n}: at least {MIN_REPETITIONS} repetitions give an interval worth reading"
+    elif ci and median and (ci[1] - ci[0]) > WIDE_INTERVAL_RATIO * abs(median):
+        reason = "the 95% interval is wider than the median: the repetitions disagree"
+    return Summary(
+        n=n,
+        median=_round(median),
+        min=_round(float(sample.min())),
+        max=_round(float(sample.max())),
+        ci=(_round(ci[0]), _round(ci[1])) if ci else None,
+        needs_more=bool(reason),
+        reason=reason,
+    )
+
+
+def _interval(sample: np.ndarray) -> tuple[float, float] | None:
+    if np.all(sample == sample[0]):
+        return (float(sample[0]), float(sample[0]))
+    if np.all(sample > 0):
+        low, high = stats.ttest_1samp(np.log(sample), 0.0).confidence_interval(CONFIDENCE)
+        return (math.exp(low), math.exp(high))
+    low, high = stats.ttest_1samp(sample, 0.0).confidence_interval(CONFIDENCE)
+    return (float(low), float(high))
+
+
+def compare(a: Sequence[float | None], b: Sequence[float | None]) -> Comparison:
+    """How B's typical value relates to A's: B / A, its 95% interval, and whether the difference
+    is beyond the noise (Welch's t-test on the logarithms, p < 0.05).
+
+    Needs two or more positive values on each side; otherwise the ratio of medians alone, not
+    significant.
+    """
+    sample_a, sample_b = _clean(a), _clean(b)
+    if len(sample_a) == 0 or len(sample_b) == 0:
+        return Comparison(None, None, None, False)
+    median_a, median_b = float(np.median(sample_a)), float(np.median(sample_b))
+    if not (np.all(sample_a > 0) and np.all(sample_b > 0)):
+        ratio = median_b / median_a if median_a else None
+        return Comparison(_round(ratio, 4) if ratio else None, None, None, False)
+    if len(sample_a) < 2 or len(sample_b) < 2:
+        return Comparison(_round(median_b / median_a, 4), None, None, False)
+    log_a, log_b = np.log(sample_a), np.log(sample_b)
+    if np.ptp(log_a) == 0 and np.ptp(log_b) == 0:
+        ratio = median_b / median_a
+        return Comparison(_round(ratio, 4), (_round(ratio, 4), _round(ratio, 4)), None, ratio != 1)
+    test = stats.ttest_ind(log_b, log_a, equal_var=False)
+    low, high = test.confidence_interval(CONFIDENCE)
+    ratio = math.exp(float(np.mean(log_b) - np.mean(log_a)))
+    p_value = float(test.pvalue)
+    return Comparison(
+        ratio=_round(ratio, 4),
+        ratio_ci=(_round(math.exp(low), 4), _round(math.exp(high), 4)),
+        p_value=_round(p_value, 4),
+        significant=p_value < 1 - CONFIDENCE,
+    )
+
+
+def fit_line(x_values: Sequence[float], y_values: Sequence[float]) -> LineFit | None:
+    """Least-squares line y = slope * x + intercept with the slope's 95% interval; None when
+    there are fewer than three points or x does not vary."""
+    pairs = [(x, y) for x, y in zip(x_values, y_values, strict=True) if x is not None and y is not None]
+    if len(pairs) < 3:
+        return None
+    xs, ys = np.array(pairs, dtype=float).T
+    if np.ptp(xs) == 0:
+        return None
+    result = stats.linregress(xs, ys)
+    t = stats.t.ppf((1 + CONFIDENCE) / 2, len(xs) - 2)
+    half = t * result.stderr
+    return LineFit(
+        slope=float(result.slope),
+        intercept=float(result.intercept),
+        r2=float(result.rvalue**2),
+        n=len(xs),
+        slope_ci=(float(result.slope - half), float(result.slope + half)),
+    )
+
+
+def _band(at: Sequence[float], xs: np.ndarray, ys: np.ndarray) -> tuple[list[float], list[float]]:
+    """Lower and upper 95% bounds of the fitted line at the points `at`: numpy's polyfit gives
+    the coefficients' covariance, scipy the t quantile."""
+    coefficients, covariance = np.polyfit(xs, ys, 1, cov=True)
+    design = np.column_stack([np.asarray(at, float), np.ones(len(at))])
+    fitted = design @ coefficients
+    spread = np.sqrt(np.einsum("ij,jk,ik->i", design, covariance, design))
+    t = stats.t.ppf((1 + CONFIDENCE) / 2, len(xs) - 2)
+    return list(fitted - t * spread), list(fitted + t * spread)
+
+
+def spans_decades(values: Sequence[float | None], decades: float = 2.0) -> bool:
+    """True when positive values span more than `decades` powers of ten: chart them on a log
+    axis, or the small ones are squashed to zero."""
+    sample = _clean(values)
+    sample = sample[sample > 0]
+    return len(sample) >= 2 and math.log10(sample.max() / sample.min()) > decades
