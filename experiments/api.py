@@ -1,16 +1,37 @@
 """REST API (DESIGN.md, "Commands and API that scripts rely on")."""
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, mixins, renderers, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
+from .cells import ROW_FIELDS
+from .comparisons import compare_experiments
 from .definition import DefinitionError
+from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
+from .export import explore_csv, runs_csv
+from .filters import AnalysisFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
 from .models import Experiment, Host, Run, Transport
+
+
+class CSVRenderer(renderers.BaseRenderer):
+    """Lets `?format=csv` through DRF's negotiation; the views stream the CSV themselves."""
+
+    media_type = "text/csv"
+    format = "csv"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes) else str(data).encode()
+
+
+def wants_csv(request) -> bool:
+    return getattr(request.accepted_renderer, "format", None) == "csv"
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -31,8 +52,14 @@ class RunSerializer(serializers.ModelSerializer):
             "metrics",
             "error",
             "progress",
+            "progress_percent",
             "imported",
             "server_version",
+            "phases",
+            "suspect",
+            "suspect_reason",
+            "excluded",
+            "excluded_reason",
             "started_at",
             "finished_at",
         ]
@@ -46,7 +73,17 @@ class ExperimentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Experiment
-        fields = ["id", "name", "status", "definition", "imported", "created_at", "finished_at", "runs"]
+        fields = [
+            "id",
+            "name",
+            "status",
+            "definition",
+            "imported",
+            "tags",
+            "created_at",
+            "finished_at",
+            "runs",
+        ]
 
 
 class DefinitionSerializer(serializers.Serializer):
@@ -78,19 +115,132 @@ class ExperimentViewSet(
         return Response(self.get_serializer(experiment).data, status=status.HTTP_201_CREATED)
 
 
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
-    serializer_class = RunSerializer
+class ExclusionSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500, help_text="why the run is left out of analysis")
 
-    def get_queryset(self):
-        runs = Run.objects.all()
-        params = self.request.query_params
-        if params.get("engine"):
-            runs = runs.filter(engine=params["engine"])
-        if params.get("host"):
-            runs = runs.filter(host_label=params["host"])
-        if params.get("experiment", "").isdigit():
-            runs = runs.filter(experiment_id=int(params["experiment"]))
-        return runs.order_by("id")
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet):
+    """Runs, filtered; `?format=csv` streams every matching run (not a page), a metric a column."""
+
+    serializer_class = RunSerializer
+    filterset_class = RunFilter
+    queryset = Run.objects.order_by("id")
+    renderer_classes = [*viewsets.ReadOnlyModelViewSet.renderer_classes, CSVRenderer]
+
+    def list(self, request, *args, **kwargs):
+        if wants_csv(request):
+            return runs_csv(self.filter_queryset(self.get_queryset()))
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=ExclusionSerializer, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def exclude(self, request, pk=None):
+        """Leave the run out of charts and statistics, with a reason (kept, shown, reversible)."""
+        run = self.get_object()
+        body = ExclusionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            run = services.exclude_run(run.pk, body.validated_data["reason"], user=request.user)
+        except ValueError as exc:
+            return Response({"reason": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(RunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def include(self, request, pk=None):
+        """Take the run back into analysis."""
+        return Response(RunSerializer(services.include_run(self.get_object().pk)).data)
+
+
+class ExploreSeriesSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    x = serializers.ListField(child=serializers.JSONField())
+    y = serializers.ListField(child=serializers.FloatField())
+    run_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class ExploreFitSerializer(serializers.Serializer):
+    series = serializers.CharField()
+    slope = serializers.FloatField()
+    intercept = serializers.FloatField()
+    r2 = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+
+
+class ExploreResultSerializer(serializers.Serializer):
+    x = serializers.CharField()
+    y = serializers.CharField()
+    group = serializers.CharField()
+    count = serializers.IntegerField()
+    series = ExploreSeriesSerializer(many=True)
+    fits = ExploreFitSerializer(many=True)
+
+
+class ExploreView(generics.GenericAPIView):
+    """GET /api/explore/: Y against X per group, with a fitted line per group where X is numeric.
+    `?format=csv` gives the points, one line per run."""
+
+    renderer_classes = [*APIView.renderer_classes, CSVRenderer]
+    filterset_class = AnalysisFilter  # suspect and excluded runs are left out unless asked for
+    queryset = Run.objects.all()
+    serializer_class = ExploreResultSerializer
+    pagination_class = None
+
+    @extend_schema(
+        filters=True,
+        parameters=[
+            OpenApiParameter("x", OpenApiTypes.STR, enum=list(X_AXES), description="a parameter or metric"),
+            OpenApiParameter("y", OpenApiTypes.STR, enum=list(Y_AXES), description="a numeric metric"),
+            OpenApiParameter("group", OpenApiTypes.STR, enum=list(GROUPS), description="engine by default"),
+        ],
+        responses={200: ExploreResultSerializer},
+    )
+    def get(self, request):
+        try:
+            query = Query.from_params(request.query_params)
+        except ExploreError as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        result = explore(self.filter_queryset(self.get_queryset()), query)
+        if wants_csv(request):
+            return explore_csv(result)
+        return Response(result)
+
+
+class CompareView(APIView):
+    """GET /api/compare/?experiments=A,B: cells matched on engine and parameters; the ratio of
+    B's typical value to A's with its 95% interval and a Welch t-test; engines compared at the
+    same settings; slowdowns beyond the noise listed as regressions."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("experiments", OpenApiTypes.STR, description="ids, comma-separated: A,B[,C]")
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        try:
+            ids = parse_experiment_ids(request.query_params.get("experiments", ""))
+        except ValueError as exc:
+            return Response({"experiments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(comparison(ids))
+
+
+def parse_experiment_ids(text: str) -> list[int]:
+    """'3,7' -> [3, 7]; two to six existing experiments, each once."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts) or not 2 <= len(parts) <= 6 or len(set(parts)) != len(parts):
+        raise ValueError("two to six different experiment ids, comma-separated, e.g. 3,7")
+    ids = [int(p) for p in parts]
+    missing = set(ids) - set(Experiment.objects.filter(id__in=ids).values_list("id", flat=True))
+    if missing:
+        raise ValueError(f"no experiment {', '.join(map(str, sorted(missing)))}")
+    return ids
+
+
+def comparison(ids: list[int]) -> dict:
+    rows = list(Run.objects.filter(experiment_id__in=ids).values(*ROW_FIELDS))
+    names = dict(Experiment.objects.filter(id__in=ids).values_list("id", "name"))
+    return compare_experiments(rows, ids, names)
 
 
 class HostSerializer(serializers.ModelSerializer):

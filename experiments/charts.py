@@ -4,7 +4,7 @@ receive them from a JSON endpoint; no chart logic lives in templates or scripts.
 from collections import defaultdict
 
 from . import stats
-from .cells import ENGINE_NAMES, Cell, analysable, hover_text
+from .cells import ENGINE_NAMES, Cell, analysable, hover_text, settings_text
 from .metrics import UNITS
 
 ENGINE_COLOURS = {"innodb": "#1f77b4", "rocksdb": "#d62728", "tokudb": "#2ca02c"}
@@ -92,7 +92,11 @@ def parameter_chart(rows: list[dict], axis: str) -> dict:
     engines = sorted({r["engine"] for r in rows})
     for index, engine in enumerate(engines):
         for metric, symbol, what in SERIES:
-            points = [r for r in rows if r["engine"] == engine and r[metric] is not None]
+            points = [
+                r
+                for r in rows
+                if r["engine"] == engine and r[metric] is not None and axis_value(r, axis) is not None
+            ]
             if not points:
                 continue
             xs = [axis_value(r, axis) for r in points]
@@ -455,5 +459,42 @@ def explore_figure(result: dict) -> dict:
             height=560,
             xaxis=axis_layout(result["x_title"], result["x_unit"], [] if categorical else all_x, categorical),
             yaxis=axis_layout(result["y_title"], result["y_unit"], all_y),
+        ),
+    }
+
+
+def compare_chart(result: dict) -> dict:
+    """Median crash recovery per matched cell, a bar per experiment, with 95% intervals."""
+    labels = [
+        f"{ENGINE_NAMES.get(c['engine'], c['engine'])} · "
+        + settings_text({"parameters": c["parameters"], "server_options": c["server_options"]})
+        for c in result["cells"]
+    ]
+    traces = []
+    for index, experiment in enumerate(result["experiments"]):
+        key = str(experiment)
+        blocks = [c["metrics"].get("recovery_seconds", {}).get(key) for c in result["cells"]]
+        medians = [b["median"] if b else None for b in blocks]
+        high = [(b["ci"][1] - b["median"]) if b and b["ci"] else 0 for b in blocks]
+        low = [(b["median"] - b["ci"][0]) if b and b["ci"] else 0 for b in blocks]
+        traces.append(
+            {
+                "type": "bar",
+                "name": f"#{experiment} {result['names'][key]}",
+                "x": labels,
+                "y": medians,
+                "text": [f"n {b['n']}" if b else "" for b in blocks],
+                "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low},
+                "marker": {"color": PALETTE[index % len(PALETTE)]},
+                "hovertemplate": "%{x}<br>median %{y:.3f} s (%{text})<extra>%{fullData.name}</extra>",
+            }
+        )
+    return {
+        "data": traces,
+        "layout": base_layout(
+            "Crash recovery per matched cell (median, 95% CI)",
+            barmode="group",
+            xaxis={"type": "category", "automargin": True},
+            yaxis={"title": {"text": "crash recovery (s)"}, "rangemode": "tozero"},
         ),
     }

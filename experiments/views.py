@@ -1,22 +1,35 @@
 """Pages. Thin: they read rows and call services; figures come from charts.py."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.db.models import Count, Q
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from . import charts, services
+from . import charts, pages, services
+from .api import comparison, parse_experiment_ids
 from .definition import DefinitionError
+from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
+from .filters import AnalysisFilter
 from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
-from .models import Experiment, Host, Run, RunStatus
+from .models import Engine, Experiment, Host, Run
+
+EXPERIMENTS_PER_PAGE = 50
 
 
 @login_required
 def experiment_list(request):
+    search = request.GET.get("q", "").strip()
     experiments = Experiment.objects.select_related("created_by").annotate(run_count=Count("runs"))
-    return render(request, "experiments/experiment_list.html", {"experiments": experiments})
+    if search:
+        experiments = experiments.filter(Q(name__icontains=search) | Q(tags__contains=[search]))
+    # annotate(Count) groups by the row: say the order again or it is lost.
+    experiments = experiments.order_by("-created_at", "-id")[:EXPERIMENTS_PER_PAGE]
+    return render(request, "experiments/experiment_list.html", {"experiments": experiments, "q": search})
 
 
 @login_required
@@ -35,28 +48,54 @@ def experiment_new(request):
 @login_required
 def experiment_detail(request, pk: int):
     experiment = get_object_or_404(Experiment, pk=pk)
-    runs = list(experiment.runs.select_related("host"))
-    rows = charts.chart_rows(runs)
-    in_progress = any(r.status in (RunStatus.QUEUED, RunStatus.RUNNING) for r in runs)
-    return render(
-        request,
-        "experiments/experiment_detail.html",
-        {
-            "experiment": experiment,
-            "runs": runs,
-            "figure": charts.recovery_vs_redo(rows),
-            "charted": sum(1 for r in rows if r["redo_bytes"] is not None),
-            "in_progress": in_progress,
-        },
-    )
+    return render(request, "experiments/experiment_detail.html", pages.experiment_context(experiment))
+
+
+@login_required
+def experiment_live(request, pk: int):
+    """JSON that keeps the experiment page current while its runs go."""
+    experiment = get_object_or_404(Experiment, pk=pk)
+    return JsonResponse(pages.experiment_live(experiment, request))
+
+
+def _run_context(run: Run) -> dict:
+    return {
+        "run": run,
+        "metrics": [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES],
+        "files": run.files.defer("content"),
+    }
 
 
 @login_required
 def run_detail(request, pk: int):
-    run = get_object_or_404(Run.objects.select_related("experiment", "host"), pk=pk)
-    metrics = [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES]
-    files = run.files.defer("content")
-    return render(request, "experiments/run_detail.html", {"run": run, "metrics": metrics, "files": files})
+    run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
+    return render(request, "experiments/run_detail.html", _run_context(run))
+
+
+@login_required
+def run_live(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
+    body = render_to_string("experiments/_run_body.html", _run_context(run), request)
+    return JsonResponse({"status": run.status, "finished": run.is_finished, "html": body})
+
+
+@login_required
+@require_POST
+def run_exclude(request, pk: int):
+    run = get_object_or_404(Run, pk=pk)
+    try:
+        services.exclude_run(run.pk, request.POST.get("reason", ""), user=request.user)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    return redirect(run)
+
+
+@login_required
+@require_POST
+def run_include(request, pk: int):
+    run = get_object_or_404(Run, pk=pk)
+    services.include_run(run.pk)
+    return redirect(run)
 
 
 @login_required
@@ -98,3 +137,52 @@ def import_new(request):
         else:
             return redirect(result.experiment)
     return render(request, "experiments/import_new.html", {"form": form})
+
+
+@login_required
+def explore_page(request):
+    """Any metric against any parameter or metric; the URL holds the whole state."""
+    context = {
+        "x_choices": [(name, title(name)) for name in X_AXES],
+        "y_choices": [(name, title(name)) for name in Y_AXES],
+        "group_choices": [(name, title(name)) for name in GROUPS],
+        "engines": Engine.choices,
+        "experiments": Experiment.objects.order_by("-created_at", "-id")[:200],
+        "params": request.GET,
+        "csv_query": request.GET.urlencode(),
+    }
+    try:
+        query = Query.from_params(request.GET)
+    except ExploreError as exc:
+        context["errors"] = exc.errors
+        return render(request, "experiments/explore.html", context, status=400)
+    runs = AnalysisFilter(request.GET, queryset=Run.objects.all())
+    if not runs.is_valid():
+        context["errors"] = runs.errors
+        return render(request, "experiments/explore.html", context, status=400)
+    result = explore(runs.qs, query)
+    context.update(query=query, result=result, figure=charts.explore_figure(result))
+    return render(request, "experiments/explore.html", context)
+
+
+@login_required
+def compare_page(request):
+    """/compare/?experiments=A,B: matched cells side by side, ratios in words."""
+    context = {"experiments": Experiment.objects.order_by("-created_at", "-id")[:200], "selected": []}
+    text = request.GET.get("experiments", "")
+    if not text:
+        return render(request, "experiments/compare.html", context)
+    try:
+        ids = parse_experiment_ids(text)
+    except ValueError as exc:
+        context["error"] = str(exc)
+        return render(request, "experiments/compare.html", context, status=400)
+    result = comparison(ids)
+    context.update(
+        selected=ids,
+        result=result,
+        table=pages.comparison_table(result),
+        figure=charts.compare_chart(result),
+        csv_query=f"experiments={','.join(map(str, ids))}",
+    )
+    return render(request, "experiments/compare.html", context)

@@ -59,7 +59,8 @@ def test_percona8_log_imports_as_a_run_charted_with_the_live_mariadb_runs(api, c
 
     client.force_login(user)
     page = client.get(f"/experiments/{live.experiment_id}/")
-    charted = [point for trace in page.context["figure"]["data"] for point in trace["customdata"]]
+    redo_chart = page.context["figures"]["redo"]
+    charted = [point for trace in redo_chart["data"] for point in trace.get("customdata", [])]
     assert {live.id, run["id"]} <= set(charted)
 
 

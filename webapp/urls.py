@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from experiments import api
@@ -18,7 +18,10 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/imports/", api.ImportView.as_view(), name="api-import"),
+    path("api/explore/", api.ExploreView.as_view(), name="api-explore"),
+    path("api/compare/", api.CompareView.as_view(), name="api-compare"),
     path("api/", include(router.urls)),
     path("", include("experiments.urls")),
 ]

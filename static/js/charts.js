@@ -1,13 +1,37 @@
-// Draws the figure embedded by the page (json_script) and opens a run when a point is clicked.
-(function () {
-  const holder = document.getElementById("recovery-chart");
-  const source = document.getElementById("recovery-figure");
-  if (!holder || !source || !window.Plotly) return;
-  const figure = JSON.parse(source.textContent);
-  if (!figure.data.length) { holder.style.display = "none"; return; }
-  Plotly.newPlot(holder, figure.data, figure.layout, {responsive: true, displaylogo: false});
-  holder.on("plotly_click", function (event) {
-    const runId = event.points[0].customdata;
-    if (runId) window.location.href = "/runs/" + runId + "/";
-  });
+// Draws Plotly figures built on the server (experiments/charts.py). A click on a point whose
+// customdata is a run id opens that run. Plotly.react keeps the user's zoom across redraws
+// (the layouts carry a uirevision).
+window.RecoveryLab = (function () {
+  function draw(holder, figure) {
+    if (!holder || !figure || !window.Plotly) return;
+    const first = !holder.classList.contains("js-plotly-plot");
+    Plotly.react(holder, figure.data, figure.layout, {responsive: true, displaylogo: false});
+    if (first) {
+      holder.on("plotly_click", function (event) {
+        const runId = event.points[0].customdata;
+        if (Number.isInteger(runId)) window.location.href = "/runs/" + runId + "/";
+      });
+    }
+  }
+
+  function drawEmbedded(scriptId, holderId) {
+    const source = document.getElementById(scriptId);
+    if (source) draw(document.getElementById(holderId), JSON.parse(source.textContent));
+  }
+
+  // Poll a JSON endpoint while `more(answer)` says the page is still changing.
+  function poll(url, onAnswer, intervalMs) {
+    function tick() {
+      fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"})
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (answer) {
+          if (answer && onAnswer(answer)) window.setTimeout(tick, intervalMs);
+          else if (!answer) window.setTimeout(tick, intervalMs * 4);
+        })
+        .catch(function () { window.setTimeout(tick, intervalMs * 4); });
+    }
+    window.setTimeout(tick, intervalMs);
+  }
+
+  return {draw: draw, drawEmbedded: drawEmbedded, poll: poll};
 })();

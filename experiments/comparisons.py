@@ -1,0 +1,200 @@
+"""Comparisons of matched cells: between experiments (the same engine and settings, e.g. two
+server versions) and between engines (the same settings). Plain rows in, plain dicts out; no
+Django. The numbers come from stats.compare; the sentences are built from them."""
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable
+
+from . import stats
+from .cells import ENGINE_NAMES, analysable, settings_text
+
+# metric -> (what it is in a sentence, less is better)
+COMPARED_METRICS = {
+    "recovery_seconds": ("crash recovery", True),
+    "downtime_seconds": ("downtime", True),
+    "ready_seconds": ("start to ready", True),
+    "recovery_seconds_per_gb_redo": ("recovery per GB of redo", True),
+    "recovery_seconds_per_1000_rows": ("recovery per 1000 rows inserted", True),
+    "redo_bytes": ("redo to replay", True),
+    "redo_apply_mb_per_s": ("redo apply rate", False),
+    "workload_tps": ("workload TPS", False),
+    "achieved_insert_rate": ("insert rate reached", False),
+}
+# Slower by a significant margin on these: a regression.
+REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gb_redo")
+
+
+def normalised(row: dict) -> dict:
+    """The row with recovery per GB of redo and per 1000 rows inserted: comparable when two runs
+    did different amounts of work."""
+    recovery, redo, rows = row.get("recovery_seconds"), row.get("redo_bytes"), row.get("rows_inserted")
+    return {
+        **row,
+        "recovery_seconds_per_gb_redo": recovery / (redo / 1e9) if recovery is not None and redo else None,
+        "recovery_seconds_per_1000_rows": recovery / (rows / 1000) if recovery is not None and rows else None,
+    }
+
+
+def _settings_key(row: dict) -> tuple:
+    return (tuple(sorted(row["parameters"].items())), tuple(sorted(row["server_options"].items())))
+
+
+def _match(
+    rows: list[dict], side_of: Callable[[dict], Hashable], key_of: Callable[[dict], tuple], sides: list
+) -> list[tuple[tuple, dict[Hashable, list[dict]]]]:
+    """Cells present on at least two sides, each with its rows per side."""
+    cells: dict[tuple, dict[Hashable, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if analysable(row) and side_of(row) in sides:
+            cells[key_of(row)][side_of(row)].append(normalised(row))
+    return [(key, cells[key]) for key in sorted(cells, key=str) if len(cells[key]) >= 2]
+
+
+def _metric_block(per_side: dict, sides: list) -> dict[str, dict]:
+    metrics = {}
+    baseline = sides[0]
+    for metric in COMPARED_METRICS:
+        block: dict = {}
+        for side in sides:
+            if side in per_side:
+                summary = stats.summarize([r[metric] for r in per_side[side]])
+                block[str(side)] = {
+                    "n": summary.n,
+                    "median": summary.median,
+                    "ci": list(summary.ci) if summary.ci else None,
+                }
+        others = [s for s in sides[1:] if s in per_side]
+        if baseline not in per_side or not others or all(v["n"] == 0 for v in block.values()):
+            continue
+        versus = {}
+        for side in others:
+            versus[str(side)] = stats.compare(
+                [r[metric] for r in per_side[baseline]], [r[metric] for r in per_side[side]]
+            ).as_dict()
+        block.update(versus[str(others[0])])
+        block["versus"] = versus
+        metrics[metric] = block
+    return metrics
+
+
+def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict[int, str]) -> dict:
+    """GET /api/compare/: cells matched on engine and settings across experiments; each metric's
+    ratio is the later experiment over the first, with its 95% interval."""
+    versions = _versions(rows)
+    cells = []
+    for key, per_side in _match(
+        rows, lambda r: r["experiment_id"], lambda r: (r["engine"], *_settings_key(r)), experiment_ids
+    ):
+        engine, parameters, options = key
+        cell = {
+            "engine": engine,
+            "parameters": dict(parameters),
+            "server_options": dict(options),
+            "metrics": _metric_block(per_side, experiment_ids),
+        }
+        label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(next(iter(per_side.values()))[0])}"
+        side_names = {str(i): _experiment_name(i, names, versions) for i in experiment_ids}
+        cell["sentences"] = _sentences(cell["metrics"], side_names, str(experiment_ids[0]), label)
+        cell["regressions"] = _regressions(cell["metrics"], side_names, str(experiment_ids[0]), label)
+        cells.append(cell)
+    return {
+        "experiments": experiment_ids,
+        "names": {str(i): names.get(i, "") for i in experiment_ids},
+        "server_versions": {str(i): versions.get(i, "") for i in experiment_ids},
+        "cells": cells,
+        "engines": compare_engines(rows),
+    }
+
+
+def compare_engines(rows: list[dict]) -> dict:
+    """Engines against each other at the same settings (pooled over the runs given); the
+    baseline is InnoDB where it ran."""
+    present = sorted({r["engine"] for r in rows if analysable(r)}, key=lambda e: (e != "innodb", e))
+    cells = []
+    if len(present) >= 2:
+        for key, per_side in _match(rows, lambda r: r["engine"], _settings_key, present):
+            parameters, options = key
+            sides = [e for e in present if e in per_side]
+            metrics = _metric_block(per_side, sides)
+            label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
+            side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
+            cells.append(
+                {
+                    "parameters": dict(parameters),
+                    "server_options": dict(options),
+                    "metrics": metrics,
+                    "sentences": _sentences(metrics, side_names, sides[0], f"at {label}", subject_first=True),
+                }
+            )
+    return {"engines": present, "cells": cells}
+
+
+def _versions(rows: list[dict]) -> dict[int, str]:
+    found: dict[int, Counter] = defaultdict(Counter)
+    for row in rows:
+        if row["server_version"]:
+            found[row["experiment_id"]][row["server_version"]] += 1
+    return {experiment: counter.most_common(1)[0][0] for experiment, counter in found.items()}
+
+
+def _experiment_name(experiment_id: int, names: dict, versions: dict) -> str:
+    version = versions.get(experiment_id)
+    return f"#{experiment_id} {names.get(experiment_id, '')}".strip() + (f" ({version})" if version else "")
+
+
+def _sentences(
+    metrics: dict, side_names: dict, baseline: str, label: str, subject_first: bool = False
+) -> list[str]:
+    """Findings a manager reads, for recovery and downtime."""
+    found = []
+    for metric in ("recovery_seconds", "downtime_seconds"):
+        block = metrics.get(metric)
+        if not block:
+            continue
+        what = COMPARED_METRICS[metric][0]
+        for side, result in block["versus"].items():
+            found.append(
+                _sentence(what, side_names[side], side_names[baseline], label, result, subject_first)
+            )
+    return found
+
+
+def _sentence(what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool) -> str:
+    ratio, ci = result["ratio"], result["ratio_ci"]
+    where = f"{label}: " if not subject_first else ""
+    tail = f" {label}" if subject_first else ""
+    if ratio is None:
+        return f"{where}{what} of {subject} and {baseline} cannot be compared (no values on one side){tail}"
+    if ci is None:
+        return (
+            f"{where}{what}: {subject} took {ratio:.2f}x the time of {baseline}{tail}, "
+            "but with fewer than 2 runs a side there is no interval: repeat the runs"
+        )
+    if not result["significant"]:
+        return (
+            f"{where}no significant difference in {what} between {subject} and {baseline}{tail} "
+            f"({ratio:.2f}x, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x)"
+        )
+    if ratio < 1:
+        return (
+            f"{where}{subject}: {what} {1 / ratio:.1f}x faster than {baseline}{tail}, "
+            f"95% CI {1 / ci[1]:.1f}-{1 / ci[0]:.1f}x"
+        )
+    return (
+        f"{where}{subject}: {what} {ratio:.1f}x slower than {baseline}{tail}, 95% CI {ci[0]:.1f}-{ci[1]:.1f}x"
+    )
+
+
+def _regressions(metrics: dict, side_names: dict, baseline: str, label: str) -> list[str]:
+    """Slowdowns beyond the noise against the first experiment (the baseline version or build)."""
+    found = []
+    for metric in REGRESSION_METRICS:
+        block = metrics.get(metric)
+        for side, result in (block or {}).get("versus", {}).items():
+            if result["significant"] and result["ratio"] and result["ratio"] > 1:
+                low, high = result["ratio_ci"]
+                found.append(
+                    f"{label}: {COMPARED_METRICS[metric][0]} {result['ratio']:.2f}x slower in "
+                    f"{side_names[side]} than in {side_names[baseline]} (95% CI {low:.2f}-{high:.2f}x)"
+                )
+    return found

@@ -1,0 +1,170 @@
+"""What the experiment and run pages show, assembled once for the HTML page and for the JSON
+endpoint that keeps it live. Reads only."""
+
+from dataclasses import dataclass
+from statistics import median
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from . import charts
+from .cells import ENGINE_NAMES, ROW_FIELDS, SUMMARY_METRICS, Cell, build_cells, settings_text, varied_axes
+from .comparisons import COMPARED_METRICS
+from .models import Experiment, Run, RunStatus
+
+
+def row_of(run: Run) -> dict:
+    return {name: getattr(run, name) for name in ROW_FIELDS}
+
+
+@dataclass
+class Progress:
+    total: int
+    finished: int
+    failed: int
+    running: int
+    eta_seconds: float | None
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.finished / self.total if self.total else 100.0
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "percent": round(self.percent, 1)}
+
+
+def experiment_progress(runs: list[Run]) -> Progress:
+    """x of N runs finished, and the time left: the median duration of the finished runs times
+    the work left, spread over the hosts that run them (one run at a time per host)."""
+    finished = [r for r in runs if r.is_finished]
+    running = [r for r in runs if r.status == RunStatus.RUNNING]
+    durations = [
+        (r.finished_at - r.started_at).total_seconds() for r in finished if r.started_at and r.finished_at
+    ]
+    eta = None
+    if durations and len(finished) < len(runs):
+        typical = median(durations)
+        left = sum(1 for r in runs if r.status == RunStatus.QUEUED)
+        left += sum(1 - (r.progress_percent or 0) / 100 for r in running)
+        hosts = max(1, len({r.host_id for r in runs if not r.is_finished}))
+        eta = round(typical * left / hosts, 1)
+    return Progress(
+        total=len(runs),
+        finished=len(finished),
+        failed=sum(1 for r in finished if r.status == RunStatus.FAILED),
+        running=len(running),
+        eta_seconds=eta,
+    )
+
+
+# How each summarised metric reads in the table: scale and decimals.
+DISPLAY = {
+    "redo_bytes": (1e-6, "{:,.1f}"),
+    "rows_undone": (1, "{:,.0f}"),
+    "workload_tps": (1, "{:,.0f}"),
+    "achieved_insert_rate": (1, "{:,.0f}"),
+    "redo_apply_mb_per_s": (1, "{:,.1f}"),
+}
+
+
+def _shown(metric: str, value: float) -> str:
+    scale, pattern = DISPLAY.get(metric, (1, "{:.3f}"))
+    return pattern.format(value * scale)
+
+
+def summary_table(cells: list[Cell]) -> list[dict]:
+    """The summary per cell as the page shows it: median with its 95% interval, min-max on hover."""
+    table = []
+    for cell in cells:
+        values = []
+        for metric, _ in SUMMARY_METRICS:
+            summary = cell.summaries[metric]
+            if summary.median is None:
+                values.append({"text": "-", "ci": "", "title": "no value", "metric": metric})
+                continue
+            ci = f"{_shown(metric, summary.ci[0])}-{_shown(metric, summary.ci[1])}" if summary.ci else "n < 2"
+            spread = f"n {summary.n}, min {_shown(metric, summary.min)}, max {_shown(metric, summary.max)}"
+            values.append(
+                {
+                    "metric": metric,
+                    "text": _shown(metric, summary.median),
+                    "ci": ci,
+                    "title": spread + (f"; {summary.reason}" if summary.reason else ""),
+                }
+            )
+        table.append(
+            {
+                "cell": cell,
+                "n": cell.summaries["recovery_seconds"].n or len(cell.run_ids),
+                "values": values,
+                "needs_more": cell.needs_more,
+            }
+        )
+    return table
+
+
+def experiment_context(experiment: Experiment) -> dict:
+    runs = list(experiment.runs.all())
+    rows = [row_of(run) for run in runs]
+    cells = build_cells(rows)
+    axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
+    progress = experiment_progress(runs)
+    return {
+        "experiment": experiment,
+        "runs": runs,
+        "cells": cells,
+        "summary": summary_table(cells),
+        "summary_metrics": SUMMARY_METRICS,
+        "several_hosts": len({c.host for c in cells}) > 1,
+        "figures": charts.experiment_figures(rows, cells, axes),
+        "axes": axes,
+        "progress": progress,
+        "in_progress": progress.finished < progress.total,
+        "suspect_count": sum(1 for r in runs if r.suspect),
+        "excluded_count": sum(1 for r in runs if r.excluded),
+    }
+
+
+def experiment_live(experiment: Experiment, request) -> dict:
+    """The JSON that keeps an open experiment page current without reloading it (zoom kept)."""
+    context = experiment_context(experiment)
+    return {
+        "status": experiment.status,
+        "status_display": experiment.get_status_display(),
+        "in_progress": context["in_progress"],
+        "progress": context["progress"].as_dict(),
+        "figures": context["figures"],
+        "fragments": {
+            "runs": render_to_string("experiments/_runs.html", context, request),
+            "summary": render_to_string("experiments/_summary.html", context, request),
+            "progress": render_to_string("experiments/_progress.html", context, request),
+        },
+        "generated_at": timezone.now().isoformat(),
+    }
+
+
+def comparison_table(result: dict) -> dict:
+    """GET /api/compare/'s answer laid out for the page: a line per matched cell and metric."""
+    ids = [str(i) for i in result["experiments"]]
+    cells = []
+    for cell in result["cells"]:
+        label = f"{ENGINE_NAMES.get(cell['engine'], cell['engine'])} · " + settings_text(cell)
+        lines = [
+            {
+                "label": COMPARED_METRICS[metric][0],
+                "sides": [block.get(side) for side in ids],
+                "ratio": block.get("ratio"),
+                "ratio_ci": block.get("ratio_ci"),
+                "significant": block.get("significant"),
+                "p_value": block.get("p_value"),
+            }
+            for metric, block in cell["metrics"].items()
+        ]
+        cells.append({"label": label, "lines": lines})
+    return {
+        "sides": [(side, result["names"][side], result["server_versions"][side]) for side in ids],
+        "cells": cells,
+        "findings": [line for cell in result["cells"] for line in cell["sentences"]],
+        "engine_findings": [line for cell in result["engines"]["cells"] for line in cell["sentences"]],
+        "regressions": [line for cell in result["cells"] for line in cell["regressions"]],
+    }
