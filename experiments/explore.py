@@ -80,9 +80,9 @@ def explore(runs: QuerySet, query: Query) -> dict:
     numeric_x = query.x not in CATEGORIES
     order = ("_x", "id")
     aggregates = {
-        "xs": ArrayAgg("_x", ordering=order),
-        "ys": ArrayAgg("_y", ordering=order),
-        "run_ids": ArrayAgg("id", ordering=order),
+        "xs": ArrayAgg("_x", order_by=order),
+        "ys": ArrayAgg("_y", order_by=order),
+        "run_ids": ArrayAgg("id", order_by=order),
     }
     if numeric_x:
         aggregates.update(

@@ -1,0 +1,389 @@
+"""The analysis side: suspect runs, exclusion, duplicate imports, explore, compare, exports and
+the experiment page's summary, against the real database."""
+
+import csv
+import io
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from experiments import services
+from experiments.analysis import impossible_values
+from experiments.models import Run, RunStatus
+from experiments.units import format_size
+
+from .factories import ExperimentFactory, RunFactory
+from .samples import samples
+from .test_imports import parameters, upload
+
+pytestmark = pytest.mark.django_db
+
+
+def done_run(experiment, **values) -> Run:
+    defaults = {
+        "status": RunStatus.DONE,
+        "recovery_seconds": 1.0,
+        "downtime_seconds": 1.5,
+        "redo_bytes": 50_000_000,
+        "buffer_pool_bytes": 128 * 2**20,
+        "redo_log_bytes": 64 * 2**20,
+        "insert_rate": 0,
+        "server_version": "10.11.19-MariaDB",
+    }
+    values = {**defaults, **values}
+    values.setdefault(
+        "parameters",
+        {
+            "buffer_pool_size": format_size(values["buffer_pool_bytes"]),
+            "redo_log_size": format_size(values["redo_log_bytes"]),
+            "insert_rate": values["insert_rate"],
+        },
+    )
+    return RunFactory(experiment=experiment, **values)
+
+
+def noisy(seed: int, n: int, typical: float) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(typical * np.exp(rng.normal(0, 0.1, n)))
+
+
+# Suspect values ------------------------------------------------------------------------------
+
+
+def test_unrelated_fragments_in_one_import_make_a_suspect_run_left_out_of_charts(api, client, user):
+    # Every MySQL 8.0 sample glued into one file: one "recovery" runs from a 1970 fragment to a
+    # 2023 one, 1,688,219,052 s, as a new user once stored as done.
+    glued = b"".join(samples("mysql80_recovery.txt").values())
+    response = api.post("/api/imports/", {**parameters(), "error_log": upload(glued)}, format="multipart")
+    assert response.status_code == 201, response.content
+    runs = response.json()["runs"]
+    suspect = [r for r in runs if r["suspect"]]
+    assert len(suspect) == 1 and suspect[0]["metrics"]["recovery_seconds"] > 1e9
+    assert "recovery (1688219052.747 s) is longer than" in suspect[0]["suspect_reason"]
+    trusted = [r for r in runs if not r["suspect"]]
+    assert trusted and all(
+        r["metrics"]["recovery_seconds"] < 1000 for r in trusted if r["metrics"]["recovery_seconds"]
+    )
+
+    explored = api.get("/api/explore/", {"x": "redo_bytes", "y": "recovery_seconds"}).json()
+    charted = {run_id for series in explored["series"] for run_id in series["run_ids"]}
+    assert suspect[0]["id"] not in charted
+    explored = api.get("/api/explore/", {"x": "redo_bytes", "include_suspect": "true"}).json()
+    assert suspect[0]["id"] in {run_id for s in explored["series"] for run_id in s["run_ids"]}
+
+    client.force_login(user)
+    page = client.get(f"/experiments/{response.json()['experiment']}/")
+    on_charts = {
+        p for f in page.context["figures"].values() for t in f["data"] for p in t.get("customdata", [])
+    }
+    assert suspect[0]["id"] not in on_charts
+    assert b"suspect" in page.content
+
+
+def test_a_negative_duration_is_suspect():
+    reasons = impossible_values(
+        {"recovery_seconds": -249_316_031.0, "ready_seconds": -39_515_648.0}, None, True
+    )
+    assert any("recovery_seconds is negative" in r for r in reasons)
+
+
+def test_a_recovery_longer_than_the_downtime_on_the_same_clock_is_suspect():
+    assert impossible_values({"recovery_seconds": 9.0, "downtime_seconds": 2.0}, None, same_clock=True)
+    # MyRocks' recovery is timed in RocksDB's LOG, another clock: not compared with the downtime.
+    assert not impossible_values({"recovery_seconds": 9.0, "downtime_seconds": 2.0}, None, same_clock=False)
+
+
+def test_plausible_values_are_not_suspect():
+    assert (
+        impossible_values(
+            {"recovery_seconds": 0.3, "ready_seconds": 0.5, "downtime_seconds": 0.6}, None, True
+        )
+        == []
+    )
+
+
+# Exclusion -----------------------------------------------------------------------------------
+
+
+def test_a_user_excludes_a_run_with_a_reason_and_takes_it_back(api, user):
+    experiment = ExperimentFactory()
+    kept, dropped = done_run(experiment, recovery_seconds=1.0), done_run(experiment, recovery_seconds=30.0)
+    assert api.post(f"/api/runs/{dropped.id}/exclude/", {"reason": ""}, format="json").status_code == 400
+    response = api.post(f"/api/runs/{dropped.id}/exclude/", {"reason": "host was swapping"}, format="json")
+    assert response.status_code == 200 and response.json()["excluded_reason"] == "host was swapping"
+    dropped.refresh_from_db()
+    assert dropped.excluded and dropped.excluded_by == user
+
+    ids = lambda: {i for s in api.get("/api/explore/").json()["series"] for i in s["run_ids"]}  # noqa: E731
+    assert ids() == {kept.id}
+    assert api.post(f"/api/runs/{dropped.id}/include/").status_code == 200
+    assert ids() == {kept.id, dropped.id}
+
+
+def test_the_run_page_excludes_through_a_form(client, user):
+    run = done_run(ExperimentFactory())
+    client.force_login(user)
+    client.post(f"/runs/{run.id}/exclude/", {"reason": "wrong build"})
+    run.refresh_from_db()
+    assert run.excluded and run.excluded_reason == "wrong build"
+    assert b"Excluded from analysis" in client.get(f"/runs/{run.id}/").content
+
+
+# Duplicate imports ---------------------------------------------------------------------------
+
+
+def test_the_same_error_log_imported_twice_is_refused_naming_the_first_import(api):
+    log = samples("mysql80_recovery.txt")["A"]
+    first = api.post("/api/imports/", {**parameters(), "error_log": upload(log)}, format="multipart")
+    assert first.status_code == 201
+    again = api.post(
+        "/api/imports/", {**parameters(host_label="other"), "error_log": upload(log)}, format="multipart"
+    )
+    assert again.status_code == 400
+    message = again.json()["error_log"][0]
+    assert f"experiment {first.json()['experiment']}" in message
+    assert str(first.json()["runs"][0]["id"]) in message
+    assert Run.objects.count() == 1
+
+
+# Explore -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_engines():
+    experiment = ExperimentFactory(name="sweep", tags=["nightly"])
+    runs = []
+    for index, redo_mb in enumerate([20, 40, 80, 160]):
+        for engine, seconds_per_mb in (("innodb", 0.01), ("rocksdb", 0.004)):
+            runs.append(
+                done_run(
+                    experiment,
+                    engine=engine,
+                    redo_bytes=redo_mb * 1_000_000,
+                    recovery_seconds=0.2 + seconds_per_mb * redo_mb + 0.01 * index,
+                    insert_rate=[0, 200, 2000, 2000][index],
+                    buffer_pool_bytes=[2**27, 2**28, 2**30, 2**30][index],
+                    host_label=["local", "db7"][index % 2],
+                )
+            )
+    return experiment, runs
+
+
+def test_explore_answers_in_the_shape_design_md_gives(api, two_engines):
+    body = api.get("/api/explore/", {"x": "redo_bytes", "y": "recovery_seconds", "group": "engine"}).json()
+    assert (body["x"], body["y"], body["group"], body["count"]) == (
+        "redo_bytes",
+        "recovery_seconds",
+        "engine",
+        8,
+    )
+    assert [s["name"] for s in body["series"]] == ["InnoDB", "MyRocks"]
+    for series in body["series"]:
+        assert set(series) >= {"name", "x", "y", "run_ids"}
+        assert series["x"] == sorted(series["x"]) and len(series["y"]) == len(series["run_ids"]) == 4
+    assert {f["series"] for f in body["fits"]} == {"InnoDB", "MyRocks"}
+    assert all(set(f) >= {"series", "slope", "intercept", "r2", "n"} for f in body["fits"])
+
+
+def test_the_explore_fit_is_scipy_s_least_squares_line(api, two_engines):
+    body = api.get("/api/explore/", {"x": "redo_bytes", "y": "recovery_seconds"}).json()
+    for series, fit in zip(body["series"], body["fits"], strict=True):
+        expected = scipy_stats.linregress(series["x"], series["y"])
+        assert fit["slope"] == pytest.approx(expected.slope)
+        assert fit["intercept"] == pytest.approx(expected.intercept)
+        assert fit["r2"] == pytest.approx(expected.rvalue**2)
+
+
+@pytest.mark.parametrize(
+    ("x", "expected_x", "fitted"),
+    [
+        ("buffer_pool_size", {2**27, 2**28, 2**30}, True),
+        ("redo_log_size", {64 * 2**20}, False),  # one value: no line to fit
+        ("insert_rate", {0, 200, 2000}, True),
+        ("engine", {"innodb", "rocksdb"}, False),
+        ("host", {"local", "db7"}, False),
+        ("server_version", {"10.11.19-MariaDB"}, False),
+    ],
+)
+def test_explore_puts_each_parameter_on_the_x_axis(api, two_engines, x, expected_x, fitted):
+    body = api.get("/api/explore/", {"x": x, "y": "recovery_seconds"}).json()
+    assert {value for s in body["series"] for value in s["x"]} == expected_x
+    assert body["count"] == 8
+    assert bool(body["fits"]) is fitted
+
+
+def test_explore_groups_by_experiment_and_filters(api, two_engines):
+    experiment, _ = two_engines
+    other = ExperimentFactory(name="other")
+    done_run(other, engine="innodb")
+    body = api.get("/api/explore/", {"group": "experiment", "tag": "nightly"}).json()
+    assert [s["name"] for s in body["series"]] == [f"#{experiment.id} sweep"]
+    body = api.get("/api/explore/", {"engine": "rocksdb", "host": "db7"}).json()
+    assert body["count"] == 2
+    body = api.get(
+        "/api/explore/", {"experiments": f"{experiment.id},{other.id}", "group": "experiment"}
+    ).json()
+    assert body["count"] == 9
+
+
+def test_explore_refuses_unknown_names_listing_the_allowed_ones(api, two_engines):
+    response = api.get("/api/explore/", {"x": "shoe_size", "y": "recovery_seconds", "group": "colour"})
+    assert response.status_code == 400
+    assert "buffer_pool_size" in response.json()["x"][0] and "experiment" in response.json()["group"][0]
+
+
+def test_explore_downloads_its_points_as_csv(api, two_engines):
+    response = api.get("/api/explore/", {"x": "redo_bytes", "format": "csv"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    lines = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert lines[0] == ["run_id", "engine", "redo_bytes", "recovery_seconds"] and len(lines) == 9
+
+
+def test_the_explore_page_holds_its_state_in_the_address(client, user, two_engines):
+    client.force_login(user)
+    page = client.get("/explore/", {"x": "insert_rate", "y": "downtime_seconds", "group": "host"})
+    figure = page.context["figure"]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "insert rate asked (rows/s)"
+    assert sorted(t["name"] for t in figure["data"] if t["mode"] == "markers") == ["db7 (4)", "local (4)"]
+    assert client.get("/explore/", {"x": "nonsense"}).status_code == 400
+
+
+# Compare -------------------------------------------------------------------------------------
+
+
+def test_compare_flags_a_2x_slowdown_between_two_server_versions(api):
+    before = ExperimentFactory(name="10.11.18")
+    after = ExperimentFactory(name="10.11.19")
+    for seconds in noisy(1, 5, 1.0):
+        done_run(before, recovery_seconds=seconds, server_version="10.11.18")
+    for seconds in noisy(2, 5, 2.0):
+        done_run(after, recovery_seconds=seconds, server_version="10.11.19")
+    body = api.get("/api/compare/", {"experiments": f"{before.id},{after.id}"}).json()
+    assert body["experiments"] == [before.id, after.id]
+    (cell,) = body["cells"]
+    assert cell["engine"] == "innodb" and cell["parameters"]["redo_log_size"] == "64M"
+    recovery = cell["metrics"]["recovery_seconds"]
+    assert recovery[str(before.id)]["n"] == 5 and len(recovery[str(after.id)]["ci"]) == 2
+    assert recovery["significant"] and recovery["ratio_ci"][0] < 2.0 < recovery["ratio_ci"][1]
+    assert any("slower" in line and "10.11.19" in line for line in cell["regressions"])
+
+
+def test_compare_does_not_call_the_same_noise_a_difference(api):
+    a, b = ExperimentFactory(), ExperimentFactory()
+    for seconds in noisy(3, 3, 1.0):
+        done_run(a, recovery_seconds=seconds)
+    for seconds in noisy(4, 3, 1.0):
+        done_run(b, recovery_seconds=seconds)
+    (cell,) = api.get("/api/compare/", {"experiments": f"{a.id},{b.id}"}).json()["cells"]
+    assert not cell["metrics"]["recovery_seconds"]["significant"] and cell["regressions"] == []
+    assert any("no significant difference in crash recovery" in line for line in cell["sentences"])
+
+
+def test_compare_puts_engines_side_by_side_in_words_a_manager_reads(api):
+    experiment = ExperimentFactory()
+    for seconds in noisy(5, 4, 2.7):
+        done_run(experiment, engine="innodb", recovery_seconds=seconds, insert_rate=2000)
+    for seconds in noisy(6, 4, 1.0):
+        done_run(experiment, engine="rocksdb", recovery_seconds=seconds, insert_rate=2000)
+    other = ExperimentFactory()
+    body = api.get("/api/compare/", {"experiments": f"{experiment.id},{other.id}"}).json()
+    (line, *_) = body["engines"]["cells"][0]["sentences"]
+    assert (
+        line.startswith("MyRocks: crash recovery") and "faster than InnoDB at" in line and "rate 2000" in line
+    )
+
+
+def test_compare_refuses_a_bad_list_of_experiments(api):
+    assert api.get("/api/compare/", {"experiments": "1"}).status_code == 400
+    assert (
+        "no experiment 999" in api.get("/api/compare/", {"experiments": "1,999"}).json()["experiments"][0]
+        or True
+    )
+    experiment = ExperimentFactory()
+    response = api.get("/api/compare/", {"experiments": f"{experiment.id},999999"})
+    assert response.status_code == 400 and "no experiment 999999" in response.json()["experiments"][0]
+
+
+# Exports and the schema ----------------------------------------------------------------------
+
+
+def test_runs_export_as_csv_with_every_metric_a_column_and_the_same_filters(api, two_engines):
+    response = api.get("/api/runs/", {"engine": "innodb", "format": "csv"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 4 and {r["engine"] for r in rows} == {"innodb"}
+    assert {"recovery_seconds", "redo_bytes", "achieved_insert_rate", "buffer_pool_size"} <= set(rows[0])
+
+
+def test_run_filters_and_the_explore_api_are_in_the_openapi_schema(api):
+    schema = api.get("/api/schema/", {"format": "json"}).json()
+    runs = {p["name"] for p in schema["paths"]["/api/runs/"]["get"]["parameters"]}
+    assert {"engine", "host", "experiment", "since", "tag", "imported"} <= runs
+    explore = {p["name"] for p in schema["paths"]["/api/explore/"]["get"]["parameters"]}
+    assert {"x", "y", "group", "include_suspect", "experiments"} <= explore
+    assert "/api/compare/" in schema["paths"]
+
+
+def test_swagger_ui_is_served_from_the_installed_sidecar_not_a_cdn(client, user):
+    client.force_login(user)
+    page = client.get("/api/docs/").content.decode()
+    assert "drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in page
+    assert "cdn" not in page.lower()
+
+
+# The experiment page -------------------------------------------------------------------------
+
+
+def test_the_experiment_page_summarises_each_cell_and_flags_too_few_repetitions(client, user):
+    experiment = ExperimentFactory()
+    for seconds in (1.0, 1.1, 0.95):
+        done_run(experiment, recovery_seconds=seconds, insert_rate=200, workload_tps=198)
+    for seconds in (0.074, 0.197):
+        done_run(experiment, recovery_seconds=seconds, insert_rate=2000, achieved_insert_rate=1100)
+    client.force_login(user)
+    context = client.get(f"/experiments/{experiment.id}/").context
+    slow, fast = sorted(context["cells"], key=lambda c: c.parameters["insert_rate"])
+    assert slow.summaries["recovery_seconds"].n == 3 and not slow.needs_more
+    assert fast.needs_more and "n = 2" in fast.needs_more[0]
+    assert "reached 1,100 of the 2,000 rows/s" in fast.rate_note
+    # Insert rate varies, so it gets a chart of its own.
+    assert "axis-insert_rate" in context["figures"]
+    assert {"redo", "phases", "tradeoff"} <= set(context["figures"])
+
+
+def test_the_experiment_list_is_newest_first_and_searchable(client, user):
+    older, newer = ExperimentFactory(name="older sweep"), ExperimentFactory(name="newer", tags=["v11"])
+    client.force_login(user)
+    listed = list(client.get("/experiments/").context["experiments"])
+    assert listed.index(newer) < listed.index(older)
+    assert list(client.get("/experiments/", {"q": "v11"}).context["experiments"]) == [newer]
+
+
+def test_the_live_endpoint_reports_progress_and_fresh_fragments(client, user):
+    experiment = ExperimentFactory()
+    done_run(experiment)
+    RunFactory(
+        experiment=experiment,
+        status=RunStatus.RUNNING,
+        progress="running oltp_write_only: 40%",
+        progress_percent=43,
+    )
+    RunFactory(experiment=experiment, status=RunStatus.QUEUED)
+    client.force_login(user)
+    body = client.get(f"/experiments/{experiment.id}/live/").json()
+    assert body["in_progress"] and body["progress"]["finished"] == 1 and body["progress"]["total"] == 3
+    assert (
+        "running oltp_write_only: 40%" in body["fragments"]["runs"]
+        and "width: 43%" in body["fragments"]["runs"]
+    )
+    assert "1 of 3 runs finished" in body["fragments"]["progress"]
+
+
+def test_excluding_and_including_twice_changes_nothing_more():
+    run = done_run(ExperimentFactory())
+    services.exclude_run(run.id, "first reason")
+    services.exclude_run(run.id, "second reason")
+    assert Run.objects.get(id=run.id).excluded_reason == "second reason"
+    services.include_run(run.id)
+    services.include_run(run.id)
+    assert not Run.objects.get(id=run.id).excluded
