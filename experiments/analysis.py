@@ -150,8 +150,13 @@ def impossible_values(metrics: dict, crash: Episode | None, same_clock: bool) ->
     than the time to ready or to the first query measured on the same clock, or longer than the
     episode's own span (lines of unrelated starts read as one)."""
     reasons = []
-    for name in ("recovery_seconds", "rollback_seconds", "ready_seconds", "downtime_seconds",
-                 "clean_start_seconds"):
+    for name in (
+        "recovery_seconds",
+        "rollback_seconds",
+        "ready_seconds",
+        "downtime_seconds",
+        "clean_start_seconds",
+    ):
         if metrics.get(name) is not None and metrics[name] < 0:
             reasons.append(f"{name} is negative ({metrics[name]:.3f} s)")
     recovery = metrics.get("recovery_seconds")

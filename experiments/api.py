@@ -165,6 +165,7 @@ class ExploreFitSerializer(serializers.Serializer):
     intercept = serializers.FloatField()
     r2 = serializers.FloatField(allow_null=True)
     n = serializers.IntegerField()
+    reads_as = serializers.CharField(help_text="bytes over seconds read as MB/s (the apply rate), else empty")
 
 
 class ExploreResultSerializer(serializers.Serializer):

@@ -4,8 +4,7 @@ receive them from a JSON endpoint; no chart logic lives in templates or scripts.
 from collections import defaultdict
 
 from . import stats
-from .cells import ENGINE_NAMES, Cell, analysable, hover_text, settings_text
-from .metrics import UNITS
+from .cells import ENGINE_NAMES, PARAMETER_LABELS, Cell, analysable, hover_text, settings_text
 
 ENGINE_COLOURS = {"innodb": "#1f77b4", "rocksdb": "#d62728", "tokudb": "#2ca02c"}
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
@@ -39,7 +38,10 @@ AXIS_TITLES = {
     "server_version": "server version",
     "experiment": "experiment",
 }
+PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}
 WEBGL_FROM_POINTS = 2000
+# Charts drawn across the whole page width (long labels, many legend entries).
+WIDE_FIGURES = ("phases", "tradeoff")
 
 
 def colour(name: str, index: int) -> str:
@@ -84,35 +86,45 @@ def axis_value(row: dict, axis: str):
     return str(row["server_options"].get(axis, row["parameters"].get(axis, "")))
 
 
-def parameter_chart(rows: list[dict], axis: str) -> dict:
+def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict:
     """Recovery and downtime against one parameter: a point per run, and the median per value
-    with its 95% interval, one colour per engine."""
+    with its 95% interval. A series per engine and per value of the other parameters that vary,
+    so a median never pools runs done at different settings."""
     categorical = axis not in NUMERIC_AXES
+    others = [a for a in varied if a not in (axis, "engine")]
+    series: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        if axis_value(row, axis) is not None:
+            series[(row["engine"], *(str(axis_value(row, o)) for o in others))].append(row)
     traces, xs_all, ys_all = [], [], []
-    engines = sorted({r["engine"] for r in rows})
-    for index, engine in enumerate(engines):
+    for index, key in enumerate(sorted(series)):
+        engine, setting = key[0], " · ".join(f"{_short(o)} {v}" for o, v in zip(others, key[1:], strict=True))
+        label = ENGINE_NAMES.get(engine, engine) + (f" · {setting}" if setting else "")
+        colour_key = engine if not others else f"series-{index}"
         for metric, symbol, what in SERIES:
-            points = [
-                r
-                for r in rows
-                if r["engine"] == engine and r[metric] is not None and axis_value(r, axis) is not None
-            ]
+            points = [r for r in series[key] if r[metric] is not None]
             if not points:
                 continue
-            xs = [axis_value(r, axis) for r in points]
+            xs, ys = [axis_value(r, axis) for r in points], [r[metric] for r in points]
             xs_all += xs
-            ys_all += [r[metric] for r in points]
-            name = f"{ENGINE_NAMES.get(engine, engine)}: {what}"
-            traces.append(_points(name, engine, xs, [r[metric] for r in points], points, symbol, index))
-            traces.append(_medians(name, engine, xs, [r[metric] for r in points], index))
+            ys_all += ys
+            name = f"{label}: {what}"
+            traces.append(_points(name, colour_key, xs, ys, points, symbol, index))
+            traces.append(_medians(name, colour_key, xs, ys, index, categorical))
     return {
         "data": traces,
         "layout": base_layout(
             f"Recovery and downtime against {AXIS_TITLES.get(axis, axis).split(' (')[0]}",
-            xaxis=axis_layout(AXIS_TITLES.get(axis, axis), UNITS.get(axis, ""), xs_all, categorical),
+            xaxis=axis_layout(
+                AXIS_TITLES.get(axis, axis), PARAMETER_UNITS.get(axis, ""), xs_all, categorical
+            ),
             yaxis=axis_layout("seconds", "s", ys_all),
         ),
     }
+
+
+def _short(axis: str) -> str:
+    return PARAMETER_LABELS.get(axis, axis)
 
 
 def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dict:
@@ -138,17 +150,20 @@ def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dic
     }
 
 
-def _medians(name: str, group: str, xs, ys, index: int) -> dict:
+def _medians(name: str, group: str, xs, ys, index: int, categorical: bool) -> dict:
     by_x: dict = defaultdict(list)
     for x, y in zip(xs, ys, strict=True):
         by_x[x].append(y)
     keys = sorted(by_x, key=lambda k: (isinstance(k, str), k))
     summaries = [stats.summarize(by_x[k]) for k in keys]
-    high = [(s.ci[1] - s.median) if s.ci else 0 for s in summaries]
-    low = [(s.median - s.ci[0]) if s.ci else 0 for s in summaries]
+    # With fewer than 3 runs the interval is too wide to draw (it would squash the chart); the
+    # summary table still gives it, flagged.
+    shown = [s.ci if s.ci and s.n >= stats.MIN_REPETITIONS else None for s in summaries]
+    high = [(ci[1] - s.median) if ci else 0 for s, ci in zip(summaries, shown, strict=True)]
+    low = [(s.median - ci[0]) if ci else 0 for s, ci in zip(summaries, shown, strict=True)]
     return {
         "type": "scatter",
-        "mode": "lines+markers",
+        "mode": "markers" if categorical else "lines+markers",  # no line between categories
         "name": f"{name}, median and 95% CI",
         "legendgroup": name,
         "showlegend": False,
@@ -294,7 +309,8 @@ def phase_chart(cells: list[Cell]) -> dict:
         "layout": base_layout(
             "Where the restart's time goes (medians per cell)",
             barmode="stack",
-            height=max(260, 60 + 46 * len(order)),
+            height=max(300, 80 + 40 * len(order)),
+            legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "traceorder": "normal"},
             xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
             yaxis={
                 "type": "category",
@@ -404,7 +420,7 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
 def experiment_figures(rows: list[dict], cells: list[Cell], axes: list[str]) -> dict[str, dict]:
     """Every chart of the experiment page, by id; runs that are suspect or excluded are out."""
     charted = [r for r in rows if analysable(r)]
-    figures = {f"axis-{axis}": parameter_chart(charted, axis) for axis in axes or ["engine"]}
+    figures = {f"axis-{axis}": parameter_chart(charted, axis, axes) for axis in axes or ["engine"]}
     figures["redo"] = redo_fit_chart(charted)
     figures["phases"] = phase_chart(cells)
     figures["tradeoff"] = tradeoff_chart(cells)
@@ -443,7 +459,9 @@ def explore_figure(result: dict) -> dict:
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": f"{fit['series']}: fit, slope {fit['slope']:.4g}, R² {fit['r2']:.2f}",
+                "name": f"{fit['series']}: fit, "
+                + (fit["reads_as"] or f"slope {fit['slope']:.4g}")
+                + f", R² {fit['r2']:.2f}",
                 "x": ends,
                 "y": [fit["slope"] * x + fit["intercept"] for x in ends],
                 "line": {"dash": "dash", "color": colour(series["key"], result["series"].index(series))},
@@ -475,8 +493,9 @@ def compare_chart(result: dict) -> dict:
         key = str(experiment)
         blocks = [c["metrics"].get("recovery_seconds", {}).get(key) for c in result["cells"]]
         medians = [b["median"] if b else None for b in blocks]
-        high = [(b["ci"][1] - b["median"]) if b and b["ci"] else 0 for b in blocks]
-        low = [(b["median"] - b["ci"][0]) if b and b["ci"] else 0 for b in blocks]
+        drawn = [b if b and b["ci"] and b["n"] >= stats.MIN_REPETITIONS else None for b in blocks]
+        high = [(b["ci"][1] - b["median"]) if b else 0 for b in drawn]
+        low = [(b["median"] - b["ci"][0]) if b else 0 for b in drawn]
         traces.append(
             {
                 "type": "bar",

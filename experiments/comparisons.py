@@ -93,7 +93,7 @@ def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict
             "metrics": _metric_block(per_side, experiment_ids),
         }
         label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(next(iter(per_side.values()))[0])}"
-        side_names = {str(i): _experiment_name(i, names, versions) for i in experiment_ids}
+        side_names = {str(i): _experiment_name(i, versions) for i in experiment_ids}
         cell["sentences"] = _sentences(cell["metrics"], side_names, str(experiment_ids[0]), label)
         cell["regressions"] = _regressions(cell["metrics"], side_names, str(experiment_ids[0]), label)
         cells.append(cell)
@@ -137,9 +137,11 @@ def _versions(rows: list[dict]) -> dict[int, str]:
     return {experiment: counter.most_common(1)[0][0] for experiment, counter in found.items()}
 
 
-def _experiment_name(experiment_id: int, names: dict, versions: dict) -> str:
+def _experiment_name(experiment_id: int, versions: dict) -> str:
+    """'#12', with the server version where the experiments ran different ones (the page
+    header gives the full names)."""
     version = versions.get(experiment_id)
-    return f"#{experiment_id} {names.get(experiment_id, '')}".strip() + (f" ({version})" if version else "")
+    return f"#{experiment_id}" + (f" ({version})" if version and len(set(versions.values())) > 1 else "")
 
 
 def _sentences(

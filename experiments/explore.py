@@ -13,7 +13,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from .cells import ENGINE_NAMES
-from .charts import AXIS_TITLES
+from .charts import AXIS_TITLES, PARAMETER_UNITS
 from .metrics import LABELS, NUMERIC_METRICS, UNITS
 from .models import Experiment
 from .units import format_size
@@ -28,7 +28,6 @@ CATEGORIES = {"engine": F("engine"), "server_version": F("server_version"), "hos
 X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
 Y_AXES = NUMERIC_METRICS
 GROUPS = ("engine", "host", "server_version", "experiment", *NUMERIC_PARAMETERS)
-PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}
 
 
 class ExploreError(ValueError):
@@ -115,6 +114,7 @@ def explore(runs: QuerySet, query: Query) -> dict:
         if numeric_x and group["slope"] is not None and group["n"] >= 3:
             fits.append(
                 {
+                    "reads_as": fit_reading(query, group["slope"]),
                     "series": name,
                     "slope": group["slope"],
                     "intercept": group["intercept"],
@@ -135,6 +135,15 @@ def explore(runs: QuerySet, query: Query) -> dict:
         "x_unit": PARAMETER_UNITS.get(query.x, UNITS.get(query.x, "")),
         "y_unit": UNITS.get(query.y, ""),
     }
+
+
+def fit_reading(query: Query, slope: float) -> str:
+    """A slope of seconds per byte reads better upside down: the bytes handled per second (for
+    redo against recovery, the apply rate)."""
+    x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
+    if x_unit == "B" and UNITS.get(query.y) == "s" and slope > 0:
+        return f"{1 / slope / 1e6:,.1f} MB/s"
+    return ""
 
 
 def _group_names(group: str, keys: list) -> dict:

@@ -209,7 +209,9 @@ def import_runs(
 
 def _refuse_a_second_import(digest: str) -> None:
     earlier = list(
-        Run.objects.filter(source_sha256=digest).select_related("experiment").order_by("id")[:MAX_RUNS_PER_IMPORT]
+        Run.objects.filter(source_sha256=digest)
+        .select_related("experiment")
+        .order_by("id")[:MAX_RUNS_PER_IMPORT]
     )
     if earlier:
         first = earlier[0]

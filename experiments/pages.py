@@ -117,6 +117,7 @@ def experiment_context(experiment: Experiment) -> dict:
         "summary_metrics": SUMMARY_METRICS,
         "several_hosts": len({c.host for c in cells}) > 1,
         "figures": charts.experiment_figures(rows, cells, axes),
+        "wide_figures": charts.WIDE_FIGURES,
         "axes": axes,
         "progress": progress,
         "in_progress": progress.finished < progress.total,

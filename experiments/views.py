@@ -149,6 +149,7 @@ def explore_page(request):
         "engines": Engine.choices,
         "experiments": Experiment.objects.order_by("-created_at", "-id")[:200],
         "params": request.GET,
+        "shown": {name: request.GET.get(name) or getattr(Query, name) for name in ("x", "y", "group")},
         "csv_query": request.GET.urlencode(),
     }
     try:

@@ -3,6 +3,7 @@
 (function () {
   const lab = window.RecoveryLab;
   const charts = document.getElementById("charts");
+  const wide = JSON.parse(document.getElementById("wide-figures").textContent);
 
   function drawAll(figures) {
     Object.keys(figures).forEach(function (name) {
@@ -11,7 +12,7 @@
         const empty = charts.querySelector(".empty");
         if (empty) empty.remove();
         const section = document.createElement("section");
-        section.className = "chart";
+        section.className = "chart" + (wide.indexOf(name) >= 0 ? " wide" : "");
         holder = document.createElement("div");
         holder.className = "figure";
         holder.id = "figure-" + name;
