@@ -24,6 +24,7 @@ PHASE_NAMES = {
 }
 # Whole-second logs put a line up to a second off: a margin before calling a duration impossible.
 CLOCK_MARGIN_S = 1.0
+MAX_LOG_FILES = 100
 
 
 @dataclass
@@ -66,9 +67,12 @@ def _after(episodes: list[Episode], moment: float | None) -> Episode | None:
     return None
 
 
-def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalysis:
+def analyse_run(
+    result: dict, files: dict[str, bytes], engine: str, redo_log_bytes: int | None = None
+) -> RunAnalysis:
     """Metrics of a run from its files. `result` is the runner's result.json, or for an import
-    {"imported": true, "crash_index": i, "timezone": ..., "redo_bytes": ...}."""
+    {"imported": true, "crash_index": i, "timezone": ..., "redo_bytes": ...}; redo_log_bytes is
+    the run's redo log size, which bounds the redo InnoDB can replay."""
     analysis = RunAnalysis()
     zone = _local_zone(result)
     crash_index = result.get("crash_index", 0)
@@ -126,7 +130,20 @@ def analyse_run(result: dict, files: dict[str, bytes], engine: str) -> RunAnalys
         metrics["verified"] = result["verified"]
     analysis.server_version = result.get("server_version") or analysis.server_version
     analysis.suspect_reasons = impossible_values(metrics, crash, same_clock=engine != "rocksdb")
+    if engine == "innodb":
+        analysis.suspect_reasons += more_redo_than_logs_hold(metrics.get("redo_bytes"), redo_log_bytes)
     return analysis
+
+
+def more_redo_than_logs_hold(redo_bytes: int | None, log_size: int | None) -> list[str]:
+    """InnoDB can only replay what its log files hold: at most 100 files (innodb_log_files_in_group)
+    of the redo log size. More than that is two unrelated LSNs subtracted."""
+    if redo_bytes is None or not log_size or redo_bytes <= MAX_LOG_FILES * log_size:
+        return []
+    return [
+        f"redo to replay ({redo_bytes:,} bytes) is more than {MAX_LOG_FILES} times the redo log size "
+        f"({log_size:,} bytes): no InnoDB log holds that much"
+    ]
 
 
 def _keep_phases(analysis: RunAnalysis, episode: Episode) -> None:

@@ -95,7 +95,7 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
     series: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         if axis_value(row, axis) is not None:
-            series[(row["engine"], *(str(axis_value(row, o)) for o in others))].append(row)
+            series[(row["engine"], *(_setting(row, o) for o in others))].append(row)
     traces, xs_all, ys_all = [], [], []
     for index, key in enumerate(sorted(series)):
         engine, setting = key[0], " · ".join(f"{_short(o)} {v}" for o, v in zip(others, key[1:], strict=True))
@@ -125,6 +125,13 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
 
 def _short(axis: str) -> str:
     return PARAMETER_LABELS.get(axis, axis)
+
+
+def _setting(row: dict, axis: str) -> str:
+    """A setting as the user wrote it ("2G", not 2147483648), for a series' name."""
+    if axis in row["parameters"]:
+        return str(row["parameters"][axis])
+    return str(axis_value(row, axis))
 
 
 def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dict:

@@ -130,10 +130,12 @@ def compare_engines(rows: list[dict]) -> dict:
 
 
 def _versions(rows: list[dict]) -> dict[int, str]:
+    """Each experiment's server version: the one most of its runs report, runs done here
+    counting before imported ones."""
     found: dict[int, Counter] = defaultdict(Counter)
     for row in rows:
         if row["server_version"]:
-            found[row["experiment_id"]][row["server_version"]] += 1
+            found[row["experiment_id"]][row["server_version"]] += 1 if row["imported"] else 1000
     return {experiment: counter.most_common(1)[0][0] for experiment, counter in found.items()}
 
 

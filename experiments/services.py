@@ -205,7 +205,7 @@ def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int
 def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     """Set the run's metrics, phases and suspicion from its files (the row is saved by the
     caller). Recomputed whole every time, so a re-parse after a parser fix clears a suspicion."""
-    analysis = analyse_run(result, files, run.engine)
+    analysis = analyse_run(result, files, run.engine, run.redo_log_bytes)
     for name in METRIC_NAMES:
         setattr(run, name, analysis.metrics.get(name))
     run.phases = analysis.phases

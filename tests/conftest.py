@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
+from playwright.sync_api import sync_playwright
 from rest_framework.test import APIClient
 
 from .factories import HostFactory, UserFactory
@@ -112,3 +113,25 @@ def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.5):
             return value
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page():
+    """A page in Debian's Chromium (Playwright drives it; nothing is downloaded)."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1300, "height": 1000})
+        yield context.new_page()
+        browser.close()

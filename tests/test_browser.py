@@ -3,31 +3,13 @@
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+
+from experiments.models import Run
 
 from .conftest import ROOT
 from .factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture
-def page():
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1300, "height": 1000})
-        yield context.new_page()
-        browser.close()
 
 
 def screenshot(page, name: str) -> Path:
@@ -36,6 +18,13 @@ def screenshot(page, name: str) -> Path:
     path = folder / name
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def plotted_run_ids(page, holder_id: str) -> list[int]:
+    """The run ids behind the points Plotly drew in a chart (each point's customdata)."""
+    return page.evaluate(
+        "id => document.getElementById(id).data.flatMap(t => (t.customdata || []))", holder_id
+    )
 
 
 def log_in(page, live_server):
@@ -71,11 +60,20 @@ def test_create_an_experiment_through_the_form_and_see_the_chart(
     page.click("text=Create and run")
     page.wait_for_url("**/experiments/*/")
     assert page.locator("tr.run-row").count() == 2
-    # The page refreshes itself while runs go; the chart fills in as they finish.
+    # The page updates itself while runs go (no reload: the marker set now survives); the charts
+    # fill in as runs finish.
+    page.evaluate("window.notReloaded = true")
     page.wait_for_selector("tr.run-row[data-status=done] >> nth=1", timeout=600_000)
-    page.wait_for_selector("#recovery-chart .scatterlayer .point")
-    assert page.locator("#recovery-chart .scatterlayer .point").count() == 4  # 2 runs x 2 series
+    page.wait_for_selector("#figure-redo .scatterlayer .point")
+    assert page.evaluate("window.notReloaded") is True
+    runs = sorted(
+        int(i) for i in page.locator("tr.run-row").evaluate_all("rows => rows.map(r => r.dataset.run)")
+    )
+    assert sorted(plotted_run_ids(page, "figure-redo")) == runs  # recovery against redo: a point per run
+    # Against redo log size: recovery and downtime per run (the medians carry no run id).
+    assert sorted(plotted_run_ids(page, "figure-axis-redo_log_size")) == sorted(runs * 2)
     assert page.locator("tr.run-row[data-status=done]").count() == 2
+    assert "2 of 2 runs finished" in page.locator("#experiment-progress").inner_text()
     screenshot(page, "experiment.png")
     page.locator("tr.run-row a").first.click()
     page.wait_for_selector("td[data-metric=recovery_seconds]")
@@ -105,8 +103,13 @@ def test_import_a_percona8_log_into_an_experiment_and_see_it_on_the_chart(page, 
     page.wait_for_url(f"**/experiments/{live.experiment_id}/")
     rows = page.locator("tr.run-row")
     assert rows.count() == 2
-    assert "mgr07.greatsql" in page.locator("table").inner_text()
-    page.wait_for_selector("#recovery-chart .scatterlayer .point")
-    # live: recovery and downtime; imported: recovery only (no kill was timed)
-    assert page.locator("#recovery-chart .scatterlayer .point").count() == 3
+    assert "mgr07.greatsql" in page.locator("table.runs").inner_text()
+    page.wait_for_selector("#figure-redo .scatterlayer .point")
+    imported = Run.objects.get(imported=True)
+    assert sorted(plotted_run_ids(page, "figure-redo")) == sorted([live.id, imported.id])
+    # the imported run is drawn with a square marker
+    symbols = page.evaluate(
+        "document.getElementById('figure-redo').data.flatMap(t => (t.marker && t.marker.symbol) || [])"
+    )
+    assert "square" in symbols
     screenshot(page, "import.png")
