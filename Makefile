@@ -30,6 +30,7 @@ test: setup
 
 bench: setup
 	@$(PY) scripts/bench.py
+	@$(PY) scripts/bench_analysis.py
 
 lint: setup
 	@.venv/bin/ruff check .

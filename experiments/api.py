@@ -1,5 +1,6 @@
 """REST API (DESIGN.md, "Commands and API that scripts rely on")."""
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, mixins, renderers, serializers, status, viewsets
@@ -203,8 +204,8 @@ class ExploreView(generics.GenericAPIView):
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         result = explore(self.filter_queryset(self.get_queryset()), query)
         if wants_csv(request):
-            return explore_csv(result)
-        return Response(result)
+            return explore_csv(result.to_dict())
+        return HttpResponse(result.to_json(), content_type="application/json")
 
 
 class CompareView(APIView):

@@ -115,28 +115,38 @@ def build_cells(rows: list[dict]) -> list[Cell]:
     for row in rows:
         if analysable(row):
             grouped[cell_key(row)].append(row)
-    cells = []
-    for key in sorted(grouped, key=_sort_key):
-        members = grouped[key]
-        first = members[0]
-        cell = Cell(
+    keys = sorted(grouped, key=_sort_key)
+    metrics = (*(name for name, _ in SUMMARY_METRICS), *CHART_METRICS)
+    # Every sample of every cell summarised in one batch (scipy vectorises equal sizes).
+    requests = [(key, metric, [r[metric] for r in grouped[key]]) for key in keys for metric in metrics]
+    phase_requests = [
+        (key, name, [r["phases"].get(name) for r in grouped[key]])
+        for key in keys
+        for name in sorted({name for r in grouped[key] for name in r["phases"]})
+    ]
+    summaries = stats.summarize_many([values for _, _, values in requests])
+    phase_medians = stats.summarize_many([values for _, _, values in phase_requests])
+    cells = {}
+    for key in keys:
+        first = grouped[key][0]
+        cells[key] = Cell(
             host=first["host_label"],
             engine=first["engine"],
             parameters=first["parameters"],
             server_options=first["server_options"],
             label=f"{ENGINE_NAMES.get(first['engine'], first['engine'])} · {settings_text(first)}",
-            run_ids=[r["id"] for r in members],
+            run_ids=[r["id"] for r in grouped[key]],
         )
-        for name in (*(name for name, _ in SUMMARY_METRICS), *CHART_METRICS):
-            cell.summaries[name] = stats.summarize([r[name] for r in members])
-        phase_names = {name for r in members for name in r["phases"]}
-        for name in phase_names:
-            median = stats.summarize([r["phases"].get(name) for r in members]).median
-            if median is not None:
-                cell.phases[name] = median
-        cell.rate_note = _rate_note(first.get("insert_rate"), cell.summaries["achieved_insert_rate"])
-        cells.append(cell)
-    return cells
+    for (key, metric, _), summary in zip(requests, summaries, strict=True):
+        cells[key].summaries[metric] = summary
+    for (key, name, _), summary in zip(phase_requests, phase_medians, strict=True):
+        if summary.median is not None:
+            cells[key].phases[name] = summary.median
+    for key, cell in cells.items():
+        cell.rate_note = _rate_note(
+            grouped[key][0].get("insert_rate"), cell.summaries["achieved_insert_rate"]
+        )
+    return list(cells.values())
 
 
 def _sort_key(key: tuple) -> tuple:

@@ -40,6 +40,7 @@ AXIS_TITLES = {
 }
 PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}
 WEBGL_FROM_POINTS = 2000
+MAX_SERIES = 8
 # Charts drawn across the whole page width (long labels, many legend entries).
 WIDE_FIGURES = ("phases", "tradeoff")
 
@@ -91,11 +92,11 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
     with its 95% interval. A series per engine and per value of the other parameters that vary,
     so a median never pools runs done at different settings."""
     categorical = axis not in NUMERIC_AXES
-    others = [a for a in varied if a not in (axis, "engine")]
-    series: dict[tuple, list[dict]] = defaultdict(list)
-    for row in rows:
-        if axis_value(row, axis) is not None:
-            series[(row["engine"], *(_setting(row, o) for o in others))].append(row)
+    others = [a for a in varied if a not in (axis, "engine", "host", "server_version")]
+    series = _split(rows, axis, others)
+    pooled = len(series) > MAX_SERIES
+    if pooled:  # too many combinations to read: one series per engine, medians pool the rest
+        others, series = [], _split(rows, axis, [])
     traces, xs_all, ys_all = [], [], []
     for index, key in enumerate(sorted(series)):
         engine, setting = key[0], " · ".join(f"{_short(o)} {v}" for o, v in zip(others, key[1:], strict=True))
@@ -114,13 +115,22 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
     return {
         "data": traces,
         "layout": base_layout(
-            f"Recovery and downtime against {AXIS_TITLES.get(axis, axis).split(' (')[0]}",
+            f"Recovery and downtime against {AXIS_TITLES.get(axis, axis).split(' (')[0]}"
+            + (" (medians pool the other settings)" if pooled else ""),
             xaxis=axis_layout(
                 AXIS_TITLES.get(axis, axis), PARAMETER_UNITS.get(axis, ""), xs_all, categorical
             ),
             yaxis=axis_layout("seconds", "s", ys_all),
         ),
     }
+
+
+def _split(rows: list[dict], axis: str, others: list[str]) -> dict[tuple, list[dict]]:
+    series: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        if axis_value(row, axis) is not None:
+            series[(row["engine"], *(_setting(row, o) for o in others))].append(row)
+    return series
 
 
 def _short(axis: str) -> str:
@@ -162,7 +172,7 @@ def _medians(name: str, group: str, xs, ys, index: int, categorical: bool) -> di
     for x, y in zip(xs, ys, strict=True):
         by_x[x].append(y)
     keys = sorted(by_x, key=lambda k: (isinstance(k, str), k))
-    summaries = [stats.summarize(by_x[k]) for k in keys]
+    summaries = stats.summarize_many([by_x[k] for k in keys])
     # With fewer than 3 runs the interval is too wide to draw (it would squash the chart); the
     # summary table still gives it, flagged.
     shown = [s.ci if s.ci and s.n >= stats.MIN_REPETITIONS else None for s in summaries]

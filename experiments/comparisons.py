@@ -50,31 +50,41 @@ def _match(
     return [(key, cells[key]) for key in sorted(cells, key=str) if len(cells[key]) >= 2]
 
 
-def _metric_block(per_side: dict, sides: list) -> dict[str, dict]:
-    metrics = {}
-    baseline = sides[0]
-    for metric in COMPARED_METRICS:
-        block: dict = {}
-        for side in sides:
-            if side in per_side:
-                summary = stats.summarize([r[metric] for r in per_side[side]])
-                block[str(side)] = {
-                    "n": summary.n,
-                    "median": summary.median,
-                    "ci": list(summary.ci) if summary.ci else None,
-                }
-        others = [s for s in sides[1:] if s in per_side]
-        if baseline not in per_side or not others or all(v["n"] == 0 for v in block.values()):
-            continue
-        versus = {}
-        for side in others:
-            versus[str(side)] = stats.compare(
-                [r[metric] for r in per_side[baseline]], [r[metric] for r in per_side[side]]
-            ).as_dict()
-        block.update(versus[str(others[0])])
-        block["versus"] = versus
-        metrics[metric] = block
-    return metrics
+def _metric_blocks(matched: list[tuple[tuple, dict]], sides: list[list]) -> list[dict[str, dict]]:
+    """Per matched cell, each metric's summary per side and each later side against the cell's
+    first side (its baseline), if that side ran it. All the statistics of all cells are
+    computed in two batches."""
+    summary_requests, compare_requests = [], []
+    for position, ((_, per_side), cell_sides) in enumerate(zip(matched, sides, strict=True)):
+        present = [s for s in cell_sides if s in per_side]
+        for metric in COMPARED_METRICS:
+            for side in present:
+                summary_requests.append((position, metric, side, [r[metric] for r in per_side[side]]))
+            if present and present[0] == cell_sides[0]:
+                baseline = [r[metric] for r in per_side[present[0]]]
+                for side in present[1:]:
+                    compare_requests.append(
+                        (position, metric, side, (baseline, [r[metric] for r in per_side[side]]))
+                    )
+    summaries = stats.summarize_many([values for *_, values in summary_requests])
+    comparisons = stats.compare_many([pair for *_, pair in compare_requests])
+    blocks: list[dict[str, dict]] = [{} for _ in matched]
+    for (position, metric, side, _), summary in zip(summary_requests, summaries, strict=True):
+        blocks[position].setdefault(metric, {})[str(side)] = {
+            "n": summary.n,
+            "median": summary.median,
+            "ci": list(summary.ci) if summary.ci else None,
+        }
+    for (position, metric, side, _), result in zip(compare_requests, comparisons, strict=True):
+        blocks[position][metric].setdefault("versus", {})[str(side)] = result.as_dict()
+    for block in blocks:
+        for metric in list(block):
+            versus = block[metric].get("versus")
+            if not versus or all(v["n"] == 0 for k, v in block[metric].items() if k != "versus"):
+                del block[metric]  # nothing to compare: the baseline is missing or nothing measured it
+                continue
+            block[metric].update(next(iter(versus.values())))
+    return blocks
 
 
 def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict[int, str]) -> dict:
@@ -82,15 +92,17 @@ def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict
     ratio is the later experiment over the first, with its 95% interval."""
     versions = _versions(rows)
     cells = []
-    for key, per_side in _match(
+    matched = _match(
         rows, lambda r: r["experiment_id"], lambda r: (r["engine"], *_settings_key(r)), experiment_ids
-    ):
+    )
+    blocks = _metric_blocks(matched, [experiment_ids] * len(matched))
+    for (key, per_side), metrics in zip(matched, blocks, strict=True):
         engine, parameters, options = key
         cell = {
             "engine": engine,
             "parameters": dict(parameters),
             "server_options": dict(options),
-            "metrics": _metric_block(per_side, experiment_ids),
+            "metrics": metrics,
         }
         label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(next(iter(per_side.values()))[0])}"
         side_names = {str(i): _experiment_name(i, versions) for i in experiment_ids}
@@ -112,10 +124,11 @@ def compare_engines(rows: list[dict]) -> dict:
     present = sorted({r["engine"] for r in rows if analysable(r)}, key=lambda e: (e != "innodb", e))
     cells = []
     if len(present) >= 2:
-        for key, per_side in _match(rows, lambda r: r["engine"], _settings_key, present):
+        matched = _match(rows, lambda r: r["engine"], _settings_key, present)
+        sides_per_cell = [[e for e in present if e in per_side] for _, per_side in matched]
+        blocks = _metric_blocks(matched, sides_per_cell)
+        for (key, _), sides, metrics in zip(matched, sides_per_cell, blocks, strict=True):
             parameters, options = key
-            sides = [e for e in present if e in per_side]
-            metrics = _metric_block(per_side, sides)
             label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
             side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
             cells.append(

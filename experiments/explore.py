@@ -1,14 +1,15 @@
 """Any metric against any parameter or metric, grouped (GET /api/explore/ and /explore/).
 
-PostgreSQL does the heavy part: it groups the runs, gathers each group's points into arrays in
+PostgreSQL does the heavy part: it groups the runs, writes each group's points as JSON arrays in
 one pass and fits the line with its own regression aggregates (regr_slope, regr_intercept,
 regr_r2), so 100,000 runs never become 100,000 Python objects.
 """
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
-from django.contrib.postgres.aggregates import ArrayAgg, RegrCount, RegrIntercept, RegrR2, RegrSlope
-from django.db.models import BigIntegerField, F, QuerySet
+from django.contrib.postgres.aggregates import RegrIntercept, RegrR2, RegrSlope
+from django.db.models import Aggregate, BigIntegerField, Count, F, QuerySet, TextField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
@@ -74,35 +75,80 @@ def title(name: str) -> str:
     return AXIS_TITLES.get(name) or LABELS.get(name, name)
 
 
-def explore(runs: QuerySet, query: Query) -> dict:
-    """The answer of GET /api/explore/ for runs already filtered (filters.AnalysisFilter)."""
+class JsonAggText(Aggregate):
+    """json_agg(...) handed over as text: the points go from PostgreSQL into the response as
+    they are, never becoming Python numbers (parsing and re-encoding 200,000 of them would cost
+    more than the query)."""
+
+    function = "json_agg"
+    template = "%(function)s(%(expressions)s)::text"
+    output_field = TextField()
+
+
+@dataclass
+class ExploreResult:
+    """GET /api/explore/'s answer; each series' points are JSON text straight from PostgreSQL."""
+
+    meta: dict
+    series: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        """The answer as DESIGN.md writes it, assembled around the JSON PostgreSQL made."""
+        series = ",".join(
+            f'{{"name": {json.dumps(s["name"])}, "key": {json.dumps(s["key"])}, '
+            f'"x": {s["x"]}, "y": {s["y"]}, "run_ids": {s["run_ids"]}}}'
+            for s in self.series
+        )
+        head = json.dumps(self.meta)[:-1]
+        return f'{head}, "series": [{series}]}}'.encode()
+
+    def to_dict(self) -> dict:
+        series = [
+            {**s, "x": json.loads(s["x"]), "y": json.loads(s["y"]), "run_ids": json.loads(s["run_ids"])}
+            for s in self.series
+        ]
+        return {**self.meta, "series": series}
+
+
+def explore(runs: QuerySet, query: Query) -> ExploreResult:
+    """Y against X per group for runs already filtered (filters.AnalysisFilter). The three
+    arrays of a group are built from the same rows in the same order, so they line up."""
     numeric_x = query.x not in CATEGORIES
-    order = ("_x", "id")
     aggregates = {
-        "xs": ArrayAgg("_x", order_by=order),
-        "ys": ArrayAgg("_y", order_by=order),
-        "run_ids": ArrayAgg("id", order_by=order),
+        "xs": JsonAggText("_x"),
+        "ys": JsonAggText("_y"),
+        "run_ids": JsonAggText("id"),
+        "n": Count("id"),
     }
     if numeric_x:
         aggregates.update(
-            slope=RegrSlope("_y", "_x"),
-            intercept=RegrIntercept("_y", "_x"),
-            r2=RegrR2("_y", "_x"),
-            n=RegrCount("_y", "_x"),
+            slope=RegrSlope("_y", "_x"), intercept=RegrIntercept("_y", "_x"), r2=RegrR2("_y", "_x")
         )
-    groups = (
+    groups = list(
         runs.annotate(_x=_expression(query.x), _y=_expression(query.y), _g=_expression(query.group))
         .filter(_x__isnull=False, _y__isnull=False)
         .values("_g")
         .annotate(**aggregates)
         .order_by("_g")
     )
-    groups = list(groups)
     names = _group_names(query.group, [g["_g"] for g in groups])
-    series, fits = [], []
+    result = ExploreResult(
+        meta={
+            "x": query.x,
+            "y": query.y,
+            "group": query.group,
+            "count": sum(g["n"] for g in groups),
+            "fits": [],
+            "x_kind": "number" if numeric_x else "category",
+            "x_title": title(query.x),
+            "y_title": title(query.y),
+            "x_unit": PARAMETER_UNITS.get(query.x, UNITS.get(query.x, "")),
+            "y_unit": UNITS.get(query.y, ""),
+        }
+    )
     for group in groups:
         name = names[group["_g"]]
-        series.append(
+        result.series.append(
             {
                 "name": name,
                 "key": str(group["_g"]),
@@ -112,29 +158,17 @@ def explore(runs: QuerySet, query: Query) -> dict:
             }
         )
         if numeric_x and group["slope"] is not None and group["n"] >= 3:
-            fits.append(
+            result.meta["fits"].append(
                 {
-                    "reads_as": fit_reading(query, group["slope"]),
                     "series": name,
                     "slope": group["slope"],
                     "intercept": group["intercept"],
                     "r2": group["r2"],
                     "n": group["n"],
+                    "reads_as": fit_reading(query, group["slope"]),
                 }
             )
-    return {
-        "x": query.x,
-        "y": query.y,
-        "group": query.group,
-        "count": sum(len(s["run_ids"]) for s in series),
-        "series": series,
-        "fits": fits,
-        "x_kind": "number" if numeric_x else "category",
-        "x_title": title(query.x),
-        "y_title": title(query.y),
-        "x_unit": PARAMETER_UNITS.get(query.x, UNITS.get(query.x, "")),
-        "y_unit": UNITS.get(query.y, ""),
-    }
+    return result
 
 
 def fit_reading(query: Query, slope: float) -> str:

@@ -83,12 +83,46 @@ def _round(value: float, digits: int = 6) -> float:
 
 def summarize(values: Sequence[float | int | None]) -> Summary:
     """n, median, min, max and a 95% interval for the typical value of one cell's repetitions."""
-    sample = _clean(values)
+    return summarize_many([values])[0]
+
+
+def summarize_many(samples: Sequence[Sequence[float | int | None]]) -> list[Summary]:
+    """summarize() of many samples at once: scipy computes the intervals of all samples of the
+    same size in one vectorised call (a page summarises hundreds of cells)."""
+    cleaned = [_clean(values) for values in samples]
+    intervals = _intervals(cleaned)
+    return [_summary(sample, intervals.get(index)) for index, sample in enumerate(cleaned)]
+
+
+def _intervals(samples: list[np.ndarray]) -> dict[int, tuple[float, float]]:
+    """95% intervals by sample index: on logarithms where all values are positive, else on the
+    values; a constant sample's interval is the value itself."""
+    found: dict[int, tuple[float, float]] = {}
+    batches: dict[tuple[int, bool], list[int]] = {}
+    for index, sample in enumerate(samples):
+        if len(sample) < 2:
+            continue
+        if np.ptp(sample) == 0:
+            found[index] = (float(sample[0]), float(sample[0]))
+            continue
+        batches.setdefault((len(sample), bool(np.all(sample > 0))), []).append(index)
+    for (_, positive), indices in batches.items():
+        stacked = np.vstack([samples[i] for i in indices])
+        low, high = stats.ttest_1samp(
+            np.log(stacked) if positive else stacked, 0.0, axis=1
+        ).confidence_interval(CONFIDENCE)
+        if positive:
+            low, high = np.exp(low), np.exp(high)
+        for index, lo, hi in zip(indices, low, high, strict=True):
+            found[index] = (float(lo), float(hi))
+    return found
+
+
+def _summary(sample: np.ndarray, ci: tuple[float, float] | None) -> Summary:
     n = len(sample)
     if n == 0:
         return Summary(0, None, None, None, None, True, "no values")
     median = float(np.median(sample))
-    ci = _interval(sample) if n >= 2 else None
     reason = ""
     if n < MIN_REPETITIONS:
         reason = f"n = {n}: at least {MIN_REPETITIONS} repetitions give an interval worth reading"
@@ -105,16 +139,6 @@ def summarize(values: Sequence[float | int | None]) -> Summary:
     )
 
 
-def _interval(sample: np.ndarray) -> tuple[float, float] | None:
-    if np.all(sample == sample[0]):
-        return (float(sample[0]), float(sample[0]))
-    if np.all(sample > 0):
-        low, high = stats.ttest_1samp(np.log(sample), 0.0).confidence_interval(CONFIDENCE)
-        return (math.exp(low), math.exp(high))
-    low, high = stats.ttest_1samp(sample, 0.0).confidence_interval(CONFIDENCE)
-    return (float(low), float(high))
-
-
 def compare(a: Sequence[float | None], b: Sequence[float | None]) -> Comparison:
     """How B's typical value relates to A's: B / A, its 95% interval, and whether the difference
     is beyond the noise (Welch's t-test on the logarithms, p < 0.05).
@@ -122,7 +146,40 @@ def compare(a: Sequence[float | None], b: Sequence[float | None]) -> Comparison:
     Needs two or more positive values on each side; otherwise the ratio of medians alone, not
     significant.
     """
-    sample_a, sample_b = _clean(a), _clean(b)
+    return compare_many([(a, b)])[0]
+
+
+def compare_many(pairs: Sequence[tuple[Sequence, Sequence]]) -> list[Comparison]:
+    """compare() of many pairs; pairs of the same sizes go to scipy in one vectorised call."""
+    results: dict[int, Comparison] = {}
+    batches: dict[tuple[int, int], list[int]] = {}
+    cleaned = [(_clean(a), _clean(b)) for a, b in pairs]
+    for index, (sample_a, sample_b) in enumerate(cleaned):
+        early = _without_test(sample_a, sample_b)
+        if early is not None:
+            results[index] = early
+        else:
+            batches.setdefault((len(sample_a), len(sample_b)), []).append(index)
+    for indices in batches.values():
+        log_a = np.log(np.vstack([cleaned[i][0] for i in indices]))
+        log_b = np.log(np.vstack([cleaned[i][1] for i in indices]))
+        test = stats.ttest_ind(log_b, log_a, equal_var=False, axis=1)
+        low, high = test.confidence_interval(CONFIDENCE)
+        ratios = np.exp(log_b.mean(axis=1) - log_a.mean(axis=1))
+        for row, index in enumerate(indices):
+            p_value = float(test.pvalue[row])
+            results[index] = Comparison(
+                ratio=_round(float(ratios[row]), 4),
+                ratio_ci=(_round(math.exp(low[row]), 4), _round(math.exp(high[row]), 4)),
+                p_value=_round(p_value, 4),
+                significant=p_value < 1 - CONFIDENCE,
+            )
+    return [results[i] for i in range(len(pairs))]
+
+
+def _without_test(sample_a: np.ndarray, sample_b: np.ndarray) -> Comparison | None:
+    """The comparison where no t-test applies (empty, non-positive, single or constant
+    samples); None where one does."""
     if len(sample_a) == 0 or len(sample_b) == 0:
         return Comparison(None, None, None, False)
     median_a, median_b = float(np.median(sample_a)), float(np.median(sample_b))
@@ -131,20 +188,10 @@ def compare(a: Sequence[float | None], b: Sequence[float | None]) -> Comparison:
         return Comparison(_round(ratio, 4) if ratio else None, None, None, False)
     if len(sample_a) < 2 or len(sample_b) < 2:
         return Comparison(_round(median_b / median_a, 4), None, None, False)
-    log_a, log_b = np.log(sample_a), np.log(sample_b)
-    if np.ptp(log_a) == 0 and np.ptp(log_b) == 0:
-        ratio = median_b / median_a
-        return Comparison(_round(ratio, 4), (_round(ratio, 4), _round(ratio, 4)), None, ratio != 1)
-    test = stats.ttest_ind(log_b, log_a, equal_var=False)
-    low, high = test.confidence_interval(CONFIDENCE)
-    ratio = math.exp(float(np.mean(log_b) - np.mean(log_a)))
-    p_value = float(test.pvalue)
-    return Comparison(
-        ratio=_round(ratio, 4),
-        ratio_ci=(_round(math.exp(low), 4), _round(math.exp(high), 4)),
-        p_value=_round(p_value, 4),
-        significant=p_value < 1 - CONFIDENCE,
-    )
+    if np.ptp(sample_a) == 0 and np.ptp(sample_b) == 0:
+        ratio = _round(median_b / median_a, 4)
+        return Comparison(ratio, (ratio, ratio), None, ratio != 1)
+    return None
 
 
 def fit_line(x_values: Sequence[float], y_values: Sequence[float]) -> LineFit | None:

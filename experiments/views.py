@@ -161,7 +161,7 @@ def explore_page(request):
     if not runs.is_valid():
         context["errors"] = runs.errors
         return render(request, "experiments/explore.html", context, status=400)
-    result = explore(runs.qs, query)
+    result = explore(runs.qs, query).to_dict()
     context.update(query=query, result=result, figure=charts.explore_figure(result))
     return render(request, "experiments/explore.html", context)
 

@@ -185,7 +185,10 @@ def test_explore_answers_in_the_shape_design_md_gives(api, two_engines):
     assert [s["name"] for s in body["series"]] == ["InnoDB", "MyRocks"]
     for series in body["series"]:
         assert set(series) >= {"name", "x", "y", "run_ids"}
-        assert series["x"] == sorted(series["x"]) and len(series["y"]) == len(series["run_ids"]) == 4
+        assert len(series["x"]) == len(series["y"]) == len(series["run_ids"]) == 4
+        for x, y, run_id in zip(series["x"], series["y"], series["run_ids"], strict=True):
+            run = Run.objects.get(id=run_id)  # the three arrays line up point by point
+            assert (x, y) == (run.redo_bytes, pytest.approx(run.recovery_seconds))
     assert {f["series"] for f in body["fits"]} == {"InnoDB", "MyRocks"}
     assert all(set(f) >= {"series", "slope", "intercept", "r2", "n"} for f in body["fits"])
 

@@ -1,0 +1,156 @@
+"""`make bench`, analysis part: GET /api/explore/ over 100,000 runs against the same rows
+selected in psql, and the experiment page of a 200-run experiment.
+
+It works in a database of its own (`recovery_lab_bench`, made anew each time, migrated, filled
+by one INSERT ... SELECT over generate_series: 500 experiments x 200 runs of plausible values,
+two engines, four redo log sizes, three buffer pools, a few suspect and excluded runs). Django
+runs in this process against it; times are server times (the request through Django's full
+middleware stack, the JSON rendered), warm, the median and the worst of 15.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BENCH_DB = "recovery_lab_bench"
+ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+BENCH_URL = ADMIN_URL.rsplit("/", 1)[0] + f"/{BENCH_DB}"
+RUNS = 100_000
+RUNS_PER_EXPERIMENT = 200
+REPEATS = 15
+ANALYSED = (
+    "status = 'done' AND NOT suspect AND NOT excluded "
+    "AND redo_bytes IS NOT NULL AND recovery_seconds IS NOT NULL"
+)
+EXPLORE_SQL = f"SELECT engine, redo_bytes, recovery_seconds, id FROM experiments_run WHERE {ANALYSED}"
+
+FILL_SQL = f"""
+INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
+                       is_active, date_joined)
+VALUES ('!', true, 'bench', '', '', '', true, true, now());
+INSERT INTO experiments_experiment (name, definition, status, imported, tags, created_at, finished_at)
+SELECT 'bench sweep ' || e, '{{}}'::jsonb, 'done', false, ARRAY['bench'], now() - e * interval '1 hour', now()
+FROM generate_series(1, {RUNS // RUNS_PER_EXPERIMENT}) AS e;
+INSERT INTO experiments_run (
+    experiment_id, matrix_index, host_label, engine, parameters, server_options, repetition,
+    buffer_pool_bytes, redo_log_bytes, insert_rate, status, progress, error, attempts, imported,
+    source_sha256, server_version, phases, suspect, suspect_reason, excluded, excluded_reason,
+    queued_at, started_at, finished_at, redo_bytes, recovery_seconds, downtime_seconds,
+    ready_seconds, clean_start_seconds, redo_apply_mb_per_s, workload_tps, achieved_insert_rate)
+SELECT e.id, r.n, 'bench-' || (r.n % 4), engine, jsonb_build_object(
+           'buffer_pool_size', pool || 'M', 'redo_log_size', log_mb || 'M', 'insert_rate', rate),
+       '{{}}'::jsonb, 1 + r.n % 3, pool::bigint << 20, log_mb::bigint << 20, rate,
+       'done', '', '', 1, false, '', '10.11.' || (15 + r.n % 5), '{{}}'::jsonb,
+       r.n % 997 = 0, CASE WHEN r.n % 997 = 0 THEN 'bench: impossible on purpose' ELSE '' END,
+       r.n % 1009 = 0, '', now(), now(), now() - (r.n % 700) * interval '1 hour',
+       redo, redo / (apply * 1e6), redo / (apply * 1e6) + 0.2, redo / (apply * 1e6) + 0.15, 0.1,
+       apply, 3000 - rate / 10.0, rate * 0.97
+FROM experiments_experiment AS e
+CROSS JOIN generate_series(0, {RUNS_PER_EXPERIMENT - 1}) AS r(n)
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN r.n % 2 = 0 THEN 'innodb' ELSE 'rocksdb' END AS engine,
+           (ARRAY[128, 512, 2048])[1 + r.n % 3] AS pool,
+           (ARRAY[64, 256, 1024, 4096])[1 + (r.n / 3) % 4] AS log_mb,
+           (ARRAY[0, 200, 2000])[1 + (r.n / 12) % 3] AS rate,
+           (1 + random() * 2000) * 1e6 AS redo,
+           CASE WHEN r.n % 2 = 0 THEN 150 ELSE 400 END * (0.8 + random() * 0.4) AS apply
+) AS v;
+ANALYZE;
+"""
+
+
+def psql(*args: str, url: str = ADMIN_URL) -> str:
+    return subprocess.run(
+        ["psql", url, "-v", "ON_ERROR_STOP=1", "-qtA", *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def make_database() -> None:
+    psql("-c", f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+    psql("-c", f'CREATE DATABASE "{BENCH_DB}"')
+    env = {**os.environ, "DATABASE_URL": BENCH_URL}
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], check=True, env=env)
+    started = time.perf_counter()
+    psql("-c", FILL_SQL, url=BENCH_URL)
+    print(f"  {RUNS:,} runs generated in {time.perf_counter() - started:.1f} s")
+
+
+def psql_times() -> list[float]:
+    """The same rows explore returns, selected and transferred to psql (output discarded);
+    psql's own \\timing, so connection start-up is not counted."""
+    script = "\\timing on\n\\o /dev/null\n" + (EXPLORE_SQL + ";\n") * REPEATS
+    output = subprocess.run(
+        ["psql", BENCH_URL, "-qtA"], input=script, capture_output=True, text=True, check=True
+    ).stdout
+    return [float(line.split()[1]) / 1000 for line in output.splitlines() if line.startswith("Time:")]
+
+
+def timed(client, url: str) -> tuple[list[float], object]:
+    client.get(url)  # warm: first query plans, template loading
+    times, response = [], None
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        response = client.get(url)
+        if hasattr(response, "streaming_content"):
+            b"".join(response.streaming_content)
+        times.append(time.perf_counter() - started)
+        assert response.status_code == 200, (url, response.status_code)
+    return times, response
+
+
+def line(label: str, times: list[float], note: str = "") -> None:
+    print(
+        f"  {label:<52} median {statistics.median(times) * 1000:7.1f} ms   worst "
+        f"{max(times) * 1000:7.1f} ms {note}"
+    )
+
+
+def main() -> None:
+    print(f"\nAnalysis at {RUNS:,} runs (database {BENCH_DB}; median and worst of {REPEATS}, warm)")
+    make_database()
+    os.environ["DATABASE_URL"] = BENCH_URL
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from experiments.models import Experiment
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench"))
+    rows = int(psql("-c", f"SELECT count(*) FROM experiments_run WHERE {ANALYSED}", url=BENCH_URL))
+    sql = psql_times()
+    line(f"psql: the {rows:,} rows explore returns", sql)
+    explore_times, response = timed(client, "/api/explore/?x=redo_bytes&y=recovery_seconds&group=engine")
+    body = response.json()
+    assert body["count"] == rows, (body["count"], rows)
+    ratio = statistics.median(explore_times) / statistics.median(sql)
+    line("GET /api/explore/ recovery vs redo by engine", explore_times, f"({ratio:.1f}x psql)")
+    csv_times, _ = timed(client, "/api/explore/?x=redo_bytes&y=recovery_seconds&format=csv")
+    line("GET /api/explore/ same, as CSV", csv_times)
+    page_times, _ = timed(client, "/explore/?x=redo_bytes&y=recovery_seconds&group=engine")
+    line("/explore/ page (WebGL figure embedded)", page_times)
+    experiment = Experiment.objects.order_by("id").first()
+    detail_times, _ = timed(client, f"/experiments/{experiment.id}/")
+    line(f"/experiments/{{id}}/ with {RUNS_PER_EXPERIMENT} runs", detail_times)
+    compare_times, _ = timed(client, f"/api/compare/?experiments={experiment.id},{experiment.id + 1}")
+    line("GET /api/compare/ two 200-run experiments", compare_times)
+    targets = statistics.median(explore_times) < 0.3 and ratio <= 3 and statistics.median(detail_times) < 0.3
+    print(
+        f"  targets (explore < 300 ms and <= 3x psql; experiment page < 300 ms): "
+        f"{'met' if targets else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    main()
