@@ -203,7 +203,7 @@ def _ci_text(summary: stats.Summary) -> str:
 def redo_fit_chart(rows: list[dict]) -> dict:
     """Recovery against redo to replay per engine, with a fitted line and its 95% band; the
     legend gives the apply rate (1 / slope) in MB/s."""
-    traces, xs_all = [], []
+    traces, xs_all, ys_all = [], [], []
     for index, engine in enumerate(sorted({r["engine"] for r in rows})):
         points = [
             r
@@ -215,6 +215,7 @@ def redo_fit_chart(rows: list[dict]) -> dict:
         xs = [r["redo_bytes"] / 1e6 for r in points]
         ys = [r["recovery_seconds"] for r in points]
         xs_all += xs
+        ys_all += ys
         name = ENGINE_NAMES.get(engine, engine)
         traces.append(_points(name, engine, xs, ys, points, "circle", index))
         fit = stats.fit_line(xs, ys)
@@ -225,7 +226,7 @@ def redo_fit_chart(rows: list[dict]) -> dict:
         "layout": base_layout(
             "Recovery time against redo to replay",
             xaxis=axis_layout("redo to replay (MB)", "", xs_all),
-            yaxis={"title": {"text": "crash recovery (s)"}, "rangemode": "tozero"},
+            yaxis=axis_layout("crash recovery (s)", "s", ys_all),
         ),
     }
 

@@ -227,8 +227,10 @@ def _band(at: Sequence[float], xs: np.ndarray, ys: np.ndarray) -> tuple[list[flo
 
 
 def spans_decades(values: Sequence[float | None], decades: float = 2.0) -> bool:
-    """True when positive values span more than `decades` powers of ten: chart them on a log
-    axis, or the small ones are squashed to zero."""
+    """True when the values are all positive and span more than `decades` powers of ten: chart
+    them on a log axis, or the small ones are squashed to zero. A zero or negative value keeps a
+    linear axis (a log axis would silently drop that point)."""
     sample = _clean(values)
-    sample = sample[sample > 0]
-    return len(sample) >= 2 and math.log10(sample.max() / sample.min()) > decades
+    if len(sample) < 2 or np.any(sample <= 0):
+        return False
+    return math.log10(sample.max() / sample.min()) > decades

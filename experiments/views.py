@@ -28,8 +28,13 @@ def experiment_list(request):
     if search:
         experiments = experiments.filter(Q(name__icontains=search) | Q(tags__contains=[search]))
     # annotate(Count) groups by the row: say the order again or it is lost.
+    total = experiments.count()
     experiments = experiments.order_by("-created_at", "-id")[:EXPERIMENTS_PER_PAGE]
-    return render(request, "experiments/experiment_list.html", {"experiments": experiments, "q": search})
+    return render(
+        request,
+        "experiments/experiment_list.html",
+        {"experiments": experiments, "q": search, "total": total, "shown": EXPERIMENTS_PER_PAGE},
+    )
 
 
 @login_required

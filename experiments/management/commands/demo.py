@@ -14,7 +14,7 @@ DEMO_DEFINITION = {
     "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["64M", "512M"], "insert_rate": [0]},
     "workload": {"name": "oltp_write_only", "tables": 4, "table_size": 20000, "threads": 4, "events": 8000},
     "crash": {"method": "sigkill", "when": "after_workload"},
-    "repetitions": 1,
+    "repetitions": 3,
 }
 
 
@@ -36,8 +36,8 @@ class Command(BaseCommand):
         services.register_host("local", Transport.LOCAL)
         experiment = services.create_experiment(DEMO_DEFINITION, user=users.objects.get(username="admin"))
         self.stdout.write(
-            f"Experiment {experiment.id} queued: {len(DEMO_DEFINITION['engines']) * 2} "
-            "runs (each loads, crashes and restarts a private mariadbd)"
+            f"Experiment {experiment.id} queued: {experiment.runs.count()} runs (each loads, crashes "
+            f"and restarts a private mariadbd); follow them live at {url}{experiment.get_absolute_url()}"
         )
         deadline = time.monotonic() + timeout
         finished = {ExperimentStatus.DONE, ExperimentStatus.PARTIAL, ExperimentStatus.FAILED}
