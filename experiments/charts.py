@@ -217,10 +217,14 @@ def redo_fit_chart(rows: list[dict]) -> dict:
         xs_all += xs
         ys_all += ys
         name = ENGINE_NAMES.get(engine, engine)
-        traces.append(_points(name, engine, xs, ys, points, "circle", index))
         fit = stats.fit_line(xs, ys)
-        if fit is not None:
+        if fit is not None and fit.slope_ci[0] > 0:
+            traces.append(_points(name, engine, xs, ys, points, "circle", index))
             traces += _fit_traces(name, engine, index, fit, xs, ys)
+        else:
+            # A line through points whose redo hardly differs would give an apply rate out of noise.
+            note = " (no apply rate: recovery does not grow with redo beyond the noise here)" if fit else ""
+            traces.append(_points(name + note, engine, xs, ys, points, "circle", index))
     return {
         "data": traces,
         "layout": base_layout(
@@ -232,13 +236,11 @@ def redo_fit_chart(rows: list[dict]) -> dict:
 
 
 def apply_rate_text(fit: stats.LineFit) -> str:
-    """The slope of seconds per MB, read as MB/s with its interval (where the slope is positive)."""
-    if fit.slope <= 0:
-        return "no apply rate (recovery does not grow with redo here)"
-    text = f"apply rate {1 / fit.slope:.1f} MB/s"
-    if fit.slope_ci and fit.slope_ci[0] > 0:
-        text += f" (95% CI {1 / fit.slope_ci[1]:.1f}-{1 / fit.slope_ci[0]:.1f})"
-    return text + f", R² {fit.r2:.2f}, n {fit.n}"
+    """The slope of seconds per MB (significantly above zero), read as MB/s with its interval."""
+    return (
+        f"apply rate {1 / fit.slope:.1f} MB/s (95% CI {1 / fit.slope_ci[1]:.1f}-{1 / fit.slope_ci[0]:.1f}),"
+        f" R² {fit.r2:.2f}, n {fit.n}"
+    )
 
 
 def _fit_traces(name: str, engine: str, index: int, fit: stats.LineFit, xs, ys) -> list[dict]:

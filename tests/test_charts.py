@@ -1,0 +1,133 @@
+"""Figures from plain rows, without a database: what each chart draws and how it reads."""
+
+import numpy as np
+
+from experiments import charts
+from experiments.cells import ROW_FIELDS, build_cells
+
+
+def row(run_id: int, **values) -> dict:
+    base = dict.fromkeys(ROW_FIELDS)
+    base.update(
+        id=run_id,
+        experiment_id=1,
+        status="done",
+        engine="innodb",
+        host_label="local",
+        parameters={"buffer_pool_size": "128M", "redo_log_size": "64M", "insert_rate": 0},
+        server_options={},
+        repetition=1,
+        imported=False,
+        server_version="10.11.19",
+        phases={},
+        suspect=False,
+        excluded=False,
+        buffer_pool_bytes=128 << 20,
+        redo_log_bytes=64 << 20,
+        insert_rate=0,
+    )
+    base.update(values)
+    return base
+
+
+def test_the_redo_chart_reads_its_slope_as_an_apply_rate_with_an_interval():
+    rng = np.random.default_rng(3)
+    rows = [
+        row(i, redo_bytes=int(mb * 1e6), recovery_seconds=0.1 + mb / 150 + rng.normal(0, 0.01))
+        for i, mb in enumerate([10, 50, 100, 200, 300, 400])
+    ]
+    figure = charts.redo_fit_chart(rows)
+    (line,) = [t for t in figure["data"] if "apply rate" in t.get("name", "")]
+    low, high = (float(v) for v in line["name"].split("95% CI ")[1].split(")")[0].split("-"))
+    assert low < 150 < high
+    band = [t for t in figure["data"] if t.get("fill") == "tonexty"]
+    assert len(band) == 1
+
+
+def test_no_apply_rate_is_claimed_where_redo_hardly_varies():
+    rows = [
+        row(i, redo_bytes=32_000_000 + i * 1000, recovery_seconds=s) for i, s in enumerate([0.22, 0.21, 0.23])
+    ]
+    figure = charts.redo_fit_chart(rows)
+    assert len(figure["data"]) == 1 and "no apply rate" in figure["data"][0]["name"]
+
+
+def test_a_parameter_chart_has_a_series_per_engine_and_other_varied_setting():
+    rows = []
+    for i, (engine, rate, log) in enumerate(
+        [(e, r, log) for e in ("innodb", "rocksdb") for r in (0, 2000) for log in ("64M", "1G")]
+    ):
+        parameters = {"buffer_pool_size": "128M", "redo_log_size": log, "insert_rate": rate}
+        rows.append(
+            row(
+                i,
+                engine=engine,
+                parameters=parameters,
+                insert_rate=rate,
+                redo_log_bytes=64 << 20 if log == "64M" else 1 << 30,
+                recovery_seconds=0.2,
+                downtime_seconds=0.3,
+            )
+        )
+    figure = charts.parameter_chart(rows, "redo_log_size", ["redo_log_size", "insert_rate", "engine"])
+    names = {t["name"] for t in figure["data"] if t.get("showlegend") is not False}
+    assert "MyRocks · rate 2000: crash recovery" in names and len(names) == 8  # 2 engines x 2 rates x 2
+    assert figure["layout"]["xaxis"]["ticksuffix"] == "B"
+    assert "type" not in figure["layout"]["xaxis"]  # 64M to 1G: not two decades
+
+
+def test_values_over_two_decades_get_a_log_axis():
+    rows = [row(i, recovery_seconds=s, downtime_seconds=s + 0.1) for i, s in enumerate([0.05, 0.5, 40.0])]
+    figure = charts.parameter_chart(rows, "engine", ["engine"])
+    assert figure["layout"]["yaxis"]["type"] == "log"
+    assert figure["layout"]["xaxis"]["type"] == "category"
+
+
+def test_hover_text_names_every_parameter_and_the_repetition():
+    figure = charts.parameter_chart(
+        [row(7, recovery_seconds=0.3, repetition=2, server_options={"log_bin": 1})], "engine", ["engine"]
+    )
+    text = figure["data"][0]["text"][0]
+    assert all(
+        part in text for part in ("run 7", "pool 128M", "log 64M", "rate 0", "log_bin=1", "repetition 2")
+    )
+
+
+def test_the_phase_chart_stacks_the_restart_up_to_the_downtime_beside_the_clean_start():
+    rows = [
+        row(
+            i,
+            phases={"redo_scan": 0.1, "redo_apply": 0.05, "rollback": 0.2},
+            downtime_seconds=0.4,
+            clean_start_seconds=0.12,
+        )
+        for i in range(3)
+    ]
+    figure = charts.phase_chart(build_cells(rows))
+    by_name = {t["name"]: t for t in figure["data"]}
+    before_ready = ("redo scan", "redo apply", "binlog / XA recovery", "rest of start-up to first query")
+    assert sum(by_name[name]["x"][0] for name in before_ready) == 0.4
+    assert by_name["clean start (baseline)"]["x"] == [0.12]
+    assert by_name["downtime ends (first query)"]["x"] == [0.4]
+
+
+def test_large_explore_sets_are_drawn_with_webgl():
+    result = {
+        "count": 5000,
+        "x_kind": "number",
+        "x_title": "x",
+        "y_title": "y",
+        "x_unit": "B",
+        "y_unit": "s",
+        "series": [
+            {
+                "name": "InnoDB",
+                "key": "innodb",
+                "x": list(range(5000)),
+                "y": [1.0] * 5000,
+                "run_ids": list(range(5000)),
+            }
+        ],
+        "fits": [],
+    }
+    assert charts.explore_figure(result)["data"][0]["type"] == "scattergl"
