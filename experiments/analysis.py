@@ -16,7 +16,7 @@ from .parsers import Episode, ParsedFile, parse_bytes
 PHASE_NAMES = {
     "redo_scan": "redo_scan",
     "redo_apply": "redo_apply",
-    "wal_replay": "redo_apply",
+    "wal_replay": "wal_replay",
     "tokudb_recovery": "redo_apply",
     "background_rollback": "rollback",
     "binlog_recovery": "binlog_recovery",
@@ -206,6 +206,7 @@ def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
         metrics["recovery_seconds"] = None
         return
     metrics["recovery_seconds"] = crash.recovery_seconds
+    _keep_phases(analysis, crash)  # the WAL replay, beside InnoDB's own recovery at the same start
     sizes = result.get("wal_bytes_at_crash", {})
     if sizes:
         metrics["redo_bytes"] = sum(sizes.get(str(wal), 0) for wal in crash.wal_files)

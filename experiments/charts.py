@@ -16,6 +16,7 @@ SERIES = (
 PHASE_SEGMENTS = (
     ("redo_scan", "redo scan", "#6baed6"),
     ("redo_apply", "redo apply", "#2171b5"),
+    ("wal_replay", "WAL replay (MyRocks)", "#08519c"),
     ("binlog_recovery", "binlog / XA recovery", "#fd8d3c"),
 )
 BACKGROUND_SEGMENTS = (
