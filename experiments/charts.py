@@ -250,29 +250,18 @@ def _fit_traces(name: str, engine: str, index: int, fit: stats.LineFit, xs, ys) 
     lower, upper = fit.band(grid, xs, ys)
     colour_ = colour(engine, index)
     line = [fit.slope * x + fit.intercept for x in grid]
+    edge = {
+        "type": "scatter",
+        "mode": "lines",
+        "x": grid,
+        "line": {"width": 0},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "legendgroup": name,
+    }
     return [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "x": grid,
-            "y": upper,
-            "line": {"width": 0},
-            "hoverinfo": "skip",
-            "showlegend": False,
-            "legendgroup": name,
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "x": grid,
-            "y": lower,
-            "line": {"width": 0},
-            "fill": "tonexty",
-            "fillcolor": _translucent(colour_),
-            "hoverinfo": "skip",
-            "showlegend": False,
-            "legendgroup": name,
-        },
+        {**edge, "y": upper},
+        {**edge, "y": lower, "fill": "tonexty", "fillcolor": _translucent(colour_)},  # the band
         {
             "type": "scatter",
             "mode": "lines",
