@@ -1,4 +1,5 @@
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,15 +37,16 @@ def local_host(db):
 
 @pytest.fixture
 def broker():
-    """The real Redis the tests' Celery app talks to, emptied before and after."""
+    """The real Redis the tests' Celery app talks to; this session's queue is emptied before and
+    after (other sessions' queues in the same database are left alone)."""
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    client.flushdb()
+    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
     yield client
-    client.flushdb()
+    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 def queued_messages(broker) -> int:
-    return broker.llen("celery")
+    return broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 def runner_processes() -> list[str]:
@@ -135,3 +137,10 @@ def page():
         context = browser.new_context(viewport={"width": 1300, "height": 1000})
         yield context.new_page()
         browser.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_work_dir():
+    """This session's runner directory (tests/settings.py names it) goes when the session ends."""
+    yield settings.RUNNER_WORK_DIR
+    shutil.rmtree(settings.RUNNER_WORK_DIR, ignore_errors=True)

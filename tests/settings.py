@@ -1,10 +1,14 @@
-"""Test settings: the project's settings with a broker database and work directory of their own,
-so a developer's running worker never picks up a test's tasks (or the other way round)."""
+"""Test settings: the project's settings with a broker queue, a test database and a work directory
+of this test session's own, so a developer's running worker never picks up a test's tasks (or the
+other way round) and two test sessions on one machine do not clobber each other. The session's
+id is put in the environment, so the Celery worker the tests start uses the same ones."""
 
 import os
+import uuid
 
+SESSION = os.environ.setdefault("RECOVERY_LAB_TEST_SESSION", uuid.uuid4().hex[:8])
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
-os.environ.setdefault("RUNNER_WORK_DIR", "/var/tmp/recovery-lab-test")
+os.environ.setdefault("RUNNER_WORK_DIR", f"/var/tmp/recovery-lab-test-{SESSION}")
 os.environ.setdefault("RUNNER_START_TIMEOUT_S", "120")
 # Playwright's sync API runs an event loop in the test thread; Django's ORM calls made by the
 # tests around it are still synchronous (Django documents this switch for such cases).
@@ -18,3 +22,6 @@ STORAGES["staticfiles"] = {  # noqa: F405
 }
 STATIC_ROOT = BASE_DIR / "test-artifacts" / "static"  # noqa: F405
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+CELERY_TASK_DEFAULT_QUEUE = f"recovery-lab-test-{SESSION}"
+DATABASES["default"]["TEST"] = {"NAME": f"test_recovery_lab_{SESSION}"}  # noqa: F405
