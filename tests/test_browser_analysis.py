@@ -74,7 +74,7 @@ def test_experiment_explore_and_compare_pages_on_real_runs(
 
     for x, title in AXES.items():
         page.goto(f"{live_server.url}/explore/?x={x}&y=recovery_seconds&group=engine")
-        page.wait_for_selector("#explore-chart .scatterlayer .point")
+        page.wait_for_selector("#explore-chart .point")
         assert page.locator("#explore-chart .xtitle").text_content() == title
         plotted = plotted_run_ids(page, "explore-chart")
         expected = Run.objects.filter(status="done", suspect=False, recovery_seconds__isnull=False)

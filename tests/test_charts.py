@@ -113,6 +113,8 @@ def test_the_phase_chart_stacks_the_restart_up_to_the_downtime_beside_the_clean_
 
 def test_large_explore_sets_are_drawn_with_webgl():
     result = {
+        "x": "redo_bytes",
+        "y": "recovery_seconds",
         "count": 5000,
         "x_kind": "number",
         "x_title": "x",
@@ -131,3 +133,29 @@ def test_large_explore_sets_are_drawn_with_webgl():
         "fits": [],
     }
     assert charts.explore_figure(result)["data"][0]["type"] == "scattergl"
+
+
+def test_explore_draws_categories_as_boxes_with_every_run_beside_them():
+    result = {
+        "x": "engine",
+        "y": "recovery_seconds",
+        "count": 4,
+        "x_kind": "category",
+        "x_title": "storage engine",
+        "y_title": "crash recovery (s)",
+        "x_unit": "",
+        "y_unit": "s",
+        "series": [
+            {
+                "name": "InnoDB",
+                "key": "innodb",
+                "x": ["innodb"] * 4,
+                "y": [0.2, 0.21, 0.3, 0.25],
+                "run_ids": [1, 2, 3, 4],
+            }
+        ],
+        "fits": [],
+    }
+    (trace,) = charts.explore_figure(result)["data"]
+    assert (trace["type"], trace["boxpoints"], trace["x"][0]) == ("box", "all", "InnoDB")
+    assert trace["customdata"] == [1, 2, 3, 4]
