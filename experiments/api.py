@@ -1,9 +1,10 @@
 """REST API (DESIGN.md, "Commands and API that scripts rely on")."""
 
 from django.http import HttpResponse
+from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, mixins, renderers, serializers, status, viewsets
+from rest_framework import generics, mixins, permissions, renderers, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -18,7 +19,10 @@ from .export import explore_csv, runs_csv
 from .filters import AnalysisFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
-from .models import Experiment, Host, Run, Transport
+from .models import Experiment, Host, HostStatus, Run, RunStatus, Transport
+from .ssh_keys import dashboard_public_key
+
+PROBE_HOST = "workers.probing.probe_host"
 
 
 class CSVRenderer(renderers.BaseRenderer):
@@ -247,6 +251,10 @@ def comparison(ids: list[int]) -> dict:
 
 class HostSerializer(serializers.ModelSerializer):
     transport = serializers.ChoiceField(choices=Transport.choices)
+    status = serializers.SerializerMethodField()
+    public_key = serializers.SerializerMethodField(
+        help_text="the dashboard's SSH key: put it in the host's authorized_keys"
+    )
 
     class Meta:
         model = Host
@@ -257,12 +265,34 @@ class HostSerializer(serializers.ModelSerializer):
             "ssh_user",
             "ssh_host",
             "ssh_port",
-            "ssh_key_path",
+            "work_dir",
+            "status",
+            "facts",
+            "last_seen",
+            "last_error",
+            "host_key_fingerprint",
+            "public_key",
             "active",
             "created_at",
         ]
-        read_only_fields = ["active", "created_at"]
+        read_only_fields = [
+            "facts",
+            "last_seen",
+            "last_error",
+            "host_key_fingerprint",
+            "active",
+            "created_at",
+        ]
         extra_kwargs = {"name": {"validators": []}}
+
+    def get_status(self, host: Host) -> str:
+        """busy while one of its runs is running; else what the last probe found."""
+        if host.runs.filter(status=RunStatus.RUNNING).exists():
+            return HostStatus.BUSY
+        return host.status
+
+    def get_public_key(self, host: Host) -> str:
+        return dashboard_public_key() if host.transport == Transport.SSH else ""
 
     def create(self, validated_data):
         try:
@@ -271,11 +301,36 @@ class HostSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError({"name": [str(exc)]}) from None
 
 
+class ProbeResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=HostStatus.choices)
+    facts = serializers.DictField()
+    host_key_fingerprint = serializers.CharField()
+    error = serializers.CharField(required=False)
+
+
+class StaffWritesOnly(permissions.BasePermission):
+    """Everyone logged in reads hosts; only staff register or probe them (they decide which
+    machines the dashboard logs in to)."""
+
+    def has_permission(self, request, view):
+        if request.method in permissions.SAFE_METHODS:
+            return bool(request.user and request.user.is_authenticated)
+        return bool(request.user and request.user.is_staff)
+
+
 class HostViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     serializer_class = HostSerializer
     queryset = Host.objects.all()
+    permission_classes = [StaffWritesOnly]
+
+    @extend_schema(request=None, responses={200: ProbeResultSerializer})
+    @action(detail=True, methods=["post"])
+    def probe(self, request, pk=None):
+        """Connect now: pin the host key on first contact, read the host's facts, record its status."""
+        probe_host = import_string(PROBE_HOST)  # by name: experiments never imports workers
+        return Response(probe_host(self.get_object().pk))
 
 
 class ImportSerializer(serializers.Serializer):

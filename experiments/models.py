@@ -16,6 +16,13 @@ class Transport(models.TextChoices):
     SSH = "ssh", "SSH"
 
 
+class HostStatus(models.TextChoices):
+    UNKNOWN = "unknown", "unknown (not probed yet)"
+    IDLE = "idle", "idle"
+    BUSY = "busy", "busy (running a run)"
+    DOWN = "down", "down"
+
+
 class Host(models.Model):
     """A benchmark host the workers may send runs to."""
 
@@ -24,7 +31,14 @@ class Host(models.Model):
     ssh_user = models.CharField(max_length=64, blank=True)
     ssh_host = models.CharField(max_length=255, blank=True)
     ssh_port = models.PositiveIntegerField(default=22)
-    ssh_key_path = models.CharField(max_length=1024, blank=True)
+    # The host's SSH key, pinned at first contact; a different key is refused afterwards.
+    host_key = models.TextField(blank=True)
+    host_key_fingerprint = models.CharField(max_length=100, blank=True)
+    work_dir = models.CharField(max_length=200, default="/var/tmp/recovery-lab")
+    status = models.CharField(max_length=8, choices=HostStatus.choices, default=HostStatus.UNKNOWN)
+    facts = models.JSONField(default=dict, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -39,6 +53,19 @@ class Host(models.Model):
         if self.transport == Transport.LOCAL:
             return "local"
         return f"{self.ssh_user}@{self.ssh_host}:{self.ssh_port}"
+
+
+class SSHIdentity(models.Model):
+    """The dashboard's own SSH key pair (one row). The private key is kept encrypted with
+    SSH_KEY_SECRET from the environment and is never shown; users see the public key, to put
+    in their hosts' authorized_keys."""
+
+    public_key = models.TextField()
+    private_key_encrypted = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.public_key
 
 
 class ExperimentStatus(models.TextChoices):
@@ -142,6 +169,8 @@ class Run(RunMetrics):
     # sha256 of an imported error log: the same file is not imported twice.
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     server_version = models.CharField(max_length=120, blank=True)
+    # The host as it was when the run ran (CPU, memory, disk, server and tool versions).
+    host_facts = models.JSONField(default=dict, blank=True)
     # Seconds per recovery phase ({"redo_scan": s, "redo_apply": s, ...}), for the breakdown.
     phases = models.JSONField(default=dict, blank=True)
     # Values the analysis must not trust (impossible durations): left out of charts and

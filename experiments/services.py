@@ -5,6 +5,7 @@ Views, the API, management commands and Celery tasks call them and nothing else 
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,10 +18,14 @@ from django.utils import timezone
 from .analysis import analyse_run
 from .definition import HOST_NAME, DefinitionError, ExperimentDefinition, validate_definition
 from .metrics import METRIC_NAMES
-from .models import Experiment, ExperimentStatus, Host, Run, RunFile, RunStatus, Transport
+from .models import Experiment, ExperimentStatus, Host, HostStatus, Run, RunFile, RunStatus, Transport
 from .units import parse_size
 
 logger = logging.getLogger(__name__)
+
+SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")
+WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
 
 EXECUTE_RUN_TASK = "workers.tasks.execute_run_task"
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
@@ -44,25 +49,61 @@ def register_host(
     ssh_user: str = "",
     ssh_host: str = "",
     ssh_port: int = 22,
-    ssh_key_path: str = "",
+    work_dir: str = "/var/tmp/recovery-lab",
 ) -> Host:
-    """Create or update a host. Running it twice with the same values changes nothing."""
+    """Create or update a host. Running it twice with the same values changes nothing; a new
+    address forgets the pinned host key (the next probe pins the new machine's)."""
     if not HOST_NAME.match(name or ""):
         raise ValueError(f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63")
     if transport not in Transport.values:
         raise ValueError(f"transport must be one of {', '.join(Transport.values)}")
-    host, _ = Host.objects.update_or_create(
-        name=name,
-        defaults={
-            "transport": transport,
-            "ssh_user": ssh_user,
-            "ssh_host": ssh_host,
-            "ssh_port": ssh_port,
-            "ssh_key_path": ssh_key_path,
-            "active": True,
-        },
-    )
+    if transport == Transport.SSH:
+        if not SSH_USER.match(ssh_user or ""):
+            raise ValueError(f"ssh_user {ssh_user!r}: a login name such as root or bench")
+        if not SSH_HOST.match(ssh_host or ""):
+            raise ValueError(f"ssh_host {ssh_host!r}: a host name or IP address")
+        if not 1 <= int(ssh_port) <= 65535:
+            raise ValueError(f"ssh_port {ssh_port}: 1..65535")
+    if not WORK_DIR.match(work_dir or "") or ".." in work_dir:
+        raise ValueError(f"work_dir {work_dir!r}: an absolute path of letters, digits, '.', '_', '-', '/'")
+    address = {"ssh_user": ssh_user, "ssh_host": ssh_host, "ssh_port": int(ssh_port)}
+    with transaction.atomic():
+        host = Host.objects.select_for_update().filter(name=name).first()
+        if host is None:
+            return Host.objects.create(name=name, transport=transport, work_dir=work_dir, **address)
+        before = (host.transport, host.ssh_user, host.ssh_host, host.ssh_port)
+        moved = before != (transport, *address.values())
+        host.transport, host.work_dir, host.active = transport, work_dir, True
+        for field, value in address.items():
+            setattr(host, field, value)
+        if moved:
+            host.host_key = host.host_key_fingerprint = ""
+            host.status = HostStatus.UNKNOWN
+        host.save()
     return host
+
+
+def record_probe(host_id: int, facts: dict, host_key: str = "", fingerprint: str = "") -> Host:
+    """Store what a probe found; the first key seen is pinned. Running it twice changes nothing
+    but last_seen."""
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(id=host_id)
+        if host_key and not host.host_key:
+            host.host_key, host.host_key_fingerprint = host_key, fingerprint
+        host.facts, host.last_seen, host.last_error = facts, timezone.now(), ""
+        host.status = HostStatus.IDLE
+        host.save()
+    return host
+
+
+def record_probe_failure(host_id: int, error: str) -> Host:
+    Host.objects.filter(id=host_id).update(status=HostStatus.DOWN, last_error=error[:2000])
+    return Host.objects.get(id=host_id)
+
+
+def forget_host_key(host_id: int) -> None:
+    """After a host was reinstalled on purpose: the next probe pins its new key."""
+    Host.objects.filter(id=host_id).update(host_key="", host_key_fingerprint="", status=HostStatus.UNKNOWN)
 
 
 def active_host_names() -> list[str]:
@@ -225,6 +266,7 @@ def ingest_bundle(run_id: int, bundle: Bundle) -> Run:
         run = Run.objects.select_for_update().get(id=run_id)
         store_files(run, bundle.files)
         warnings = apply_metrics(run, bundle.files, bundle.result)
+        run.host_facts = bundle.result.get("facts") or {}
         runner_error = bundle.result.get("error")
         if bundle.result.get("status") == "done":
             run.status, run.error = RunStatus.DONE, ""
@@ -320,6 +362,9 @@ __all__ = [
     "mark_run_failed",
     "record_progress",
     "refresh_experiment_status",
+    "forget_host_key",
+    "record_probe",
+    "record_probe_failure",
     "register_host",
     "release_run",
     "reparse_run",

@@ -16,5 +16,6 @@ urlpatterns = [
     path("runs/<int:pk>/files/<str:name>", views.run_file, name="run-file"),
     path("runs/<int:pk>/reparse/", views.run_reparse, name="run-reparse"),
     path("hosts/", views.host_list, name="host-list"),
+    path("hosts/<int:pk>/probe/", views.host_probe, name="host-probe"),
     path("imports/new/", views.import_new, name="import-new"),
 ]

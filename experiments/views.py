@@ -3,20 +3,22 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import JsonResponse
+from django.http import HttpResponseForbidden, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.utils.module_loading import import_string
 from django.views.decorators.http import require_POST
 
 from . import charts, pages, services
-from .api import comparison, parse_experiment_ids
+from .api import PROBE_HOST, comparison, parse_experiment_ids
 from .definition import DefinitionError
 from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
 from .filters import AnalysisFilter
 from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
-from .models import Engine, Experiment, Host, Run
+from .models import Engine, Experiment, Host, HostStatus, Run, RunStatus, Transport
+from .ssh_keys import SSHKeyError, dashboard_public_key
 
 EXPERIMENTS_PER_PAGE = 50
 
@@ -120,7 +122,32 @@ def run_reparse(request, pk: int):
 
 @login_required
 def host_list(request):
-    return render(request, "experiments/host_list.html", {"hosts": Host.objects.all()})
+    hosts = list(
+        Host.objects.annotate(
+            run_count=Count("runs"), running=Count("runs", filter=Q(runs__status=RunStatus.RUNNING))
+        )
+    )
+    for host in hosts:
+        host.shown_status = HostStatus.BUSY if host.running else host.status
+    public_key = ""
+    if any(host.transport == Transport.SSH for host in hosts):
+        try:
+            public_key = dashboard_public_key()
+        except SSHKeyError as exc:
+            messages.error(request, str(exc))
+    return render(request, "experiments/host_list.html", {"hosts": hosts, "public_key": public_key})
+
+
+@login_required
+@require_POST
+def host_probe(request, pk: int):
+    if not request.user.is_staff:
+        return HttpResponseForbidden("only staff probe hosts")
+    host = get_object_or_404(Host, pk=pk)
+    found = import_string(PROBE_HOST)(host.pk)
+    if "error" in found:
+        messages.error(request, f"{host.name}: {found['error']}")
+    return redirect("host-list")
 
 
 @login_required

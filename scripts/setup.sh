@@ -11,6 +11,7 @@ command -v sysbench >/dev/null || need_apt+=(sysbench)
 command -v psql >/dev/null || need_apt+=(postgresql)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v chromium >/dev/null || need_apt+=(chromium)
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # the tests start their own sshd on loopback
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -38,6 +39,13 @@ if [ ! -f .env ]; then
   key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(48))')
   sed "s|^SECRET_KEY=.*|SECRET_KEY=${key}|" .env.example > .env
   echo "== wrote .env with a fresh SECRET_KEY"
+fi
+if ! grep -q '^SSH_KEY_SECRET=.' .env; then
+  # The Fernet key that encrypts the dashboard's SSH private key in the database.
+  ssh_secret=$(python3 -c 'import base64, secrets; print(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())')
+  sed -i '/^SSH_KEY_SECRET=/d' .env
+  echo "SSH_KEY_SECRET=${ssh_secret}" >> .env
+  echo "== added a fresh SSH_KEY_SECRET to .env"
 fi
 
 db_url=$(.venv/bin/python -c 'import environ; e = environ.Env(); environ.Env.read_env(".env"); print(e.str("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/recovery_lab"))')

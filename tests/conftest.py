@@ -144,3 +144,22 @@ def session_work_dir():
     """This session's runner directory (tests/settings.py names it) goes when the session ends."""
     yield settings.RUNNER_WORK_DIR
     shutil.rmtree(settings.RUNNER_WORK_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def sshd(tmp_path, db):
+    """A real sshd on loopback that lets the dashboard's key in as root."""
+    from experiments.ssh_keys import dashboard_public_key
+
+    from .sshd import start_sshd
+
+    server = start_sshd(tmp_path / "sshd", dashboard_public_key())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def staff_api(db):
+    client = APIClient()
+    client.force_authenticate(UserFactory(username="ops", is_staff=True))
+    return client

@@ -57,11 +57,11 @@ def test_runs_filter_by_engine(api, local_host, broker):
     assert rocks["count"] == 8 and {r["engine"] for r in rocks["results"]} == {"rocksdb"}
 
 
-def test_hosts_can_be_registered_and_listed(api):
-    created = api.post("/api/hosts/", {"name": "bench-2", "transport": "local"}, format="json")
+def test_hosts_can_be_registered_by_staff_and_listed_by_anyone(staff_api, api):
+    created = staff_api.post("/api/hosts/", {"name": "bench-2", "transport": "local"}, format="json")
     assert created.status_code == 201, created.content
     assert [h["name"] for h in api.get("/api/hosts/").json()["results"]] == ["bench-2"]
-    bad = api.post("/api/hosts/", {"name": "bad name;", "transport": "local"}, format="json")
+    bad = staff_api.post("/api/hosts/", {"name": "bad name;", "transport": "local"}, format="json")
     assert bad.status_code == 400
 
 

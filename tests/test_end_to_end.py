@@ -104,11 +104,58 @@ def test_server_that_never_comes_back_fails_clearly_and_leaves_no_process(tmp_pa
 
 def test_runner_refuses_a_malformed_spec_before_starting_anything(tmp_path):
     spec = {
+        "run_id": 1,
         "engine": "innodb",
         "parameters": {"redo_log_size": "64M; reboot"},
         "workload": {"name": "oltp_write_only"},
-        "crash": {},
+        "crash": {"when": "after_workload"},
     }
     exit_code, last_event = run_runner(tmp_path, spec)
-    assert exit_code == 2
-    assert "not a size" in last_event["error"]
+    assert exit_code == 1
+    assert "not a size" in last_event["error"] and last_event["permanent"] is True
+    result = json.loads((tmp_path / "bundle" / "result.json").read_text())
+    assert result["status"] == "failed" and result["permanent"] and "times" not in result
+
+
+def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
+    """The worker died or the SSH session dropped: no mariadbd or sysbench of ours is left."""
+    spec = {
+        "run_id": 2,
+        "engine": "innodb",
+        "parameters": {"buffer_pool_size": "64M", "redo_log_size": "64M", "insert_rate": 0},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 1,
+            "table_size": 1000,
+            "threads": 1,
+            "events": 10_000_000,
+            "time_seconds": 0,
+        },
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "work_dir": str(settings.RUNNER_WORK_DIR),
+        "start_timeout_s": 120,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            str(RUNNER_PATH),
+            "--spec",
+            str(tmp_path / "spec.json"),
+            "--out",
+            str(tmp_path / "b"),
+            "--watch-stdin",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    for line in runner.stdout:  # wait for the workload: server and sysbench both running
+        if "running oltp_write_only:" in line:
+            break
+    assert any("sysbench" in p for p in runner_processes()) and any(
+        "mariadbd" in p for p in runner_processes()
+    )
+    runner.stdin.close()
+    assert runner.wait(timeout=30) == 3
+    wait_for(lambda: runner_processes() == [], 10, "the runner's processes to be gone")

@@ -132,7 +132,23 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
 CELERY_BEAT_SCHEDULE = {
     "requeue-lost-runs": {"task": "workers.tasks.requeue_lost_runs_task", "schedule": 60.0},
+    "probe-hosts": {"task": "workers.tasks.probe_hosts_task", "schedule": 600.0},
 }
+
+# Encrypts the dashboard's SSH private key at rest (Fernet). Needed only to reach SSH hosts;
+# `make setup` writes one into .env.
+SSH_KEY_SECRET = env.str("SSH_KEY_SECRET", default="")
+if SSH_KEY_SECRET:
+    from cryptography.fernet import Fernet
+
+    try:
+        Fernet(SSH_KEY_SECRET)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "SSH_KEY_SECRET must be 32 url-safe base64-encoded bytes (a Fernet key); `make setup` makes one"
+        ) from None
+# Seconds to wait for an SSH host to answer before calling it down.
+SSH_CONNECT_TIMEOUT_S = env.int("SSH_CONNECT_TIMEOUT_S", default=15)
 
 # Where the local transport lets the host runner work (datadirs, bundles).
 RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/tmp/recovery-lab"))

@@ -6,9 +6,10 @@ from datetime import timedelta
 from celery import shared_task
 
 from experiments import services
-from experiments.models import Run, RunStatus
+from experiments.models import Host, Run, RunStatus
 
 from .locks import host_is_busy, host_lock
+from .probing import probe_host
 from .transports import TransportError, transport_for
 
 logger = logging.getLogger(__name__)
@@ -64,3 +65,18 @@ def requeue_lost_runs_task() -> None:
         run = Run.objects.only("host_id").get(id=run_id)
         if not host_is_busy(run.host_id):
             services.enqueue_run(run_id)
+
+
+@shared_task
+def probe_host_task(host_id: int) -> None:
+    """Probe one host (facts, status). Runs twice: the same facts, a later last_seen."""
+    probe_host(host_id)
+
+
+@shared_task
+def probe_hosts_task() -> None:
+    """Beat: probe every active host that is not running a run, so the hosts page says which are
+    down before a run finds out."""
+    for host in Host.objects.filter(active=True).only("id"):
+        if not host_is_busy(host.id):
+            probe_host_task.delay(host.id)

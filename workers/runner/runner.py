@@ -28,25 +28,48 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
-SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
-OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
-OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
-WORKLOADS = {
-    "oltp_write_only",
-    "oltp_insert",
-    "oltp_read_write",
-    "oltp_update_index",
-    "oltp_update_non_index",
-}
-ENGINES = {"innodb", "rocksdb"}
+try:
+    from .contract import CONTRACT_VERSION, RunFailed, RunSpec
+    from .probe import host_facts
+except ImportError:  # run as a script: python3 runner.py
+    from contract import CONTRACT_VERSION, RunFailed, RunSpec
+    from probe import host_facts
+
 POLL_S = 0.005
 INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
+# Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).
+STARTED: list[subprocess.Popen] = []
 
 
-class RunFailed(Exception):
-    """A failure to report to the user as it is."""
+def spawn(args: list[str], **options) -> subprocess.Popen:
+    process = subprocess.Popen(args, **options)
+    STARTED.append(process)
+    return process
+
+
+def stop_started() -> None:
+    for process in STARTED:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+
+
+def watch_stdin() -> None:
+    """Stop everything this runner started, and itself, the moment its stdin closes: the SSH
+    session dropped or the worker that started it died. Without this a lost runner would go on
+    loading and crashing its server until it next wrote a line."""
+
+    def watch() -> None:
+        # os.read on the descriptor: a buffered reader's lock would stall interpreter shutdown
+        while os.read(sys.stdin.fileno(), 4096):
+            pass
+        stop_started()
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="stdin-watchdog").start()
 
 
 def emit(event: str, **fields) -> None:
@@ -67,27 +90,6 @@ class Clock:
 
     def now(self) -> float:
         return self._wall0 + (time.monotonic() - self._mono0)
-
-
-def validate_spec(spec: dict) -> None:
-    """Second line of defence: the dashboard validated all this against its allow-lists."""
-    if spec.get("engine") not in ENGINES:
-        raise RunFailed(f"engine {spec.get('engine')!r} is not supported by this runner")
-    params = spec.get("parameters", {})
-    for key in ("buffer_pool_size", "redo_log_size"):
-        if key in params and not SIZE.match(str(params[key])):
-            raise RunFailed(f"{key} {params[key]!r} is not a size like 256M")
-    if not isinstance(params.get("insert_rate", 0), int) or params.get("insert_rate", 0) < 0:
-        raise RunFailed("insert_rate must be a whole number >= 0")
-    for name, value in spec.get("server_options", {}).items():
-        if not OPTION_NAME.match(name) or not OPTION_VALUE.match(str(value)):
-            raise RunFailed(f"server option {name}={value!r} is malformed")
-    workload = spec.get("workload", {})
-    if workload.get("name") not in WORKLOADS:
-        raise RunFailed(f"workload {workload.get('name')!r} is not supported")
-    for key in ("tables", "table_size", "threads", "events", "time_seconds"):
-        if not isinstance(workload.get(key, 0), int) or workload.get(key, 0) < 0:
-            raise RunFailed(f"workload.{key} must be a whole number >= 0")
 
 
 def free_port() -> int:
@@ -223,7 +225,7 @@ class Server:
 
     def start(self) -> float:
         spawned = self.clock.now()
-        self.process = subprocess.Popen(
+        self.process = spawn(
             self.server_args(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -319,15 +321,16 @@ class Sysbench:
     def prepare(self) -> None:
         threads = min(self.workload["tables"], self.workload["threads"])
         with (self.work / "sysbench_prepare.txt").open("wb") as out:
-            done = subprocess.run(
+            loading = spawn(
                 [*self._common(), f"--threads={threads}", "prepare"],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                timeout=6 * 3600,
+                stdin=subprocess.DEVNULL,
             )
-        if done.returncode != 0:
+            returncode = loading.wait(timeout=6 * 3600)
+        if returncode != 0:
             tail = (self.work / "sysbench_prepare.txt").read_text(errors="replace")[-600:]
-            raise RunFailed(f"sysbench prepare failed (exit {done.returncode}): {tail}")
+            raise RunFailed(f"sysbench prepare failed (exit {returncode}): {tail}")
 
     def start_run(self) -> None:
         args = [
@@ -341,7 +344,7 @@ class Sysbench:
             "run",
         ]
         self.output = (self.work / "sysbench_report.txt").open("wb")
-        self.process = subprocess.Popen(
+        self.process = spawn(
             args,
             stdout=self.output,
             stderr=subprocess.STDOUT,
@@ -440,7 +443,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
     crash = spec["crash"]
     engine = spec["engine"]
     times: dict[str, float] = {}
-    result: dict = {"spec": spec, "times": times, "port": server.port, "server_args": server.server_args()}
+    result: dict = {"times": times, "port": server.port, "server_args": server.server_args()}
     stamper.start()
     try:
         progress("creating a private server instance", 1)
@@ -531,40 +534,53 @@ def collect(work: Path, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", required=True, help="the run's JSON spec")
-    parser.add_argument("--out", required=True, help="where to write the bundle")
+    parser.add_argument("--spec", help="the run's JSON spec")
+    parser.add_argument("--out", help="where to write the bundle")
     parser.add_argument("--keep", action="store_true", help="keep the datadir for inspection")
+    parser.add_argument("--probe", metavar="WORK_DIR", help="print this host's facts as JSON and exit")
+    parser.add_argument(
+        "--watch-stdin", action="store_true", help="stop everything when stdin closes (transports set it)"
+    )
     args = parser.parse_args(argv)
+    if args.probe:
+        print(json.dumps(host_facts(args.probe)), flush=True)
+        return 0
+    if not args.spec or not args.out:
+        parser.error("--spec and --out are required to run")
+    if args.watch_stdin:
+        watch_stdin()
     out = Path(args.out)
+    result: dict = {"contract_version": CONTRACT_VERSION}
+    status, error, permanent, work = "failed", None, True, None
     try:
-        spec = json.loads(Path(args.spec).read_text())
-        validate_spec(spec)
-        base = Path(spec.get("work_dir", tempfile.gettempdir()))
+        spec = asdict(RunSpec.from_dict(json.loads(Path(args.spec).read_text())))
+        result["spec"] = spec
+        base = Path(spec["work_dir"])
         base.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f"run-{int(spec.get('run_id', 0))}-", dir=base))
-    except (OSError, ValueError, RunFailed) as exc:
-        emit("failed", error=f"bad run spec: {exc}")
-        return 2
-    status, error = "done", None
-    try:
-        result = execute(spec, work, out)
+        work = Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base))
+        result["facts"] = host_facts(str(base))
+        result.update(execute(spec, work, out))
+        status = "done"
     except RunFailed as exc:
-        status, error, result = "failed", str(exc), {"spec": spec}
+        error, permanent = str(exc), exc.permanent
+    except (OSError, ValueError) as exc:
+        error = f"bad run spec or work directory: {exc}"
     except subprocess.TimeoutExpired as exc:
-        status, error, result = "failed", f"timed out: {' '.join(map(str, exc.cmd[:2]))}", {"spec": spec}
+        error = f"timed out: {' '.join(map(str, exc.cmd[:2]))}"
     except Exception as exc:  # reported to the worker with context, never swallowed
-        status, error, result = "failed", f"runner error: {exc.__class__.__name__}: {exc}", {"spec": spec}
+        error = f"runner error: {exc.__class__.__name__}: {exc}"
     finally:
-        if not args.keep:
+        stop_started()
+        if work is not None and not args.keep:
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)
-    result["status"], result["error"] = status, error
+    result.update(status=status, error=error, permanent=permanent if status == "failed" else None)
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").write_text(json.dumps(result, indent=2))
     if status == "done":
         emit("done")
         return 0
-    emit("failed", error=error)
+    emit("failed", error=error, permanent=permanent)
     return 1
 
 

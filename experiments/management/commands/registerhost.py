@@ -1,33 +1,47 @@
 import re
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.module_loading import import_string
 
 from experiments import services
-from experiments.models import Transport
+from experiments.api import PROBE_HOST
+from experiments.models import Host, Transport
+from experiments.ssh_keys import SSHKeyError, dashboard_public_key
 
 _SSH = re.compile(r"^([a-z_][a-z0-9_-]{0,31})@([A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:]+\])(?::([0-9]{1,5}))?$")
 
 
 class Command(BaseCommand):
-    help = "Register (or update) a benchmark host: --local, or --ssh USER@HOST[:PORT] --key PATH."
+    help = (
+        "Register (or update) a benchmark host: --local, or --ssh USER@HOST[:PORT] (prints the "
+        "dashboard's public key to put in the host's authorized_keys). --probe connects now."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        where = parser.add_mutually_exclusive_group(required=True)
+        where = parser.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="this machine, no SSH")
         where.add_argument("--ssh", metavar="USER@HOST[:PORT]")
-        parser.add_argument("--key", metavar="PATH", default="", help="SSH private key")
+        parser.add_argument(
+            "--work-dir", default="/var/tmp/recovery-lab", help="where runs write on the host"
+        )
+        parser.add_argument(
+            "--probe", action="store_true", help="connect now: pin the host key, read its facts"
+        )
+        parser.add_argument(
+            "--forget-host-key",
+            action="store_true",
+            help="the host was reinstalled: pin its new key at the next probe",
+        )
 
-    def handle(self, *args, name, local, ssh, key, **options):
+    def handle(self, *args, name, local, ssh, work_dir, probe, forget_host_key, **options):
         try:
             if local:
-                host = services.register_host(name, Transport.LOCAL)
-            else:
+                host = services.register_host(name, Transport.LOCAL, work_dir=work_dir)
+            elif ssh:
                 match = _SSH.match(ssh)
                 if not match:
                     raise CommandError(f"--ssh {ssh!r}: expected USER@HOST or USER@HOST:PORT")
-                if not key:
-                    raise CommandError("--ssh needs --key PATH (the private key to log in with)")
                 user, address, port = match.groups()
                 host = services.register_host(
                     name,
@@ -35,8 +49,30 @@ class Command(BaseCommand):
                     ssh_user=user,
                     ssh_host=address.strip("[]"),
                     ssh_port=int(port or 22),
-                    ssh_key_path=key,
+                    work_dir=work_dir,
                 )
-        except ValueError as exc:
+                self.stdout.write(
+                    f"Put this line in ~{user}/.ssh/authorized_keys on {address}:\n{dashboard_public_key()}"
+                )
+            else:
+                host = Host.objects.filter(name=name).first()
+                if host is None:
+                    raise CommandError(
+                        f"no host {name!r}: give --local or --ssh USER@HOST[:PORT] to register it"
+                    )
+        except (ValueError, SSHKeyError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"registered host {host.name} ({host.address})")
+        if forget_host_key:
+            services.forget_host_key(host.id)
+            self.stdout.write("forgot its pinned host key: the next probe pins the key it presents")
+        if probe:
+            found = import_string(PROBE_HOST)(host.id)
+            if "error" in found:
+                raise CommandError(f"probe failed: {found['error']}")
+            facts = found["facts"]
+            engines = ", ".join(facts.get("engines", []))
+            self.stdout.write(
+                f"probed: {found['status']}, key {found['host_key_fingerprint'] or '(local)'}; "
+                f"{facts.get('os')}, {facts.get('cpu_count')} CPUs, engines {engines}"
+            )

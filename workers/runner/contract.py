@@ -1,0 +1,96 @@
+"""What crosses the wire between the dashboard and the host runner. Standard library only: this
+module is shipped to the host inside the runner's zip.
+
+The spec goes out as JSON and is read back into `RunSpec`, which checks every value again (the
+dashboard validated them against its allow-lists already; nothing a user typed reaches a shell
+on the host either way). The runner answers with JSON-line events on stdout and a
+`result.json` whose `contract_version` says which shape it has.
+"""
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+CONTRACT_VERSION = 1
+SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
+OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
+ENGINES = ("innodb", "rocksdb")
+WORKLOADS = (
+    "oltp_write_only",
+    "oltp_insert",
+    "oltp_read_write",
+    "oltp_update_index",
+    "oltp_update_non_index",
+)
+CRASH_WHEN = ("after_workload", "during_workload")
+WORKLOAD_NUMBERS = ("tables", "table_size", "threads", "events", "time_seconds")
+
+
+class RunFailed(Exception):
+    """A failure to report to the user as it is. `permanent`: trying again cannot help (a bad
+    spec, a missing binary, a server that never came back); otherwise the run may be retried."""
+
+    def __init__(self, message: str, permanent: bool = True):
+        super().__init__(message)
+        self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    run_id: int
+    engine: str
+    parameters: dict
+    server_options: dict = field(default_factory=dict)
+    workload: dict = field(default_factory=dict)
+    crash: dict = field(default_factory=dict)
+    start_timeout_s: float = 600
+    work_dir: str = "/var/tmp/recovery-lab"
+    version: int = CONTRACT_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunSpec":
+        """The spec, checked value by value; RunFailed (permanent) names the first bad one."""
+        if data.get("version", CONTRACT_VERSION) != CONTRACT_VERSION:
+            raise RunFailed(
+                f"spec version {data.get('version')} is not {CONTRACT_VERSION}: update the runner"
+            )
+        known = set(cls.__dataclass_fields__)
+        unknown = set(data) - known
+        if unknown:
+            raise RunFailed(f"unknown spec fields: {', '.join(sorted(unknown))}")
+        try:
+            spec = cls(**data)
+        except TypeError as exc:
+            raise RunFailed(f"bad run spec: {exc}") from None
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        if not isinstance(self.run_id, int) or self.run_id < 0:
+            raise RunFailed("run_id must be a whole number")
+        if self.engine not in ENGINES:
+            raise RunFailed(f"engine {self.engine!r} is not supported by this runner")
+        for key in ("buffer_pool_size", "redo_log_size"):
+            if key in self.parameters and not SIZE.match(str(self.parameters[key])):
+                raise RunFailed(f"{key} {self.parameters[key]!r} is not a size like 256M")
+        rate = self.parameters.get("insert_rate", 0)
+        if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
+            raise RunFailed("insert_rate must be a whole number >= 0")
+        for name, value in self.server_options.items():
+            if not OPTION_NAME.match(name) or not OPTION_VALUE.match(str(value)):
+                raise RunFailed(f"server option {name}={value!r} is malformed")
+        if self.workload.get("name") not in WORKLOADS:
+            raise RunFailed(f"workload {self.workload.get('name')!r} is not supported")
+        for key in WORKLOAD_NUMBERS:
+            value = self.workload.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise RunFailed(f"workload.{key} must be a whole number >= 0")
+        if self.crash.get("when") not in CRASH_WHEN:
+            raise RunFailed(f"crash.when {self.crash.get('when')!r} is not supported by this runner")
+        if not WORK_DIR.match(self.work_dir) or ".." in self.work_dir:
+            raise RunFailed(f"work_dir {self.work_dir!r} is not an absolute path of plain characters")

@@ -1,0 +1,91 @@
+"""What a benchmark host is: OS, CPU, memory, the work directory's disk, the servers and tools
+installed. Standard library only (shipped in the runner's zip); `python3 runner.pyz --probe
+WORK_DIR` prints it as JSON. Each fact that cannot be read is left out, never guessed."""
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
+
+
+def _first_line(args: list[str]) -> str | None:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0][:200] if text else None
+
+
+def _which(name: str) -> str | None:
+    return shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_bytes() -> int | None:
+    try:
+        match = re.search(r"^MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(match.group(1)) * 1024 if match else None
+
+
+def _disk(work_dir: Path) -> dict:
+    """Free space where the runs will write, and whether that disk spins."""
+    folder = work_dir
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    usage = shutil.disk_usage(folder)
+    disk = {"path": str(work_dir), "free_bytes": usage.free, "total_bytes": usage.total}
+    try:
+        device = os.stat(folder).st_dev
+        block = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}").resolve()
+        # a partition's queue is its parent disk's
+        for candidate in (block, block.parent):
+            rotational = candidate / "queue" / "rotational"
+            if rotational.exists():
+                disk["rotational"] = rotational.read_text().strip() == "1"
+                disk["device"] = candidate.name
+                break
+    except (OSError, ValueError):
+        pass
+    return disk
+
+
+def host_facts(work_dir: str) -> dict:
+    servers = {}
+    for name in ("mariadbd", "mysqld"):
+        path = _which(name)
+        if path:
+            servers[name] = {"path": path, "version": _first_line([path, "--version"])}
+    engines = ["innodb"]
+    if any(Path(folder, "ha_rocksdb.so").exists() for folder in PLUGIN_DIRS):
+        engines.append("rocksdb")
+    sysbench = _which("sysbench")
+    return {
+        "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),
+        "kernel": platform.release(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": _memory_bytes(),
+        "disk": _disk(Path(work_dir)),
+        "servers": servers,
+        "engines": engines,
+        "sysbench": _first_line([sysbench, "--version"]) if sysbench else None,
+        "python": platform.python_version(),
+        "python_path": sys.executable,
+    }

@@ -1,0 +1,190 @@
+"""The SSH transport (asyncssh): the runner zip and the spec go to the host, the runner runs
+with the host's python3 and streams its events back, the bundle comes back as one tar.gz.
+
+The host's key is pinned at first contact (a probe) and any other key is refused afterwards.
+The dashboard logs in with its own key (experiments.ssh_keys), decrypted in memory only. The
+runner's stdin stays open for the whole run: if the connection drops, sshd closes it and the
+runner stops every process it started. Every command is built from values the dashboard made
+(paths it generated, validated at registration), each quoted; nothing a user typed is in them.
+"""
+
+import asyncio
+import contextlib
+import io
+import json
+import shlex
+import tarfile
+from collections.abc import Awaitable, Callable
+
+import asyncssh
+from django.conf import settings
+
+from experiments.models import Host
+from experiments.services import Bundle
+from experiments.ssh_keys import dashboard_private_key, dashboard_public_key
+
+from .transports import RUNNER_HARD_LIMIT_S, ProgressCallback, TransportError, handle_event, runner_zip
+
+KEEPALIVE_S = 10
+
+
+class SSHTransport:
+    def __init__(self, host: Host):
+        self.host = host
+        # Read from the database here, before the event loop: Django's ORM is synchronous.
+        self.client_key = dashboard_private_key()
+        self.public_key = dashboard_public_key()
+
+    # The two things a transport does -----------------------------------------------------
+
+    def probe(self) -> dict:
+        """Connect now (pinning the host key if none is pinned yet) and read the host's facts."""
+        return asyncio.run(self._with_connection(self._probe, pin=True))
+
+    def execute(self, spec: dict, on_progress: ProgressCallback) -> Bundle:
+        if not self.host.host_key:
+            raise TransportError(
+                f"host {self.host.name}: its SSH key is not pinned yet; probe it first "
+                "(POST /api/hosts/{id}/probe/ or the hosts page)",
+                permanent=True,
+            )
+
+        async def run(conn):
+            try:
+                return await asyncio.wait_for(self._execute(conn, spec, on_progress), RUNNER_HARD_LIMIT_S)
+            except TimeoutError:
+                # Leaving the connection closes the runner's stdin: it stops its processes.
+                raise TransportError(
+                    f"the host runner did not finish within {RUNNER_HARD_LIMIT_S} s", permanent=True
+                ) from None
+
+        return asyncio.run(self._with_connection(run, pin=False))
+
+    # Connection ----------------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        return f"{self.host.ssh_user}@{self.host.ssh_host}:{self.host.ssh_port}"
+
+    async def _with_connection(self, work: Callable[[asyncssh.SSHClientConnection], Awaitable], pin: bool):
+        known_hosts = None  # first contact: accept the key, and record it
+        if self.host.host_key:
+            known_hosts = ([asyncssh.import_public_key(self.host.host_key)], [], [])
+        elif not pin:
+            raise TransportError(f"host {self.host.name}: no pinned host key", permanent=True)
+        try:
+            async with asyncssh.connect(
+                self.host.ssh_host,
+                port=self.host.ssh_port,
+                username=self.host.ssh_user,
+                client_keys=[asyncssh.import_private_key(self.client_key)],
+                known_hosts=known_hosts,
+                agent_path=None,
+                config=[],
+                connect_timeout=settings.SSH_CONNECT_TIMEOUT_S,
+                keepalive_interval=KEEPALIVE_S,
+                keepalive_count_max=3,
+            ) as conn:
+                return await work(conn)
+        except asyncssh.HostKeyNotVerifiable:
+            raise TransportError(
+                f"{self.where} presented a host key that is not the one pinned at first contact "
+                f"({self.host.host_key_fingerprint}). If the host was reinstalled on purpose, forget "
+                "the old key (python manage.py registerhost NAME --forget-host-key) and probe again; "
+                "otherwise something is answering in its place.",
+                permanent=True,
+            ) from None
+        except asyncssh.PermissionDenied:
+            raise TransportError(
+                f"{self.where} refused the dashboard's key: add this line to ~{self.host.ssh_user}/"
+                f".ssh/authorized_keys on the host:\n{self.public_key}",
+                permanent=True,
+            ) from None
+        except (OSError, TimeoutError, asyncssh.Error) as exc:
+            # refused, unreachable, timed out, dropped: the host may be back later
+            raise TransportError(f"{self.where}: {exc.__class__.__name__}: {exc}".rstrip(": ")) from None
+
+    async def _command(self, conn, command: str, data: bytes | None = None, timeout: float = 300) -> bytes:
+        done = await asyncio.wait_for(conn.run(command, input=data, encoding=None, check=False), timeout)
+        if done.exit_status != 0:
+            raise TransportError(
+                f"{self.where}: `{command.split()[0]}` failed (exit {done.exit_status}): "
+                f"{(done.stderr or b'').decode(errors='replace')[-500:]}",
+                permanent=done.exit_status == 127,  # not found: installing it is the user's move
+            )
+        return done.stdout or b""
+
+    async def _upload_runner(self, conn) -> str:
+        """A folder of its own under the host's work directory, with the runner in it."""
+        base = shlex.quote(self.host.work_dir)
+        folder = (
+            await self._command(conn, f"mkdir -p -- {base} && mktemp -d {base}/bundle-XXXXXXXX")
+        ).decode()
+        folder = folder.strip()
+        await self._command(conn, f"cat > {shlex.quote(folder + '/runner.pyz')}", runner_zip())
+        return folder
+
+    # Work ------------------------------------------------------------------------------------
+
+    async def _probe(self, conn) -> dict:
+        server_key = conn.get_server_host_key()
+        folder = await self._upload_runner(conn)
+        try:
+            output = await self._command(
+                conn,
+                f"python3 {shlex.quote(folder + '/runner.pyz')} --probe {shlex.quote(self.host.work_dir)}",
+            )
+        finally:
+            await self._remove(conn, folder)
+        return {
+            "facts": json.loads(output),
+            "host_key": server_key.export_public_key().decode().strip(),
+            "host_key_fingerprint": server_key.get_fingerprint("sha256"),
+        }
+
+    async def _execute(self, conn, spec: dict, on_progress: ProgressCallback) -> Bundle:
+        folder = await self._upload_runner(conn)
+        quoted = {name: shlex.quote(f"{folder}/{name}") for name in ("runner.pyz", "spec.json", "bundle")}
+        spec = {**spec, "work_dir": self.host.work_dir}
+        try:
+            await self._command(conn, f"cat > {quoted['spec.json']}", json.dumps(spec).encode())
+            process = await conn.create_process(
+                f"python3 {quoted['runner.pyz']} --spec {quoted['spec.json']} "
+                f"--out {quoted['bundle']} --watch-stdin"
+            )
+            stray: list[str] = []
+            stderr = asyncio.ensure_future(process.stderr.read())
+            async for line in process.stdout:
+                # Django's ORM is synchronous: progress is written from a thread of its own.
+                if not await asyncio.to_thread(handle_event, line, on_progress):
+                    stray.append(line.rstrip())
+            await process.wait()
+            errors = await stderr
+            if process.exit_status not in (0, 1):
+                raise TransportError(
+                    f"the host runner stopped (exit {process.exit_status}) without a result: "
+                    f"{(errors or ' '.join(stray))[-500:]}",
+                    permanent=process.exit_status == 127,
+                )
+            archive = await self._command(conn, f"tar -czf - -C {quoted['bundle']} .")
+        finally:
+            await self._remove(conn, folder)
+        return unpack_bundle(archive)
+
+    async def _remove(self, conn, folder: str) -> None:
+        """Clean up; on a dropped connection there is nothing to do (and the first error counts)."""
+        with contextlib.suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
+            await self._command(conn, f"rm -rf -- {shlex.quote(folder)}", timeout=60)
+
+
+def unpack_bundle(archive: bytes) -> Bundle:
+    """The bundle's files from the tar.gz the host sent; flat names only, regular files only."""
+    files = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            name = member.name.removeprefix("./")
+            if member.isfile() and "/" not in name:
+                files[name] = tar.extractfile(member).read()
+    if "result.json" not in files:
+        raise TransportError("the host runner wrote no result.json", permanent=True)
+    return Bundle(result=json.loads(files["result.json"]), files=files)
