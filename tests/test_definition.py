@@ -97,3 +97,14 @@ def test_a_definition_that_is_not_an_object_is_refused():
     assert errors_of(["not", "an", "object"]) == {
         "non_field_errors": ["the definition must be a JSON object"]
     }
+
+
+def test_the_runner_allows_what_the_dashboard_allows():
+    """The runner checks the spec again with its own allow-lists (it ships alone to the host):
+    they must not drift from the dashboard's."""
+    from experiments import definition
+    from workers.runner import contract
+
+    assert set(contract.WORKLOADS) == set(definition.WORKLOADS)
+    assert set(contract.ENGINES) == set(definition.LIVE_ENGINES)
+    assert set(contract.CRASH_WHEN) == set(definition.CRASH_WHEN)
