@@ -19,7 +19,7 @@ from .export import explore_csv, runs_csv
 from .filters import AnalysisFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
-from .models import Experiment, Host, HostStatus, Run, RunStatus, Transport
+from .models import Experiment, Host, HostStatus, Run, Transport
 from .ssh_keys import dashboard_public_key
 
 PROBE_HOST = "workers.probing.probe_host"
@@ -286,10 +286,9 @@ class HostSerializer(serializers.ModelSerializer):
         extra_kwargs = {"name": {"validators": []}}
 
     def get_status(self, host: Host) -> str:
-        """busy while one of its runs is running; else what the last probe found."""
-        if host.runs.filter(status=RunStatus.RUNNING).exists():
-            return HostStatus.BUSY
-        return host.status
+        if not hasattr(host, "running_count"):  # just created or updated: nothing runs on it yet
+            return host.status
+        return host.current_status
 
     def get_public_key(self, host: Host) -> str:
         return dashboard_public_key() if host.transport == Transport.SSH else ""
@@ -322,7 +321,7 @@ class HostViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     serializer_class = HostSerializer
-    queryset = Host.objects.all()
+    queryset = Host.objects.with_activity()
     permission_classes = [StaffWritesOnly]
 
     @extend_schema(request=None, responses={200: ProbeResultSerializer})

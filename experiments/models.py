@@ -23,6 +23,15 @@ class HostStatus(models.TextChoices):
     DOWN = "down", "down"
 
 
+class HostQuerySet(models.QuerySet):
+    def with_activity(self):
+        """Hosts with their run count and how many of their runs are running now."""
+        return self.annotate(
+            run_count=models.Count("runs"),
+            running_count=models.Count("runs", filter=models.Q(runs__status="running")),
+        ).order_by("name")  # annotate(Count) groups by the row: say the order again
+
+
 class Host(models.Model):
     """A benchmark host the workers may send runs to."""
 
@@ -42,11 +51,19 @@ class Host(models.Model):
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = HostQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
     def __str__(self):
         return self.name
+
+    @property
+    def current_status(self) -> str:
+        """busy while one of its runs is running (needs with_activity()); else what the last probe
+        found."""
+        return HostStatus.BUSY if self.running_count else self.status
 
     @property
     def address(self) -> str:

@@ -17,7 +17,7 @@ from .filters import AnalysisFilter
 from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
-from .models import Engine, Experiment, Host, HostStatus, Run, RunStatus, Transport
+from .models import Engine, Experiment, Host, Run, Transport
 from .ssh_keys import SSHKeyError, dashboard_public_key
 
 EXPERIMENTS_PER_PAGE = 50
@@ -122,13 +122,7 @@ def run_reparse(request, pk: int):
 
 @login_required
 def host_list(request):
-    hosts = list(
-        Host.objects.annotate(
-            run_count=Count("runs"), running=Count("runs", filter=Q(runs__status=RunStatus.RUNNING))
-        )
-    )
-    for host in hosts:
-        host.shown_status = HostStatus.BUSY if host.running else host.status
+    hosts = list(Host.objects.with_activity())
     public_key = ""
     if any(host.transport == Transport.SSH for host in hosts):
         try:

@@ -108,3 +108,6 @@ def test_the_runner_allows_what_the_dashboard_allows():
     assert set(contract.WORKLOADS) == set(definition.WORKLOADS)
     assert set(contract.ENGINES) == set(definition.LIVE_ENGINES)
     assert set(contract.CRASH_WHEN) == set(definition.CRASH_WHEN)
+    from experiments import services
+
+    assert services.WORK_DIR.pattern == contract.WORK_DIR.pattern  # a host's work directory
