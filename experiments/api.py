@@ -110,14 +110,32 @@ class ExperimentViewSet(
     serializer_class = ExperimentSerializer
     queryset = Experiment.objects.prefetch_related("runs")
 
-    @extend_schema(request=DefinitionSerializer, responses={201: ExperimentSerializer})
+    @extend_schema(
+        request=DefinitionSerializer,
+        responses={201: ExperimentSerializer, 200: ExperimentSerializer},
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                description="A key of the client's choosing (letters, digits, '.', '_', ':', '-'; at "
+                "most 100). Sent again with the same key, the request returns the experiment the "
+                "first one created (200) instead of creating another.",
+            )
+        ],
+    )
     def create(self, request, *args, **kwargs):
         try:
-            experiment = services.create_experiment(request.data, user=request.user)
+            experiment, created = services.create_experiment(
+                request.data, user=request.user, idempotency_key=request.headers.get("Idempotency-Key", "")
+            )
         except DefinitionError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        except ValueError as exc:
+            return Response({"Idempotency-Key": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         experiment = self.get_queryset().get(pk=experiment.pk)
-        return Response(self.get_serializer(experiment).data, status=status.HTTP_201_CREATED)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(self.get_serializer(experiment).data, status=code)
 
 
 class ExclusionSerializer(serializers.Serializer):

@@ -50,6 +50,10 @@ class Host(models.Model):
     last_error = models.TextField(blank=True)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a driver task was last sent for this host and has not started yet: beat sends another
+    # only after a while, so a host whose message waits behind busy workers is not woken again
+    # on every pass.
+    wake_sent_at = models.DateTimeField(null=True, blank=True)
 
     objects = HostQuerySet.as_manager()
 
@@ -104,12 +108,21 @@ class Experiment(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The client's Idempotency-Key: a POST sent again with the same key returns this experiment.
+    idempotency_key = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [GinIndex(fields=["tags"], name="experiment_tags")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["created_by", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="experiment_unique_idempotency_key",
+            ),
+        ]
 
     def __str__(self):
         return self.name
@@ -202,6 +215,8 @@ class Run(RunMetrics):
     )
     excluded_at = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
+    # A run that failed for a passing reason waits until then before it is claimed again.
+    not_before = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -230,6 +245,42 @@ class Run(RunMetrics):
     def analysable(self) -> bool:
         """Done, and neither suspect nor excluded: what charts and statistics use by default."""
         return self.status == RunStatus.DONE and not self.suspect and not self.excluded
+
+
+class AttemptOutcome(models.TextChoices):
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+    RETRY = "retry", "failed, tried again"
+    LOST = "lost", "lost (its worker stopped)"
+
+
+class RunAttempt(models.Model):
+    """One try at a run: where, by which worker, when, and how it ended. "Why did this take
+    three tries" has its answer here."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempt_rows")
+    number = models.PositiveIntegerField()
+    host = models.ForeignKey(Host, null=True, on_delete=models.SET_NULL, related_name="+")
+    worker = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=8, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
+    error = models.TextField(blank=True)
+    transient = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="attempt_unique_number")]
+
+    def __str__(self):
+        return f"attempt {self.number} of run {self.run_id}"
+
+    @property
+    def seconds(self) -> float | None:
+        if self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
 
 
 class RunFile(models.Model):

@@ -6,19 +6,32 @@ Views, the API, management commands and Celery tasks call them and nothing else 
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from .analysis import analyse_run
 from .definition import HOST_NAME, DefinitionError, ExperimentDefinition, validate_definition
 from .metrics import METRIC_NAMES
-from .models import Experiment, ExperimentStatus, Host, HostStatus, Run, RunFile, RunStatus, Transport
+from .models import (
+    AttemptOutcome,
+    Experiment,
+    ExperimentStatus,
+    Host,
+    HostStatus,
+    Run,
+    RunAttempt,
+    RunFile,
+    RunStatus,
+    Transport,
+)
 from .units import parse_size
 
 logger = logging.getLogger(__name__)
@@ -27,9 +40,9 @@ SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")
 WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
 
-EXECUTE_RUN_TASK = "workers.tasks.execute_run_task"
+DRIVE_HOST_TASK = "workers.tasks.drive_host_task"
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
-MAX_ATTEMPTS = 3
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
 @dataclass
@@ -113,20 +126,38 @@ def active_host_names() -> list[str]:
 # Experiments ---------------------------------------------------------------------------------
 
 
-def create_experiment(raw_definition: object, user=None) -> Experiment:
-    """Validate a definition, store the experiment and its runs, queue them once committed.
+def create_experiment(
+    raw_definition: object, user=None, idempotency_key: str = ""
+) -> tuple[Experiment, bool]:
+    """Validate a definition, store the experiment and its runs, wake their hosts once committed.
 
-    Raises DefinitionError (nothing stored, nothing queued) when the definition is bad.
+    Returns (experiment, created). With an idempotency key the client chose, sending the same
+    request again returns the experiment the first one made (created False), so a client that
+    retries after a lost answer does not start the work twice. Raises DefinitionError (nothing
+    stored, nothing queued) when the definition is bad, ValueError for a malformed key.
     """
+    if idempotency_key and not IDEMPOTENCY_KEY.match(idempotency_key):
+        raise ValueError("Idempotency-Key: 1 to 100 letters, digits, '.', '_', ':' or '-'")
+    if idempotency_key:
+        earlier = Experiment.objects.filter(created_by=user, idempotency_key=idempotency_key).first()
+        if earlier is not None:
+            return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
-    with transaction.atomic():
-        experiment = Experiment.objects.create(
-            name=definition.name, definition=definition.as_dict(), created_by=user
-        )
-        runs = _create_runs(experiment, definition)
-        run_ids = [run.id for run in runs]
-        transaction.on_commit(lambda: [enqueue_run(run_id) for run_id in run_ids])
-    return experiment
+    try:
+        with transaction.atomic():
+            experiment = Experiment.objects.create(
+                name=definition.name,
+                definition=definition.as_dict(),
+                created_by=user,
+                idempotency_key=idempotency_key,
+            )
+            runs = _create_runs(experiment, definition)
+            host_ids = {run.host_id for run in runs}
+            transaction.on_commit(lambda: wake_hosts(host_ids))
+    except IntegrityError:
+        # The same key sent twice at once: the other request made it.
+        return Experiment.objects.get(created_by=user, idempotency_key=idempotency_key), False
+    return experiment, True
 
 
 def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> list[Run]:
@@ -147,10 +178,6 @@ def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> li
         )
         for spec in definition.expand()
     )
-
-
-def enqueue_run(run_id: int) -> None:
-    current_app.send_task(EXECUTE_RUN_TASK, args=[run_id])
 
 
 def refresh_experiment_status(experiment_id: int) -> None:
@@ -177,28 +204,6 @@ def refresh_experiment_status(experiment_id: int) -> None:
 
 
 # Runs ----------------------------------------------------------------------------------------
-
-
-def claim_run(run_id: int) -> Run | None:
-    """Move a queued run to running; None if another worker has it or it is finished.
-
-    A conditional UPDATE, so two workers claiming the same run cannot both succeed.
-    """
-    now = timezone.now()
-    claimed = Run.objects.filter(id=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING,
-        started_at=now,
-        finished_at=None,
-        error="",
-        progress="starting",
-        progress_percent=0,
-        attempts=F("attempts") + 1,
-    )
-    if not claimed:
-        return None
-    run = Run.objects.select_related("host", "experiment").get(id=run_id)
-    refresh_experiment_status(run.experiment_id)
-    return run
 
 
 def record_progress(run_id: int, message: str, percent: float | None = None) -> None:
@@ -256,7 +261,7 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     return analysis.warnings
 
 
-def ingest_bundle(run_id: int, bundle: Bundle) -> Run:
+def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) -> Run:
     """Store a finished run's files and metrics and mark it done (or failed, as the runner said).
 
     Running it twice with the same bundle leaves the same rows: files are replaced, metrics
@@ -278,6 +283,11 @@ def ingest_bundle(run_id: int, bundle: Bundle) -> Run:
         run.progress = ""
         run.finished_at = timezone.now()
         run.save()
+        if attempt_id is not None:
+            done = run.status == RunStatus.DONE
+            end_attempt(
+                attempt_id, AttemptOutcome.DONE if done else AttemptOutcome.FAILED, "" if done else run.error
+            )
     refresh_experiment_status(run.experiment_id)
     return run
 
@@ -315,58 +325,192 @@ def include_run(run_id: int) -> Run:
     return Run.objects.get(id=run_id)
 
 
-def mark_run_failed(run_id: int, error: str) -> None:
-    """Record a failure in words a user can act on. Idempotent; a finished run stays as it is."""
-    Run.objects.filter(id=run_id).exclude(status=RunStatus.DONE).update(
-        status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
-    )
+def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> None:
+    """Record a failure in words a user can act on (and end its attempt). Idempotent; a
+    finished run stays as it is."""
+    with transaction.atomic():
+        Run.objects.filter(id=run_id).exclude(status=RunStatus.DONE).update(
+            status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
+        )
+        if attempt_id is not None:
+            end_attempt(attempt_id, AttemptOutcome.FAILED, error)
     experiment_id = Run.objects.filter(id=run_id).values_list("experiment_id", flat=True).first()
     if experiment_id:
         refresh_experiment_status(experiment_id)
 
 
-def release_run(run_id: int, reason: str) -> None:
-    """Put a running run back in the queue (its worker was lost), or fail it after 3 tries."""
-    run = Run.objects.filter(id=run_id, status=RunStatus.RUNNING).first()
-    if run is None:
-        return
-    if run.attempts >= MAX_ATTEMPTS:
-        mark_run_failed(run_id, f"{reason}; gave up after {run.attempts} attempts")
-        return
-    updated = Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(
-        status=RunStatus.QUEUED, progress=f"re-queued: {reason}"[:200]
+# Dispatch: one driver per host claims its runs in turn ---------------------------------------
+
+
+def wake_hosts(host_ids: Iterable[int], countdown: float = 0) -> list[int]:
+    """Send each host's driver task: one message per host, however many runs it has queued.
+
+    If the broker cannot be reached, the runs stay queued in PostgreSQL and beat wakes their
+    hosts once it is back: what the caller saved is not undone. Returns the hosts woken.
+    """
+    woken = []
+    for host_id in sorted(set(host_ids)):
+        try:
+            # No publish retries: a dead broker fails at once, and beat is the retry.
+            current_app.send_task(DRIVE_HOST_TASK, args=[host_id], countdown=countdown or None, retry=False)
+        except (BrokerUnreachable, OSError) as exc:
+            logger.warning("broker unreachable, host %s will be woken by beat: %s", host_id, exc)
+            continue
+        woken.append(host_id)
+    if woken:
+        Host.objects.filter(id__in=woken).update(wake_sent_at=timezone.now())
+    return woken
+
+
+def _claimable(host_id: int, now) -> QuerySet:
+    return Run.objects.filter(host_id=host_id, status=RunStatus.QUEUED, imported=False).filter(
+        Q(not_before__isnull=True) | Q(not_before__lte=now)
     )
-    if updated:
-        transaction.on_commit(lambda: enqueue_run(run_id))
 
 
-def queued_runs_to_resend(older_than: timedelta) -> list[int]:
-    """Queued runs whose task may have been lost (Redis restarted without persistence)."""
-    cutoff = timezone.now() - older_than
-    return list(
-        Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=cutoff, imported=False).values_list(
+def has_claimable_run(host_id: int) -> bool:
+    return _claimable(host_id, timezone.now()).exists()
+
+
+def hosts_to_wake(busy_host_ids: set[int], resend_after: timedelta) -> list[int]:
+    """Hosts with work and no driver: a run ready to be claimed, or one left running by a lost
+    worker. A host whose wake message was sent recently is left alone (its message may be
+    waiting behind busy workers): beat does not resend it on every pass."""
+    now = timezone.now()
+    ready = Q(runs__status=RunStatus.QUEUED, runs__imported=False) & (
+        Q(runs__not_before__isnull=True) | Q(runs__not_before__lte=now)
+    )
+    lost = Q(runs__status=RunStatus.RUNNING, runs__imported=False)
+    candidates = (
+        Host.objects.filter(active=True)
+        .filter(ready | lost)
+        .filter(Q(wake_sent_at__isnull=True) | Q(wake_sent_at__lt=now - resend_after))
+        .exclude(id__in=busy_host_ids)
+        .values_list("id", flat=True)
+        .distinct()
+    )
+    return sorted(candidates)
+
+
+def driver_started(host_id: int) -> None:
+    """A driver holds the host now: the wake that brought it here is spent."""
+    Host.objects.filter(id=host_id).update(wake_sent_at=None)
+
+
+def claim_next_run(host_id: int, worker: str) -> tuple[Run, RunAttempt] | None:
+    """Move the host's oldest ready run from queued to running and open its attempt; None when
+    nothing is ready. SKIP LOCKED: two claimers never wait on, or both get, the same row."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = (
+            _claimable(host_id, now)
+            .select_for_update(skip_locked=True)
+            .order_by("queued_at", "id")
+            .only("id", "attempts", "experiment_id")
+            .first()
+        )
+        if run is None:
+            return None
+        number = run.attempts + 1
+        Run.objects.filter(id=run.id).update(
+            status=RunStatus.RUNNING,
+            started_at=now,
+            finished_at=None,
+            not_before=None,
+            error="",
+            progress="starting",
+            progress_percent=0,
+            attempts=number,
+        )
+        attempt = RunAttempt.objects.create(
+            run_id=run.id, number=number, host_id=host_id, worker=worker[:200], started_at=now
+        )
+    refresh_experiment_status(run.experiment_id)
+    return Run.objects.select_related("host", "experiment").get(id=run.id), attempt
+
+
+def end_attempt(attempt_id: int, outcome: str, error: str = "", transient: bool = False) -> None:
+    RunAttempt.objects.filter(id=attempt_id, ended_at__isnull=True).update(
+        outcome=outcome, error=error[:5000], transient=transient, ended_at=timezone.now()
+    )
+
+
+def retry_run(run_id: int, error: str, attempt_id: int | None = None, lost: bool = False) -> float | None:
+    """A passing failure (a refused or dropped connection, the host busy elsewhere, a lost
+    worker): the run goes back to the queue and is claimed again after a pause that doubles with
+    each try (RUN_RETRY_BACKOFF_S), or fails with the reason once it has had RUN_MAX_ATTEMPTS
+    tries. Returns the pause in seconds, or None when the run failed (or was not running)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(id=run_id, status=RunStatus.RUNNING).first()
+        if run is None:
+            return None
+        outcome = AttemptOutcome.LOST if lost else AttemptOutcome.RETRY
+        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+            if attempt_id is not None:
+                end_attempt(attempt_id, AttemptOutcome.LOST if lost else AttemptOutcome.FAILED, error, True)
+            give_up = f"{error} (gave up after {run.attempts} attempts)"
+            Run.objects.filter(id=run_id).update(
+                status=RunStatus.FAILED, error=give_up[:5000], progress="", finished_at=timezone.now()
+            )
+            pause = None
+        else:
+            pause = settings.RUN_RETRY_BACKOFF_S * 2 ** (run.attempts - 1)
+            if attempt_id is not None:
+                end_attempt(attempt_id, outcome, error, transient=True)
+            Run.objects.filter(id=run_id).update(
+                status=RunStatus.QUEUED,
+                not_before=timezone.now() + timedelta(seconds=pause),
+                progress=f"attempt {run.attempts} failed, trying again in {pause:g} s: {error}"[:200],
+                progress_percent=None,
+            )
+    refresh_experiment_status(run.experiment_id)
+    return pause
+
+
+def release_lost_runs(host_id: int) -> list[int]:
+    """Runs left running on a host that no driver holds: their worker stopped mid-run. Called by
+    the host's next driver (which holds the host, so nothing else can be running there); each is
+    retried or, past the limit, failed. Returns their ids."""
+    lost = list(
+        Run.objects.filter(host_id=host_id, status=RunStatus.RUNNING, imported=False).values_list(
             "id", flat=True
         )
     )
+    reason = "its worker stopped during the run"
+    for run_id in lost:
+        open_attempts = RunAttempt.objects.filter(run_id=run_id, ended_at__isnull=True)
+        attempt_id = open_attempts.order_by("-number").values_list("id", flat=True).first()
+        retry_run(run_id, reason, attempt_id, lost=True)
+    return lost
+
+
+def record_host_reachable(host_id: int) -> None:
+    Host.objects.filter(id=host_id).update(last_seen=timezone.now(), status=HostStatus.IDLE, last_error="")
 
 
 __all__ = [
     "Bundle",
     "DefinitionError",
-    "claim_run",
+    "claim_next_run",
     "create_experiment",
-    "enqueue_run",
+    "driver_started",
+    "end_attempt",
     "exclude_run",
+    "forget_host_key",
+    "has_claimable_run",
+    "hosts_to_wake",
     "include_run",
     "ingest_bundle",
     "mark_run_failed",
-    "record_progress",
-    "refresh_experiment_status",
-    "forget_host_key",
+    "record_host_reachable",
     "record_probe",
     "record_probe_failure",
+    "record_progress",
+    "refresh_experiment_status",
     "register_host",
-    "release_run",
+    "release_lost_runs",
     "reparse_run",
+    "retry_run",
     "run_spec",
+    "wake_hosts",
 ]

@@ -1,5 +1,7 @@
 """Pages. Thin: they read rows and call services; figures come from charts.py."""
 
+import uuid
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
@@ -44,12 +46,18 @@ def experiment_new(request):
     form = ExperimentForm(request.POST or None, host_names=services.active_host_names())
     if request.method == "POST" and form.is_valid():
         try:
-            experiment = services.create_experiment(form.definition(), user=request.user)
+            # The form's own key: a double click or a resent POST opens the same experiment.
+            experiment, _ = services.create_experiment(
+                form.definition(), user=request.user, idempotency_key=request.POST.get("idempotency_key", "")
+            )
         except DefinitionError as exc:
             form.add_definition_errors(exc.errors)
+        except ValueError as exc:  # a tampered form key
+            form.add_error(None, str(exc))
         else:
             return redirect(experiment)
-    return render(request, "experiments/experiment_new.html", {"form": form})
+    key = request.POST.get("idempotency_key") or f"form-{uuid.uuid4().hex}"
+    return render(request, "experiments/experiment_new.html", {"form": form, "idempotency_key": key})
 
 
 @login_required

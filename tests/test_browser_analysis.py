@@ -40,13 +40,13 @@ def test_experiment_explore_and_compare_pages_on_real_runs(
     page, live_server, local_host, celery_worker_process
 ):
     log_in(page, live_server)
-    first = services.create_experiment({**DEFINITION, "name": "Browser: engines A"})
+    first, _ = services.create_experiment({**DEFINITION, "name": "Browser: engines A"})
     page.goto(f"{live_server.url}/experiments/{first.id}/")
     assert "of 4 runs finished" in page.locator("#experiment-progress").inner_text()
     page.evaluate("window.notReloaded = true")
     page.wait_for_selector("tr.run-row[data-status=done] >> nth=3", timeout=600_000)
     assert page.evaluate("window.notReloaded") is True  # updated from JSON, not reloaded
-    second = services.create_experiment({**DEFINITION, "name": "Browser: engines B"})
+    second, _ = services.create_experiment({**DEFINITION, "name": "Browser: engines B"})
 
     # Imported runs join the first experiment; the glued fragments give one impossible recovery.
     glued = b"".join(samples("mysql80_recovery.txt").values())

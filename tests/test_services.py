@@ -6,10 +6,8 @@ import pytest
 
 from experiments import services
 from experiments.models import ExperimentStatus, RunStatus
-from workers import tasks
-from workers.locks import host_lock
 
-from .conftest import DATA, queued_messages
+from .conftest import DATA
 from .factories import RunFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,14 +32,6 @@ def fixture_bundle(status="done") -> services.Bundle:
     }
     files["result.json"] = json.dumps(result).encode()
     return services.Bundle(result=result, files=files)
-
-
-def test_claim_run_lets_only_one_claim_through(local_host):
-    run = RunFactory(host=local_host)
-    assert services.claim_run(run.id) is not None
-    assert services.claim_run(run.id) is None
-    run.refresh_from_db()
-    assert run.status == RunStatus.RUNNING and run.attempts == 1
 
 
 def test_ingest_bundle_sets_metrics_from_the_logs(local_host):
@@ -89,44 +79,6 @@ def test_reparse_twice_changes_nothing(local_host):
     services.reparse_run(run.id)
     run.refresh_from_db()
     assert run.redo_bytes == 102229397 - 44420
-
-
-def test_execute_run_task_twice_on_a_finished_run_does_nothing(local_host):
-    run = RunFactory(host=local_host, status=RunStatus.DONE, recovery_seconds=1.5)
-    tasks.execute_run_task.run(run.id)
-    tasks.execute_run_task.run(run.id)
-    run.refresh_from_db()
-    assert run.status == RunStatus.DONE and run.recovery_seconds == 1.5 and run.attempts == 0
-
-
-def test_execute_run_task_waits_while_the_host_is_busy(local_host):
-    from celery.exceptions import Retry
-
-    run = RunFactory(host=local_host)
-    with host_lock(local_host.id) as acquired:
-        assert acquired
-        with pytest.raises(Retry):
-            tasks.execute_run_task.run(run.id)
-    run.refresh_from_db()
-    assert run.status == RunStatus.QUEUED and run.attempts == 0
-
-
-def test_run_whose_worker_died_is_requeued_once_per_pass(local_host, broker):
-    run = RunFactory(host=local_host)
-    services.claim_run(run.id)  # claimed, but no worker holds the host lock: the worker is gone
-    tasks.requeue_lost_runs_task.run()
-    tasks.requeue_lost_runs_task.run()
-    run.refresh_from_db()
-    assert run.status == RunStatus.QUEUED
-    assert queued_messages(broker) == 1
-
-
-def test_run_is_failed_after_three_lost_attempts(local_host, broker):
-    run = RunFactory(host=local_host, attempts=2)
-    services.claim_run(run.id)
-    tasks.requeue_lost_runs_task.run()
-    run.refresh_from_db()
-    assert run.status == RunStatus.FAILED and "gave up after 3 attempts" in run.error
 
 
 def test_mark_run_failed_does_not_undo_a_done_run(local_host):

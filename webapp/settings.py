@@ -131,7 +131,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
 CELERY_BEAT_SCHEDULE = {
-    "requeue-lost-runs": {"task": "workers.tasks.requeue_lost_runs_task", "schedule": 60.0},
+    "wake-hosts": {"task": "workers.tasks.wake_hosts_task", "schedule": 30.0},
     "probe-hosts": {"task": "workers.tasks.probe_hosts_task", "schedule": 600.0},
 }
 
@@ -154,6 +154,14 @@ SSH_CONNECT_TIMEOUT_S = env.int("SSH_CONNECT_TIMEOUT_S", default=15)
 RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/tmp/recovery-lab"))
 # Seconds a restarted server may take before the Run fails with "server never came back".
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
+# A run that fails for a passing reason (connection refused or dropped, host busy elsewhere,
+# worker lost) is tried again after RUN_RETRY_BACKOFF_S, doubled at each try, up to
+# RUN_MAX_ATTEMPTS tries in all; a permanent failure fails it at once.
+RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
+RUN_RETRY_BACKOFF_S = env.float("RUN_RETRY_BACKOFF_S", default=30.0)
+# Beat wakes a host with queued runs and no driver; it sends again only after this long, so a
+# wake waiting behind busy workers is not repeated on every pass.
+WAKE_RESEND_S = env.int("WAKE_RESEND_S", default=300)
 # Raw files above this size are kept as head + tail, so one runaway log cannot fill the database.
 RAW_FILE_MAX_BYTES = env.int("RAW_FILE_MAX_BYTES", default=32 * 1024 * 1024)
 

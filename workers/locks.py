@@ -40,3 +40,15 @@ def host_lock(host_id: int):
 def host_is_busy(host_id: int) -> bool:
     with host_lock(host_id) as acquired:
         return not acquired
+
+
+def busy_host_ids() -> set[int]:
+    """Hosts whose lock some driver holds now, in one query (for beat's pass over all hosts)."""
+    with _connect() as conn:
+        rows = conn.execute(
+            "SELECT objid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = %s"
+            " AND objsubid = 2"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (_NAMESPACE,),
+        ).fetchall()
+    return {int(row[0]) for row in rows}

@@ -16,6 +16,7 @@ before it exits, whatever happened; it never signals a process it did not start.
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -42,6 +43,7 @@ POLL_S = 0.005
 INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 # Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).
 STARTED: list[subprocess.Popen] = []
+HELD: list = []  # the work directory's lock file, open for the whole run
 
 
 def spawn(args: list[str], **options) -> subprocess.Popen:
@@ -70,6 +72,26 @@ def watch_stdin() -> None:
         os._exit(3)
 
     threading.Thread(target=watch, daemon=True, name="stdin-watchdog").start()
+
+
+def hold_work_dir(base: Path) -> None:
+    """One runner at a time per work directory, whichever dashboard sent it: a crash cycle must
+    not share a machine. The lock goes with this process (kill -9 included)."""
+    handle = open(base / ".runner.lock", "a+")  # noqa: SIM115 - held until this process exits
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        raise RunFailed(
+            f"the host is busy elsewhere: another runner (pid {holder}) is working in {base}",
+            permanent=False,
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    HELD.append(handle)
 
 
 def emit(event: str, **fields) -> None:
@@ -557,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         result["spec"] = spec
         base = Path(spec["work_dir"])
         base.mkdir(parents=True, exist_ok=True)
+        hold_work_dir(base)
         work = Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base))
         result["facts"] = host_facts(str(base))
         result.update(execute(spec, work, out))

@@ -34,7 +34,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write("Log in as admin (the password printed when it was created)")
         services.register_host("local", Transport.LOCAL)
-        experiment = services.create_experiment(DEMO_DEFINITION, user=users.objects.get(username="admin"))
+        experiment, _ = services.create_experiment(DEMO_DEFINITION, user=users.objects.get(username="admin"))
         self.stdout.write(
             f"Experiment {experiment.id} queued: {experiment.runs.count()} runs (each loads, crashes "
             f"and restarts a private mariadbd); follow them live at {url}{experiment.get_absolute_url()}"

@@ -1,0 +1,302 @@
+"""Dispatch by host against the real database, broker and (for SSH hosts) real sockets: claims,
+attempts, retries with backoff, lost workers, beat's wake-ups, a dead broker, idempotent POSTs.
+The runs here never reach a server; test_hosts_end_to_end.py runs real ones."""
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+
+import asyncssh
+import pytest
+from celery import current_app
+from django.db import connections
+from django.utils import timezone
+
+from experiments import services
+from experiments.models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport
+from workers import tasks
+from workers.dispatch import drive_host
+from workers.locks import busy_host_ids, host_lock
+from workers.transports import RUNNER_PATH
+
+from .conftest import queued_messages
+from .factories import HostFactory, RunFactory, UserFactory
+from .sshd import free_port
+from .test_definition import definition
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ssh_host(name="bench1", pinned=True) -> Host:
+    """An SSH host on a loopback port where nothing listens: every connection is refused."""
+    key = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode() if pinned else ""
+    return HostFactory(
+        name=name,
+        transport=Transport.SSH,
+        ssh_user="root",
+        ssh_host="127.0.0.1",
+        ssh_port=free_port(),
+        host_key=key,
+        host_key_fingerprint="SHA256:test" if pinned else "",
+    )
+
+
+@contextlib.contextmanager
+def broker_unreachable():
+    """Point this process's Celery app at a port where no broker listens, then back."""
+    app = current_app._get_current_object()
+    saved = app.conf.broker_write_url
+
+    def reset_pools():
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    app.conf.broker_write_url = f"redis://127.0.0.1:{free_port()}/0"
+    reset_pools()
+    try:
+        yield
+    finally:
+        app.conf.broker_write_url = saved
+        reset_pools()
+
+
+# Claims -----------------------------------------------------------------------------------------
+
+
+def test_a_claim_takes_the_oldest_ready_run_and_opens_its_attempt(local_host):
+    waiting = RunFactory(host=local_host, not_before=timezone.now() + timedelta(hours=1))
+    first, second = RunFactory(host=local_host), RunFactory(host=local_host)
+    other_host = RunFactory(host=HostFactory(name="other"))
+
+    run, attempt = services.claim_next_run(local_host.id, "celery@w1")
+    assert run.id == first.id and run.status == RunStatus.RUNNING and run.attempts == 1
+    assert (attempt.number, attempt.worker, attempt.outcome) == (1, "celery@w1", AttemptOutcome.RUNNING)
+    assert services.claim_next_run(local_host.id, "celery@w1")[0].id == second.id
+    assert services.claim_next_run(local_host.id, "celery@w1") is None  # `waiting` is not due yet
+    assert Run.objects.get(id=waiting.id).status == RunStatus.QUEUED
+    assert Run.objects.get(id=other_host.id).status == RunStatus.QUEUED
+
+
+def test_claimers_racing_for_one_host_never_get_the_same_run(local_host):
+    runs = [RunFactory(host=local_host) for _ in range(6)]
+    claimed, barrier = [], threading.Barrier(8)
+
+    def claim():
+        barrier.wait()
+        try:
+            worker = threading.current_thread().name
+            while (got := services.claim_next_run(local_host.id, worker)) is not None:
+                claimed.append(got[0].id)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim, name=f"claimer-{i}") for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == sorted(r.id for r in runs)
+    assert RunAttempt.objects.count() == 6 and set(RunAttempt.objects.values_list("number", flat=True)) == {1}
+
+
+# Outcomes of an attempt -------------------------------------------------------------------------
+
+
+def test_a_passing_failure_is_retried_with_a_growing_pause_then_fails_with_the_reason(local_host, settings):
+    settings.RUN_RETRY_BACKOFF_S = 10
+    run = RunFactory(host=local_host)
+    pauses = []
+    for _ in range(3):
+        Run.objects.filter(id=run.id).update(not_before=None)  # skip the wait
+        _, attempt = services.claim_next_run(local_host.id, "w")
+        pauses.append(services.retry_run(run.id, "connection refused", attempt.id))
+    run.refresh_from_db()
+    assert pauses == [10, 20, None]
+    assert run.status == RunStatus.FAILED and run.error == "connection refused (gave up after 3 attempts)"
+    rows = list(run.attempt_rows.values_list("number", "outcome", "transient", "error"))
+    assert rows == [
+        (1, "retry", True, "connection refused"),
+        (2, "retry", True, "connection refused"),
+        (3, "failed", True, "connection refused"),
+    ]
+    assert all(a.ended_at and a.seconds >= 0 for a in run.attempt_rows.all())
+
+
+def test_a_retried_run_waits_for_its_pause(local_host, settings):
+    settings.RUN_RETRY_BACKOFF_S = 60
+    run = RunFactory(host=local_host)
+    _, attempt = services.claim_next_run(local_host.id, "w")
+    services.retry_run(run.id, "host busy elsewhere", attempt.id)
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED and "trying again in 60 s" in run.progress
+    assert 55 < (run.not_before - timezone.now()).total_seconds() <= 60
+    assert services.claim_next_run(local_host.id, "w") is None
+
+
+def test_the_driver_fails_runs_at_once_on_a_permanent_error_and_goes_on_to_the_next(broker):
+    host = ssh_host(pinned=False)  # no pinned key: the transport refuses before connecting
+    runs = [RunFactory(host=host, host_label=host.name) for _ in range(2)]
+
+    assert drive_host(host.id, "celery@w1") == 2
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status == RunStatus.FAILED and "not pinned yet; probe it first" in run.error
+        attempt = run.attempt_rows.get()
+        assert (attempt.outcome, attempt.transient, attempt.worker) == ("failed", False, "celery@w1")
+        assert "not pinned" in attempt.error and attempt.host_id == host.id
+    assert queued_messages(broker) == 0
+
+
+def test_the_driver_backs_off_from_an_unreachable_host_and_wakes_it_later(broker):
+    host = ssh_host()
+    first, second = RunFactory(host=host, host_label=host.name), RunFactory(host=host, host_label=host.name)
+
+    assert drive_host(host.id, "celery@w1") == 1  # the host is left alone after one refusal
+    first.refresh_from_db()
+    attempt = first.attempt_rows.get()
+    assert first.status == RunStatus.QUEUED and first.not_before > timezone.now() - timedelta(seconds=1)
+    assert attempt.outcome == "retry" and attempt.transient and "ConnectionRefused" in attempt.error
+    assert Run.objects.get(id=second.id).attempts == 0
+    message = json.loads(broker.lindex(current_app.conf.task_default_queue, 0))
+    assert message["headers"]["task"] == "workers.tasks.drive_host_task" and message["headers"]["eta"]
+    assert queued_messages(broker) == 1
+
+
+def test_a_second_driver_for_a_held_host_returns_at_once(local_host):
+    run = RunFactory(host=local_host)
+    with host_lock(local_host.id) as acquired:
+        assert acquired
+        assert busy_host_ids() >= {local_host.id}
+        assert drive_host(local_host.id, "celery@w2") == 0
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED and run.attempts == 0 and not run.attempt_rows.exists()
+    assert local_host.id not in busy_host_ids()
+
+
+# Lost workers and beat --------------------------------------------------------------------------
+
+
+def test_a_run_left_running_by_a_lost_worker_is_woken_once_and_retried_by_the_next_driver(local_host, broker):
+    run = RunFactory(host=local_host)
+    services.claim_next_run(local_host.id, "celery@gone")  # its worker died: nobody holds the host
+    tasks.wake_hosts_task.run()
+    tasks.wake_hosts_task.run()  # the next pass does not send it again
+    assert queued_messages(broker) == 1
+
+    assert services.release_lost_runs(local_host.id) == [run.id]
+    run.refresh_from_db()
+    attempt = run.attempt_rows.get()
+    assert run.status == RunStatus.QUEUED and run.not_before is not None
+    assert (attempt.outcome, attempt.transient) == ("lost", True)
+    assert attempt.error == "its worker stopped during the run"
+
+
+def test_a_run_lost_three_times_fails_with_the_reason(local_host):
+    run = RunFactory(host=local_host, attempts=2)
+    services.claim_next_run(local_host.id, "celery@gone")
+    services.release_lost_runs(local_host.id)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert run.error == "its worker stopped during the run (gave up after 3 attempts)"
+
+
+def test_beat_wakes_each_idle_host_with_ready_runs_once_and_leaves_held_hosts_alone(broker, settings):
+    settings.WAKE_RESEND_S = 300
+    idle, held, nothing = HostFactory(name="idle"), HostFactory(name="held"), HostFactory(name="nothing")
+    for host in (idle, idle, held):
+        RunFactory(host=host)
+    RunFactory(host=nothing, status=RunStatus.DONE)
+    with host_lock(held.id):
+        assert tasks.wake_hosts_task.run() == [idle.id]
+        assert tasks.wake_hosts_task.run() == []
+    assert queued_messages(broker) == 1
+    Host.objects.filter(id=idle.id).update(wake_sent_at=timezone.now() - timedelta(seconds=301))
+    assert tasks.wake_hosts_task.run() == sorted([held.id, idle.id])  # a wake long unanswered: again
+
+
+# The API when the broker is down, and clients that send twice -----------------------------------
+
+
+def test_an_experiment_saved_while_the_broker_is_down_answers_201_and_its_host_is_woken_later(
+    api, local_host, broker
+):
+    with broker_unreachable():
+        response = api.post("/api/experiments/", definition(server_options={}, repetitions=1), format="json")
+    assert response.status_code == 201, response.content
+    experiment = response.json()
+    queued = Run.objects.filter(experiment_id=experiment["id"], status=RunStatus.QUEUED)
+    assert queued.count() == len(experiment["runs"]) > 0
+    assert queued_messages(broker) == 0
+    assert Host.objects.get(id=local_host.id).wake_sent_at is None
+
+    assert tasks.wake_hosts_task.run() == [local_host.id]  # beat, once the broker is back
+    assert queued_messages(broker) == 1
+
+
+def test_the_same_idempotency_key_returns_the_first_experiment(api, local_host, broker):
+    body = definition(server_options={}, repetitions=1)
+    first = api.post("/api/experiments/", body, format="json", HTTP_IDEMPOTENCY_KEY="nightly-2026-11-22")
+    again = api.post("/api/experiments/", body, format="json", HTTP_IDEMPOTENCY_KEY="nightly-2026-11-22")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["id"] == again.json()["id"] and Run.objects.count() == len(first.json()["runs"])
+    assert queued_messages(broker) == 1
+
+    other = api.post("/api/experiments/", body, format="json", HTTP_IDEMPOTENCY_KEY="nightly-2026-11-23")
+    assert other.status_code == 201 and other.json()["id"] != first.json()["id"]
+    bad = api.post("/api/experiments/", body, format="json", HTTP_IDEMPOTENCY_KEY="x; rm -rf /")
+    assert bad.status_code == 400 and "Idempotency-Key" in bad.json()
+
+
+def test_another_user_with_the_same_key_gets_an_experiment_of_their_own(api, local_host, broker):
+    body = definition(server_options={}, repetitions=1)
+    mine = api.post("/api/experiments/", body, format="json", HTTP_IDEMPOTENCY_KEY="k1").json()
+    api.force_authenticate(UserFactory(username="perf"))
+    theirs = api.post("/api/experiments/", body, format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    assert theirs.status_code == 201 and theirs.json()["id"] != mine["id"]
+
+
+# The runner: one at a time per work directory ---------------------------------------------------
+
+
+def test_a_runner_finding_its_work_directory_in_use_says_the_host_is_busy_and_may_be_retried(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(work / ".runner.lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        spec = {
+            "run_id": 7,
+            "engine": "innodb",
+            "parameters": {"buffer_pool_size": "128M", "redo_log_size": "64M", "insert_rate": 0},
+            "workload": {"name": "oltp_write_only", "tables": 1, "table_size": 100},
+            "crash": {"when": "after_workload"},
+            "work_dir": str(work),
+        }
+        (tmp_path / "spec.json").write_text(json.dumps(spec))
+        done = subprocess.run(
+            [sys.executable, str(RUNNER_PATH), "--spec", str(tmp_path / "spec.json"), "--out", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode == 1 and last["permanent"] is False
+    assert "busy elsewhere" in last["error"] and str(work) in last["error"]
+    assert not any(p.name.startswith("run-") for p in work.iterdir())  # nothing was started

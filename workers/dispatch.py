@@ -1,0 +1,69 @@
+"""One driver per host: it holds the host's lock, carries out the host's queued runs one after
+another, and stops when none is ready. Nothing spins on a busy lock: a second driver for the same
+host finds the lock taken and returns at once, and the next run starts as soon as the previous
+one is ingested.
+
+Every try is a RunAttempt row. A failure that may pass (a refused or dropped connection, the host
+busy elsewhere) puts the run back with a growing pause and leaves the host alone until then; a
+permanent one (bad spec, missing binary, a server that never came back) fails the run at once.
+"""
+
+import logging
+
+from experiments import services
+from experiments.models import Run, RunAttempt
+
+from .locks import host_lock
+from .transports import TransportError, transport_for
+
+logger = logging.getLogger(__name__)
+
+
+def drive_host(host_id: int, worker: str) -> int:
+    """Carry out the host's ready runs in turn; returns how many this driver started."""
+    started = 0
+    while True:
+        with host_lock(host_id) as acquired:
+            if not acquired:
+                return started  # another driver has the host
+            services.driver_started(host_id)
+            services.release_lost_runs(host_id)  # left running by a worker that died
+            while (claimed := services.claim_next_run(host_id, worker)) is not None:
+                started += 1
+                pause = carry_out(*claimed)
+                if pause is not None:
+                    # The host may be down: leave it until the pause is over, then look again.
+                    services.wake_hosts([host_id], countdown=pause)
+                    return started
+        # A run queued while the lock was held had its wake turned away by it: look once more.
+        if not services.has_claimable_run(host_id):
+            return started
+
+
+def carry_out(run: Run, attempt: RunAttempt) -> float | None:
+    """One attempt at a run, ended with its outcome. Returns the pause before the run's next
+    try when the failure may pass, else None (done, or failed for good)."""
+    try:
+        bundle = transport_for(run.host).execute(
+            services.run_spec(run),
+            lambda message, percent: services.record_progress(run.id, message, percent),
+        )
+        services.record_host_reachable(run.host_id)
+        if bundle.result.get("status") != "done" and bundle.result.get("permanent") is False:
+            raise TransportError(bundle.result.get("error") or "the host runner failed for a passing reason")
+        services.ingest_bundle(run.id, bundle, attempt.id)
+    except TransportError as exc:
+        if exc.permanent:
+            services.mark_run_failed(run.id, str(exc), attempt.id)
+            return None
+        logger.warning("run %s, attempt %s: %s", run.id, attempt.number, exc)
+        return services.retry_run(run.id, str(exc), attempt.id)
+    except Exception as exc:
+        logger.exception("run %s failed inside the worker", run.id)
+        services.mark_run_failed(
+            run.id,
+            f"internal error in the worker ({exc.__class__.__name__}: {exc}); "
+            "the traceback is in the worker's log",
+            attempt.id,
+        )
+    return None
