@@ -19,7 +19,7 @@ from .export import explore_csv, runs_csv
 from .filters import AnalysisFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
-from .models import Experiment, Host, HostStatus, Run, Transport
+from .models import Experiment, Host, HostStatus, Run, RunAttempt, Transport
 from .ssh_keys import dashboard_public_key
 
 PROBE_HOST = "workers.probing.probe_host"
@@ -37,6 +37,14 @@ class CSVRenderer(renderers.BaseRenderer):
 
 def wants_csv(request) -> bool:
     return getattr(request.accepted_renderer, "format", None) == "csv"
+
+
+class RunAttemptSerializer(serializers.ModelSerializer):
+    host = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = RunAttempt
+        fields = ["number", "host", "worker", "started_at", "ended_at", "outcome", "error", "transient"]
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -138,6 +146,15 @@ class ExperimentViewSet(
         return Response(self.get_serializer(experiment).data, status=code)
 
 
+class RunDetailSerializer(RunSerializer):
+    """One run, with every attempt at it (where, which worker, how it ended)."""
+
+    attempts = RunAttemptSerializer(source="attempt_rows", many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "attempts"]
+
+
 class ExclusionSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=500, help_text="why the run is left out of analysis")
 
@@ -149,6 +166,9 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = RunFilter
     queryset = Run.objects.order_by("id")
     renderer_classes = [*viewsets.ReadOnlyModelViewSet.renderer_classes, CSVRenderer]
+
+    def get_serializer_class(self):
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def list(self, request, *args, **kwargs):
         if wants_csv(request):

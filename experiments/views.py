@@ -78,6 +78,7 @@ def _run_context(run: Run) -> dict:
         "run": run,
         "metrics": [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES],
         "files": run.files.defer("content"),
+        "attempts": run.attempt_rows.select_related("host"),
     }
 
 

@@ -1,6 +1,7 @@
 """A real sshd of the tests' own, on a free loopback port: its own host key, authorized_keys and
 pid file; never the system's sshd. Stopped by its pid (and its process group)."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -10,6 +11,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
+
+
+def command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def descendants(root: int) -> list[int]:
+    """Every process under `root` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def free_port() -> int:
@@ -62,9 +90,15 @@ class LoopbackSSHD:
         raise RuntimeError("sshd did not listen within 10 s")
 
     def stop(self) -> None:
-        """The listener and every connection it serves (its process group): a host gone."""
+        """The listener and every connection it serves: a host gone. Each connection's sshd
+        calls setsid(), so they are found as the listener's descendants, not by its group; only
+        sshd processes are killed (what runs in a session has to notice on its own)."""
         if self.process is not None and self.process.poll() is None:
+            sessions = [pid for pid in descendants(self.process.pid) if command_name(pid) == "sshd"]
             os.killpg(self.process.pid, signal.SIGKILL)
+            for pid in sessions:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             self.process.wait()
 
     def new_host_key(self) -> None:

@@ -136,11 +136,15 @@ def test_a_retried_run_waits_for_its_pause(local_host, settings):
     assert services.claim_next_run(local_host.id, "w") is None
 
 
-def test_the_driver_fails_runs_at_once_on_a_permanent_error_and_goes_on_to_the_next(broker):
+def test_a_permanent_error_fails_the_run_at_once_and_the_host_goes_on_to_the_next(broker):
     host = ssh_host(pinned=False)  # no pinned key: the transport refuses before connecting
     runs = [RunFactory(host=host, host_label=host.name) for _ in range(2)]
 
-    assert drive_host(host.id, "celery@w1") == 2
+    assert drive_host(host.id, "celery@w1") is True
+    assert queued_messages(broker) == 1  # the host handed on to a fresh driver for the next run
+    broker.delete(current_app.conf.task_default_queue)
+    assert drive_host(host.id, "celery@w1") is True
+    assert drive_host(host.id, "celery@w1") is False
     for run in runs:
         run.refresh_from_db()
         assert run.status == RunStatus.FAILED and "not pinned yet; probe it first" in run.error
@@ -154,7 +158,7 @@ def test_the_driver_backs_off_from_an_unreachable_host_and_wakes_it_later(broker
     host = ssh_host()
     first, second = RunFactory(host=host, host_label=host.name), RunFactory(host=host, host_label=host.name)
 
-    assert drive_host(host.id, "celery@w1") == 1  # the host is left alone after one refusal
+    assert drive_host(host.id, "celery@w1") is True
     first.refresh_from_db()
     attempt = first.attempt_rows.get()
     assert first.status == RunStatus.QUEUED and first.not_before > timezone.now() - timedelta(seconds=1)
@@ -170,7 +174,7 @@ def test_a_second_driver_for_a_held_host_returns_at_once(local_host):
     with host_lock(local_host.id) as acquired:
         assert acquired
         assert busy_host_ids() >= {local_host.id}
-        assert drive_host(local_host.id, "celery@w2") == 0
+        assert drive_host(local_host.id, "celery@w2") is False
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED and run.attempts == 0 and not run.attempt_rows.exists()
     assert local_host.id not in busy_host_ids()

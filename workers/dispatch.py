@@ -1,7 +1,8 @@
-"""One driver per host: it holds the host's lock, carries out the host's queued runs one after
-another, and stops when none is ready. Nothing spins on a busy lock: a second driver for the same
-host finds the lock taken and returns at once, and the next run starts as soon as the previous
-one is ingested.
+"""One driver per host: a task that holds the host's lock, carries out the host's next ready run,
+and hands the host on to a fresh task for the run after it. Nothing spins on a busy lock: a
+second driver for the same host finds the lock taken and returns at once, and the next run starts
+as soon as the previous one is ingested. One run per task keeps a warm shutdown of a worker to
+the run in hand, and no task outlives the broker's visibility timeout however long the queue.
 
 Every try is a RunAttempt row. A failure that may pass (a refused or dropped connection, the host
 busy elsewhere) puts the run back with a growing pause and leaves the host alone until then; a
@@ -19,25 +20,23 @@ from .transports import TransportError, transport_for
 logger = logging.getLogger(__name__)
 
 
-def drive_host(host_id: int, worker: str) -> int:
-    """Carry out the host's ready runs in turn; returns how many this driver started."""
-    started = 0
-    while True:
-        with host_lock(host_id) as acquired:
-            if not acquired:
-                return started  # another driver has the host
-            services.driver_started(host_id)
-            services.release_lost_runs(host_id)  # left running by a worker that died
-            while (claimed := services.claim_next_run(host_id, worker)) is not None:
-                started += 1
-                pause = carry_out(*claimed)
-                if pause is not None:
-                    # The host may be down: leave it until the pause is over, then look again.
-                    services.wake_hosts([host_id], countdown=pause)
-                    return started
-        # A run queued while the lock was held had its wake turned away by it: look once more.
-        if not services.has_claimable_run(host_id):
-            return started
+def drive_host(host_id: int, worker: str) -> bool:
+    """Carry out the host's next ready run, if the host is free; True if a run was started."""
+    pause = None
+    with host_lock(host_id) as acquired:
+        if not acquired:
+            return False  # another driver has the host
+        services.driver_started(host_id)
+        services.release_lost_runs(host_id)  # left running by a worker that died
+        claimed = services.claim_next_run(host_id, worker)
+        if claimed is not None:
+            pause = carry_out(*claimed)
+    # The lock is free before the next driver is sent, so it never finds the host held by this one.
+    if pause is not None:
+        services.wake_hosts([host_id], countdown=pause)  # the host may be down: look again later
+    elif services.has_claimable_run(host_id):
+        services.wake_hosts([host_id])
+    return claimed is not None
 
 
 def carry_out(run: Run, attempt: RunAttempt) -> float | None:

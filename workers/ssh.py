@@ -102,7 +102,7 @@ class SSHTransport:
             ) from None
         except (OSError, TimeoutError, asyncssh.Error) as exc:
             # refused, unreachable, timed out, dropped: the host may be back later
-            raise TransportError(f"{self.where}: {exc.__class__.__name__}: {exc}".rstrip(": ")) from None
+            raise TransportError(f"{self.where}: {connection_trouble(exc)}") from None
 
     async def _command(self, conn, command: str, data: bytes | None = None, timeout: float = 300) -> bytes:
         done = await asyncio.wait_for(conn.run(command, input=data, encoding=None, check=False), timeout)
@@ -175,6 +175,18 @@ class SSHTransport:
         """Clean up; on a dropped connection there is nothing to do (and the first error counts)."""
         with contextlib.suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
             await self._command(conn, f"rm -rf -- {shlex.quote(folder)}", timeout=60)
+
+
+def connection_trouble(exc: BaseException) -> str:
+    """What went wrong with the connection, in words, with the library's own text after it."""
+    detail = f"{exc.__class__.__name__}: {exc}".rstrip(": ")
+    if isinstance(exc, asyncssh.ConnectionLost):
+        return f"the connection dropped (host rebooted, sshd stopped or network lost) [{detail}]"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"nothing accepts SSH connections on this port (sshd down, or wrong port) [{detail}]"
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {settings.SSH_CONNECT_TIMEOUT_S} s (host down or firewalled) [{detail}]"
+    return detail
 
 
 def unpack_bundle(archive: bytes) -> Bundle:

@@ -17,10 +17,10 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True)
-def drive_host_task(self, host_id: int) -> int:
-    """Carry out the host's queued runs one after another (workers/dispatch.py). Sent once per
-    host when runs are queued, and by beat for hosts with work and no driver. Runs twice: the
-    second finds the host's lock taken, or nothing left to do."""
+def drive_host_task(self, host_id: int) -> bool:
+    """Carry out the host's next queued run and send itself for the one after
+    (workers/dispatch.py). Sent when runs are queued, and by beat for hosts with work and no
+    driver. Runs twice: the second finds the host's lock taken, or nothing left to do."""
     return drive_host(host_id, worker=self.request.hostname or "")
 
 
