@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
-from .definition import INSERTS_PER_TRANSACTION
 from .parsers import Episode, ParsedFile, parse_bytes
+from .vocabulary import INSERTS_PER_TRANSACTION
 
 # Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
 PHASE_NAMES = {

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from . import stats
 from .metrics import NUMERIC_METRICS
+from .vocabulary import ENGINE_LABELS
 
-ENGINE_NAMES = {"innodb": "InnoDB", "rocksdb": "MyRocks", "tokudb": "TokuDB"}
+ENGINE_NAMES = ENGINE_LABELS
 ROW_FIELDS = (
     "id",
     "experiment_id",

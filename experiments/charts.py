@@ -5,8 +5,8 @@ from collections import defaultdict
 
 from . import stats
 from .cells import ENGINE_NAMES, PARAMETER_LABELS, Cell, analysable, hover_text, settings_text
+from .vocabulary import ENGINE_COLOURS
 
-ENGINE_COLOURS = {"innodb": "#1f77b4", "rocksdb": "#d62728", "tokudb": "#2ca02c"}
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 SERIES = (
     ("recovery_seconds", "circle", "crash recovery"),

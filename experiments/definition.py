@@ -15,26 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from .units import SizeError, format_size, parse_size
-
-LIVE_ENGINES = ("innodb", "rocksdb")
-WORKLOADS = (
-    "oltp_write_only",
-    "oltp_insert",
-    "oltp_read_write",
-    "oltp_update_index",
-    "oltp_update_non_index",
-)
-# Rows each transaction of these sysbench scripts inserts: the insert rate they reach is the TPS
-# times this.
-INSERTS_PER_TRANSACTION = {
-    "oltp_write_only": 1,
-    "oltp_insert": 1,
-    "oltp_read_write": 1,
-    "oltp_update_index": 0,
-    "oltp_update_non_index": 0,
-}
-CRASH_METHODS = ("sigkill",)
-CRASH_WHEN = ("after_workload", "during_workload")
+from .vocabulary import CRASH_METHOD_NAMES, CRASH_WHEN_NAMES, RUNNABLE_ENGINES, WORKLOAD_NAMES
 
 MAX_VALUES_PER_PARAMETER = 10
 MAX_REPETITIONS = 20
@@ -243,7 +224,7 @@ def _check_names(errors: _Collector, path: str, raw: object, allowed: Iterable[s
 
 
 def _check_engines(errors: _Collector, raw: object) -> list[str]:
-    engines = _check_names(errors, "engines", raw, LIVE_ENGINES)
+    engines = _check_names(errors, "engines", raw, RUNNABLE_ENGINES)
     if "tokudb" in _as_list(raw):
         errors.add("engines", "TokuDB does not run on MariaDB 10.11 hosts: import its logs instead")
     return engines
@@ -285,7 +266,7 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
     for key, value in raw.items():
         if key == "name":
             try:
-                values["name"] = _one_of(*WORKLOADS)(value)
+                values["name"] = _one_of(*WORKLOAD_NAMES)(value)
             except ValueError as exc:
                 errors.add("workload.name", str(exc))
         elif key in limits:
@@ -308,9 +289,9 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
     for key, value in raw.items():
         try:
             if key == "method":
-                plan[key] = _one_of(*CRASH_METHODS)(value)
+                plan[key] = _one_of(*CRASH_METHOD_NAMES)(value)
             elif key == "when":
-                plan[key] = _one_of(*CRASH_WHEN)(value)
+                plan[key] = _one_of(*CRASH_WHEN_NAMES)(value)
             elif key == "after_seconds":
                 plan[key] = int_between(1, 86_400)(value)
             else:

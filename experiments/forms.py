@@ -6,7 +6,16 @@ form, the API and imports, and its messages are put back on the matching form fi
 
 from django import forms
 
-from .definition import CRASH_WHEN, LIVE_ENGINES, SERVER_OPTIONS, WORKLOADS
+from .definition import SERVER_OPTIONS
+from .vocabulary import (
+    CRASH_WHEN,
+    CRASH_WHEN_NAMES,
+    ENGINES,
+    RUNNABLE_ENGINES,
+    WORKLOAD_NAMES,
+    WORKLOADS,
+    choices,
+)
 
 
 def _split(text: str) -> list[str]:
@@ -21,7 +30,7 @@ class ExperimentForm(forms.Form):
     name = forms.CharField(max_length=200)
     hosts = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     engines = forms.MultipleChoiceField(
-        choices=[(e, {"innodb": "InnoDB", "rocksdb": "MyRocks"}[e]) for e in LIVE_ENGINES],
+        choices=choices(ENGINES, RUNNABLE_ENGINES),
         widget=forms.CheckboxSelectMultiple,
         initial=["innodb"],
     )
@@ -33,12 +42,12 @@ class ExperimentForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="one per line, name=value[,value]; allowed: " + ", ".join(sorted(SERVER_OPTIONS)),
     )
-    workload = forms.ChoiceField(choices=[(w, w) for w in WORKLOADS], initial="oltp_write_only")
+    workload = forms.ChoiceField(choices=choices(WORKLOADS, WORKLOAD_NAMES), initial="oltp_write_only")
     tables = forms.IntegerField(initial=4)
     table_size = forms.IntegerField(initial=20000)
     threads = forms.IntegerField(initial=4)
     events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
-    crash_when = forms.ChoiceField(choices=[(w, w.replace("_", " ")) for w in CRASH_WHEN])
+    crash_when = forms.ChoiceField(choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES))
     after_seconds = forms.IntegerField(required=False, help_text="with 'during workload'")
     repetitions = forms.IntegerField(initial=1)
 

@@ -4,11 +4,10 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.urls import reverse
 
+from . import vocabulary
 
-class Engine(models.TextChoices):
-    INNODB = "innodb", "InnoDB"
-    ROCKSDB = "rocksdb", "MyRocks"
-    TOKUDB = "tokudb", "TokuDB"
+# Engines come from the one vocabulary (value, label, colour): INNODB, ROCKSDB, TOKUDB.
+Engine = models.TextChoices("Engine", [(t.value.upper(), (t.value, t.label)) for t in vocabulary.ENGINES])
 
 
 class Transport(models.TextChoices):

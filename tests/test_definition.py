@@ -99,15 +99,21 @@ def test_a_definition_that_is_not_an_object_is_refused():
     }
 
 
-def test_the_runner_allows_what_the_dashboard_allows():
-    """The runner checks the spec again with its own allow-lists (it ships alone to the host):
-    they must not drift from the dashboard's."""
-    from experiments import definition
+def test_the_dashboard_offers_exactly_what_the_runner_runs_each_with_a_label():
+    """The runner checks the spec again with its own allow-lists (it ships alone to the host);
+    the dashboard reads them from there, and has a label for every one."""
+    from experiments import definition, forms, services, vocabulary
     from workers.runner import contract
 
-    assert set(contract.WORKLOADS) == set(definition.WORKLOADS)
-    assert set(contract.ENGINES) == set(definition.LIVE_ENGINES)
-    assert set(contract.CRASH_WHEN) == set(definition.CRASH_WHEN)
-    from experiments import services
-
+    assert set(vocabulary.RUNNABLE_ENGINES) == set(contract.ENGINES)
+    assert set(vocabulary.WORKLOAD_NAMES) == set(contract.WORKLOADS)
+    assert set(vocabulary.CRASH_WHEN_NAMES) == set(contract.CRASH_WHEN)
+    form = forms.ExperimentForm(host_names=["local"])
+    assert {value for value, _ in form.fields["engines"].choices} == set(contract.ENGINES)
+    assert {value for value, _ in form.fields["workload"].choices} == set(contract.WORKLOADS)
+    assert dict(form.fields["engines"].choices)["rocksdb"] == "MyRocks"
+    bad = definition.validate_definition
+    with pytest.raises(definition.DefinitionError) as refused:
+        bad({"name": "x", "hosts": ["local"], "engines": ["tokudb"]}, ["local"])
+    assert "engines" in refused.value.errors  # labelled for imports, but not runnable here
     assert services.WORK_DIR.pattern == contract.WORK_DIR.pattern  # a host's work directory

@@ -164,6 +164,8 @@ def test_the_driver_backs_off_from_an_unreachable_host_and_wakes_it_later(broker
     assert first.status == RunStatus.QUEUED and first.not_before > timezone.now() - timedelta(seconds=1)
     assert attempt.outcome == "retry" and attempt.transient and "ConnectionRefused" in attempt.error
     assert Run.objects.get(id=second.id).attempts == 0
+    host.refresh_from_db()
+    assert host.status == "down" and "ConnectionRefused" in host.last_error  # on the hosts page
     message = json.loads(broker.lindex(current_app.conf.task_default_queue, 0))
     assert message["headers"]["task"] == "workers.tasks.drive_host_task" and message["headers"]["eta"]
     assert queued_messages(broker) == 1

@@ -124,6 +124,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
+# One queue per installation sharing a Redis (and per test session or benchmark).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 # The truth about a Run is its row in PostgreSQL; Celery's result backend is not used.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

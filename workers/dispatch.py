@@ -56,6 +56,8 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
             services.mark_run_failed(run.id, str(exc), attempt.id)
             return None
         logger.warning("run %s, attempt %s: %s", run.id, attempt.number, exc)
+        if exc.host_down:
+            services.record_host_down(run.host_id, str(exc))
         return services.retry_run(run.id, str(exc), attempt.id)
     except Exception as exc:
         logger.exception("run %s failed inside the worker", run.id)

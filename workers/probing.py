@@ -18,7 +18,7 @@ def probe_host(host_id: int) -> dict:
     try:
         found = transport_for(host).probe()
     except (TransportError, SSHKeyError) as exc:
-        host = services.record_probe_failure(host_id, str(exc))
+        host = services.record_host_down(host_id, str(exc))
         return {
             "status": host.status,
             "facts": host.facts,

@@ -102,7 +102,7 @@ class SSHTransport:
             ) from None
         except (OSError, TimeoutError, asyncssh.Error) as exc:
             # refused, unreachable, timed out, dropped: the host may be back later
-            raise TransportError(f"{self.where}: {connection_trouble(exc)}") from None
+            raise TransportError(f"{self.where}: {connection_trouble(exc)}", host_down=True) from None
 
     async def _command(self, conn, command: str, data: bytes | None = None, timeout: float = 300) -> bytes:
         done = await asyncio.wait_for(conn.run(command, input=data, encoding=None, check=False), timeout)

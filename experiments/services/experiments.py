@@ -1,0 +1,67 @@
+"""Experiments: a definition validated, stored with its runs, its hosts woken once committed."""
+
+import re
+
+from django.db import IntegrityError, transaction
+
+from ..definition import ExperimentDefinition, validate_definition
+from ..models import Experiment, Host, Run
+from ..units import parse_size
+from .dispatch import wake_hosts
+from .hosts import active_host_names
+
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+
+
+def create_experiment(
+    raw_definition: object, user=None, idempotency_key: str = ""
+) -> tuple[Experiment, bool]:
+    """Validate a definition, store the experiment and its runs, wake their hosts once committed.
+
+    Returns (experiment, created). With an idempotency key the client chose, sending the same
+    request again returns the experiment the first one made (created False), so a client that
+    retries after a lost answer does not start the work twice. Raises DefinitionError (nothing
+    stored, nothing queued) when the definition is bad, ValueError for a malformed key.
+    """
+    if idempotency_key and not IDEMPOTENCY_KEY.match(idempotency_key):
+        raise ValueError("Idempotency-Key: 1 to 100 letters, digits, '.', '_', ':' or '-'")
+    if idempotency_key:
+        earlier = Experiment.objects.filter(created_by=user, idempotency_key=idempotency_key).first()
+        if earlier is not None:
+            return earlier, False
+    definition = validate_definition(raw_definition, active_host_names())
+    try:
+        with transaction.atomic():
+            experiment = Experiment.objects.create(
+                name=definition.name,
+                definition=definition.as_dict(),
+                created_by=user,
+                idempotency_key=idempotency_key,
+            )
+            runs = _create_runs(experiment, definition)
+            host_ids = {run.host_id for run in runs}
+            transaction.on_commit(lambda: wake_hosts(host_ids))
+    except IntegrityError:
+        # The same key sent twice at once: the other request made it.
+        return Experiment.objects.get(created_by=user, idempotency_key=idempotency_key), False
+    return experiment, True
+
+
+def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> list[Run]:
+    hosts = {h.name: h for h in Host.objects.filter(name__in=definition.hosts)}
+    return Run.objects.bulk_create(
+        Run(
+            experiment=experiment,
+            matrix_index=spec.matrix_index,
+            host=hosts[spec.host],
+            host_label=spec.host,
+            engine=spec.engine,
+            parameters=spec.parameters,
+            server_options=spec.server_options,
+            repetition=spec.repetition,
+            buffer_pool_bytes=parse_size(spec.parameters["buffer_pool_size"]),
+            redo_log_bytes=parse_size(spec.parameters["redo_log_size"]),
+            insert_rate=spec.parameters["insert_rate"],
+        )
+        for spec in definition.expand()
+    )

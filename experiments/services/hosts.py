@@ -1,0 +1,85 @@
+"""Hosts: registration (checked against patterns), probe results, pinned keys."""
+
+import re
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..definition import HOST_NAME
+from ..models import Host, HostStatus, Transport
+
+SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")
+WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
+
+
+def register_host(
+    name: str,
+    transport: str,
+    ssh_user: str = "",
+    ssh_host: str = "",
+    ssh_port: int = 22,
+    work_dir: str = "/var/tmp/recovery-lab",
+) -> Host:
+    """Create or update a host. Running it twice with the same values changes nothing; a new
+    address forgets the pinned host key (the next probe pins the new machine's)."""
+    if not HOST_NAME.match(name or ""):
+        raise ValueError(f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63")
+    if transport not in Transport.values:
+        raise ValueError(f"transport must be one of {', '.join(Transport.values)}")
+    if transport == Transport.SSH:
+        if not SSH_USER.match(ssh_user or ""):
+            raise ValueError(f"ssh_user {ssh_user!r}: a login name such as root or bench")
+        if not SSH_HOST.match(ssh_host or ""):
+            raise ValueError(f"ssh_host {ssh_host!r}: a host name or IP address")
+        if not 1 <= int(ssh_port) <= 65535:
+            raise ValueError(f"ssh_port {ssh_port}: 1..65535")
+    if not WORK_DIR.match(work_dir or "") or ".." in work_dir:
+        raise ValueError(f"work_dir {work_dir!r}: an absolute path of letters, digits, '.', '_', '-', '/'")
+    address = {"ssh_user": ssh_user, "ssh_host": ssh_host, "ssh_port": int(ssh_port)}
+    with transaction.atomic():
+        host = Host.objects.select_for_update().filter(name=name).first()
+        if host is None:
+            return Host.objects.create(name=name, transport=transport, work_dir=work_dir, **address)
+        before = (host.transport, host.ssh_user, host.ssh_host, host.ssh_port)
+        moved = before != (transport, *address.values())
+        host.transport, host.work_dir, host.active = transport, work_dir, True
+        for field, value in address.items():
+            setattr(host, field, value)
+        if moved:
+            host.host_key = host.host_key_fingerprint = ""
+            host.status = HostStatus.UNKNOWN
+        host.save()
+    return host
+
+
+def record_probe(host_id: int, facts: dict, host_key: str = "", fingerprint: str = "") -> Host:
+    """Store what a probe found; the first key seen is pinned. Running it twice changes nothing
+    but last_seen."""
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(id=host_id)
+        if host_key and not host.host_key:
+            host.host_key, host.host_key_fingerprint = host_key, fingerprint
+        host.facts, host.last_seen, host.last_error = facts, timezone.now(), ""
+        host.status = HostStatus.IDLE
+        host.save()
+    return host
+
+
+def record_host_down(host_id: int, error: str) -> Host:
+    """A probe or a run could not reach the host: `down`, with the reason, until it answers."""
+    Host.objects.filter(id=host_id).update(status=HostStatus.DOWN, last_error=error[:2000])
+    return Host.objects.get(id=host_id)
+
+
+def forget_host_key(host_id: int) -> None:
+    """After a host was reinstalled on purpose: the next probe pins its new key."""
+    Host.objects.filter(id=host_id).update(host_key="", host_key_fingerprint="", status=HostStatus.UNKNOWN)
+
+
+def active_host_names() -> list[str]:
+    return list(Host.objects.filter(active=True).values_list("name", flat=True))
+
+
+def record_host_reachable(host_id: int) -> None:
+    Host.objects.filter(id=host_id).update(last_seen=timezone.now(), status=HostStatus.IDLE, last_error="")

@@ -1,0 +1,186 @@
+"""Runs: progress, ingest of a bundle (files, metrics, outcome), re-parse, exclusion, failure;
+and the experiment's status, derived from its runs."""
+
+import json
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from ..analysis import analyse_run
+from ..metrics import METRIC_NAMES
+from ..models import AttemptOutcome, Experiment, ExperimentStatus, Run, RunAttempt, RunFile, RunStatus
+
+TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
+
+
+@dataclass
+class Bundle:
+    """What a host runner sends back: its result.json and the raw files, by name."""
+
+    result: dict
+    files: dict[str, bytes]
+
+
+def refresh_experiment_status(experiment_id: int) -> None:
+    """Derive the experiment's status from its runs' rows. Idempotent."""
+    counts = Run.objects.filter(experiment_id=experiment_id).aggregate(
+        total=Count("id"),
+        queued=Count("id", filter=Q(status=RunStatus.QUEUED)),
+        running=Count("id", filter=Q(status=RunStatus.RUNNING)),
+        failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+    )
+    if counts["running"] or (counts["queued"] and counts["queued"] < counts["total"]):
+        status, finished_at = ExperimentStatus.RUNNING, None
+    elif counts["queued"]:
+        status, finished_at = ExperimentStatus.QUEUED, None
+    elif counts["failed"] == counts["total"]:
+        status, finished_at = ExperimentStatus.FAILED, timezone.now()
+    elif counts["failed"]:
+        status, finished_at = ExperimentStatus.PARTIAL, timezone.now()
+    else:
+        status, finished_at = ExperimentStatus.DONE, timezone.now()
+    Experiment.objects.filter(id=experiment_id).exclude(status=status).update(
+        status=status, finished_at=finished_at
+    )
+
+
+def record_progress(run_id: int, message: str, percent: float | None = None) -> None:
+    """The runner's latest step, and how far through the run it is (0-100) when it says."""
+    fields = {"progress": message[:200]}
+    if percent is not None:
+        fields["progress_percent"] = max(0.0, min(100.0, float(percent)))
+    Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(**fields)
+
+
+def run_spec(run: Run) -> dict:
+    """What the host runner needs to execute a run: plain, validated values only."""
+    definition = run.experiment.definition
+    return {
+        "run_id": run.id,
+        "engine": run.engine,
+        "parameters": run.parameters,
+        "server_options": run.server_options,
+        "workload": definition["workload"],
+        "crash": definition["crash"],
+        "start_timeout_s": settings.RUNNER_START_TIMEOUT_S,
+    }
+
+
+def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int] | None = None) -> None:
+    """Replace the run's raw files (re-ingest never appends).
+
+    original_sizes: where a caller already cut a file down (an import's large error log), its
+    size before; the file is then marked truncated.
+    """
+    limit = settings.RAW_FILE_MAX_BYTES
+    run.files.all().delete()
+    rows = []
+    for name, content in sorted(files.items()):
+        size = (original_sizes or {}).get(name, len(content))
+        kept = content
+        if len(content) > limit:
+            kept = content[: limit // 2] + TRUNCATION_MARKER + content[-limit // 2 :]
+        rows.append(
+            RunFile(run=run, name=name[:100], content=kept, size_bytes=size, truncated=size > len(kept))
+        )
+    RunFile.objects.bulk_create(rows)
+
+
+def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
+    """Set the run's metrics, phases and suspicion from its files (the row is saved by the
+    caller). Recomputed whole every time, so a re-parse after a parser fix clears a suspicion."""
+    analysis = analyse_run(result, files, run.engine, run.redo_log_bytes)
+    for name in METRIC_NAMES:
+        setattr(run, name, analysis.metrics.get(name))
+    run.phases = analysis.phases
+    run.suspect = bool(analysis.suspect_reasons)
+    run.suspect_reason = "; ".join(analysis.suspect_reasons)[:500]
+    run.server_version = (analysis.server_version or run.server_version)[:120]
+    return analysis.warnings
+
+
+def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) -> Run:
+    """Store a finished run's files and metrics and mark it done (or failed, as the runner said).
+
+    Running it twice with the same bundle leaves the same rows: files are replaced, metrics
+    recomputed from them.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        store_files(run, bundle.files)
+        warnings = apply_metrics(run, bundle.files, bundle.result)
+        run.host_facts = bundle.result.get("facts") or {}
+        runner_error = bundle.result.get("error")
+        if bundle.result.get("status") == "done":
+            run.status, run.error = RunStatus.DONE, ""
+            if warnings:
+                run.error = "Parsed with warnings: " + "; ".join(warnings)[:2000]
+        else:
+            run.status = RunStatus.FAILED
+            run.error = runner_error or "the host runner reported a failure without a reason"
+        run.progress = ""
+        run.finished_at = timezone.now()
+        run.save()
+        if attempt_id is not None:
+            done = run.status == RunStatus.DONE
+            end_attempt(
+                attempt_id, AttemptOutcome.DONE if done else AttemptOutcome.FAILED, "" if done else run.error
+            )
+    refresh_experiment_status(run.experiment_id)
+    return run
+
+
+def reparse_run(run_id: int) -> Run:
+    """Recompute a run's metrics from its stored raw files. Running it twice changes nothing."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        files = {f.name: bytes(f.content) for f in run.files.all()}
+        result = json.loads(files.get("result.json", b"{}") or b"{}")
+        if not files:
+            return run
+        apply_metrics(run, files, result)
+        run.save()
+    return run
+
+
+def exclude_run(run_id: int, reason: str, user=None) -> Run:
+    """Leave a run out of charts and statistics, with the reason; the run and its files stay.
+    Running it twice keeps the latest reason."""
+    reason = " ".join((reason or "").split())[:500]
+    if not reason:
+        raise ValueError("say why the run is left out, so others can judge it")
+    Run.objects.filter(id=run_id).update(
+        excluded=True, excluded_reason=reason, excluded_by=user, excluded_at=timezone.now()
+    )
+    return Run.objects.get(id=run_id)
+
+
+def include_run(run_id: int) -> Run:
+    """Undo exclude_run. Idempotent."""
+    Run.objects.filter(id=run_id).update(
+        excluded=False, excluded_reason="", excluded_by=None, excluded_at=None
+    )
+    return Run.objects.get(id=run_id)
+
+
+def end_attempt(attempt_id: int, outcome: str, error: str = "", transient: bool = False) -> None:
+    RunAttempt.objects.filter(id=attempt_id, ended_at__isnull=True).update(
+        outcome=outcome, error=error[:5000], transient=transient, ended_at=timezone.now()
+    )
+
+
+def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> None:
+    """Record a failure in words a user can act on (and end its attempt). Idempotent; a
+    finished run stays as it is."""
+    with transaction.atomic():
+        Run.objects.filter(id=run_id).exclude(status=RunStatus.DONE).update(
+            status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
+        )
+        if attempt_id is not None:
+            end_attempt(attempt_id, AttemptOutcome.FAILED, error)
+    experiment_id = Run.objects.filter(id=run_id).values_list("experiment_id", flat=True).first()
+    if experiment_id:
+        refresh_experiment_status(experiment_id)

@@ -1,0 +1,52 @@
+"""Engines, workloads and crash plans, each defined once: value, label, colour, and whether the
+host runner can run it. Models, forms, the definition, the API and charts read them from here.
+
+What a runner can run is the runner's own allow-list (workers/runner/contract.py, standard
+library only, shipped alone to the hosts, where it checks every spec again); it is imported here,
+not copied, so the dashboard never offers what the runner would refuse.
+"""
+
+from dataclasses import dataclass
+
+from workers.runner import contract
+
+
+@dataclass(frozen=True)
+class Term:
+    value: str
+    label: str
+    colour: str = ""
+    # For workloads: rows each transaction inserts (the insert rate reached is TPS times this).
+    inserts_per_transaction: int = 0
+
+
+ENGINES = (
+    Term("innodb", "InnoDB", "#1f77b4"),
+    Term("rocksdb", "MyRocks", "#d62728"),
+    Term("tokudb", "TokuDB", "#2ca02c"),  # imported runs only: MariaDB 10.11 has no TokuDB
+)
+WORKLOADS = (
+    Term("oltp_write_only", "sysbench oltp_write_only", inserts_per_transaction=1),
+    Term("oltp_insert", "sysbench oltp_insert", inserts_per_transaction=1),
+    Term("oltp_read_write", "sysbench oltp_read_write", inserts_per_transaction=1),
+    Term("oltp_update_index", "sysbench oltp_update_index"),
+    Term("oltp_update_non_index", "sysbench oltp_update_non_index"),
+)
+CRASH_METHODS = (Term("sigkill", "kill -9 (SIGKILL)"),)
+CRASH_WHEN = (
+    Term("after_workload", "after the workload"),
+    Term("during_workload", "during the workload"),
+)
+
+RUNNABLE_ENGINES = tuple(t.value for t in ENGINES if t.value in contract.ENGINES)
+WORKLOAD_NAMES = tuple(t.value for t in WORKLOADS if t.value in contract.WORKLOADS)
+CRASH_METHOD_NAMES = tuple(t.value for t in CRASH_METHODS)
+CRASH_WHEN_NAMES = tuple(t.value for t in CRASH_WHEN if t.value in contract.CRASH_WHEN)
+ENGINE_COLOURS = {t.value: t.colour for t in ENGINES}
+ENGINE_LABELS = {t.value: t.label for t in ENGINES}
+INSERTS_PER_TRANSACTION = {t.value: t.inserts_per_transaction for t in WORKLOADS}
+
+
+def choices(terms: tuple[Term, ...], allowed: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+    """(value, label) pairs for Django choices and forms, optionally only the allowed values."""
+    return [(t.value, t.label) for t in terms if allowed is None or t.value in allowed]
