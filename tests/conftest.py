@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
+from django.db import connections
 from playwright.sync_api import sync_playwright
 from rest_framework.test import APIClient
 
@@ -137,6 +138,9 @@ def page():
         context = browser.new_context(viewport={"width": 1300, "height": 1000})
         yield context.new_page()
         browser.close()
+        # ORM calls made while Playwright's loop runs get connections of that context (Django's
+        # connections are asgiref-local); close them here, or the test database cannot be dropped.
+        connections.close_all()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -78,6 +78,8 @@ def test_create_an_experiment_through_the_form_and_see_the_chart(
     page.locator("tr.run-row a").first.click()
     page.wait_for_selector("td[data-metric=recovery_seconds]")
     assert page.locator("td[data-metric=recovery_seconds]").inner_text() != "-"
+    attempt = page.locator("tr[data-attempt='1']")
+    assert "done" in attempt.inner_text() and "celery@" in attempt.inner_text()
     screenshot(page, "run.png")
 
 

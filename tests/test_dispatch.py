@@ -306,3 +306,32 @@ def test_a_runner_finding_its_work_directory_in_use_says_the_host_is_busy_and_ma
     assert done.returncode == 1 and last["permanent"] is False
     assert "busy elsewhere" in last["error"] and str(work) in last["error"]
     assert not any(p.name.startswith("run-") for p in work.iterdir())  # nothing was started
+
+
+# Pages ------------------------------------------------------------------------------------------
+
+
+def test_the_form_sent_twice_with_its_key_makes_one_experiment(client, local_host, broker):
+    client.force_login(UserFactory(username="dba"))
+    form = client.get("/experiments/new/")
+    key = form.context["idempotency_key"]
+    assert key.startswith("form-") and f'value="{key}"' in form.content.decode()
+    fields = {
+        "name": "double click",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "buffer_pool_size": "128M",
+        "redo_log_size": "64M",
+        "insert_rate": "0",
+        "workload": "oltp_write_only",
+        "tables": 1,
+        "table_size": 1000,
+        "threads": 1,
+        "events": 100,
+        "crash_when": "after_workload",
+        "repetitions": 1,
+        "idempotency_key": key,
+    }
+    first, second = client.post("/experiments/new/", fields), client.post("/experiments/new/", fields)
+    assert first.status_code == second.status_code == 302 and first.url == second.url
+    assert Run.objects.count() == 1 and queued_messages(broker) == 1

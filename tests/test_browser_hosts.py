@@ -1,0 +1,44 @@
+"""The run page tells why a run took several tries, in Debian's Chromium."""
+
+import threading
+
+import pytest
+from django.db import connections
+from django.utils import timezone
+
+from experiments.models import Run
+from workers.dispatch import drive_host
+
+from .factories import RunFactory
+from .test_browser import log_in, screenshot
+from .test_dispatch import ssh_host
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_run_page_lists_every_attempt_with_its_outcome(page, live_server, broker):
+    host = ssh_host("bench7")  # nothing listens on its port: every attempt is refused
+    run = RunFactory(host=host, host_label=host.name)
+
+    def three_tries():  # in a thread: Playwright's event loop owns this one, asyncssh needs its own
+        try:
+            for _ in range(3):
+                Run.objects.filter(id=run.id).update(not_before=timezone.now())  # skip the pause
+                started.append(drive_host(host.id, "celery@bench-worker"))
+        finally:
+            connections.close_all()
+
+    started: list[bool] = []
+    worker = threading.Thread(target=three_tries)
+    worker.start()
+    worker.join()
+    assert started == [True, True, True]
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/runs/{run.id}/")
+    rows = page.locator("section.attempts tbody tr")
+    assert rows.count() == 3
+    texts = [rows.nth(i).inner_text() for i in range(3)]
+    assert "tried again" in texts[0] and "tried again" in texts[1] and "no tries left" in texts[2]
+    assert all("bench7" in t and "celery@bench-worker" in t and "nothing accepts SSH" in t for t in texts)
+    assert "gave up after 3 attempts" in page.locator("pre.error").inner_text()
+    screenshot(page, "run-attempts.png")
