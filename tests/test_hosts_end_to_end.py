@@ -8,6 +8,7 @@ from django.conf import settings
 from experiments.models import Run, RunAttempt, RunStatus
 
 from .conftest import runner_processes, wait_for
+from .test_ssh import register
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -16,22 +17,10 @@ WORKLOAD = {"name": "oltp_write_only", "tables": 2, "table_size": 10000, "thread
 
 def register_and_probe(staff_api, sshd, name="bench1") -> dict:
     """Through the API, as a user would: register, then probe (which pins the host key)."""
-    created = staff_api.post(
-        "/api/hosts/",
-        {
-            "name": name,
-            "transport": "ssh",
-            "ssh_user": "root",
-            "ssh_host": "127.0.0.1",
-            "ssh_port": sshd.port,
-            "work_dir": f"{settings.RUNNER_WORK_DIR}/{name}",
-        },
-        format="json",
-    )
-    assert created.status_code == 201, created.content
-    probed = staff_api.post(f"/api/hosts/{created.json()['id']}/probe/").json()
+    created = register(staff_api, sshd, name, work_dir=f"{settings.RUNNER_WORK_DIR}/{name}")
+    probed = staff_api.post(f"/api/hosts/{created['id']}/probe/").json()
     assert probed["status"] == "idle" and probed["host_key_fingerprint"] == sshd.fingerprint, probed
-    return created.json()
+    return created
 
 
 def finished(experiment_id: int):

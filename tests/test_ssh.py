@@ -10,7 +10,8 @@ from workers.probing import probe_host
 pytestmark = pytest.mark.django_db
 
 
-def register(staff_api, sshd, name="bench1"):
+def register(staff_api, sshd, name="bench1", **more):
+    """Through the API, as a user would."""
     response = staff_api.post(
         "/api/hosts/",
         {
@@ -19,6 +20,7 @@ def register(staff_api, sshd, name="bench1"):
             "ssh_user": "root",
             "ssh_host": "127.0.0.1",
             "ssh_port": sshd.port,
+            **more,
         },
         format="json",
     )
