@@ -126,6 +126,7 @@ def analyse_run(
     _workload_metrics(analysis, result.get("spec", {}).get("workload", {}).get("name"))
     for name, value in result.get("counters", {}).items():
         metrics[name] = value
+    _checkpoint_moved(analysis)
     if "verified" in result:
         metrics["verified"] = result["verified"]
     analysis.server_version = result.get("server_version") or analysis.server_version
@@ -222,6 +223,25 @@ def _cross_check_crash_lsn(analysis: RunAnalysis) -> None:
         analysis.warnings.append(
             f"recovery ended at LSN {crash_lsn}, before the LSN {status.log.lsn} seen just before "
             "the crash: committed work may be missing"
+        )
+
+
+def _checkpoint_moved(analysis: RunAnalysis) -> None:
+    """The method holds the checkpoint back during the workload; when it moved all the same, the
+    redo recovery replayed is less than the redo the workload wrote, and the run should say so."""
+    before = analysis.parsed.get("innodb_status_before_run.txt")
+    at_crash = analysis.parsed.get("innodb_status_at_crash.txt")
+    if before is None or at_crash is None or before.log is None or at_crash.log is None:
+        return
+    start, end = before.log.checkpoint_lsn, at_crash.log.checkpoint_lsn
+    written = analysis.metrics.get("log_bytes_written")
+    # A few bytes are a checkpoint record the server writes after starting, not a flush.
+    if start and end and end - start > max(64 << 10, 0.01 * (written or 0)):
+        replayed = analysis.metrics.get("redo_bytes")
+        sizes = f" ({replayed:,} of {written:,} bytes)" if written and replayed else ""
+        analysis.warnings.append(
+            f"a checkpoint moved during the workload (LSN {start} to {end}): the redo replayed is "
+            f"less than the redo written{sizes}; a larger redo log or buffer pool holds it back"
         )
 
 

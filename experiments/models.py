@@ -200,6 +200,10 @@ class Run(RunMetrics):
     server_version = models.CharField(max_length=120, blank=True)
     # The host as it was when the run ran (CPU, memory, disk, server and tool versions).
     host_facts = models.JSONField(default=dict, blank=True)
+    # Server variables as the running server reported them (requested beside effective).
+    effective_settings = models.JSONField(default=dict, blank=True)
+    # Whether the run started from the host's cached copy of its loaded dataset (None: imported).
+    dataset_reused = models.BooleanField(null=True, blank=True)
     # Seconds per recovery phase ({"redo_scan": s, "redo_apply": s, ...}), for the breakdown.
     phases = models.JSONField(default=dict, blank=True)
     # Values the analysis must not trust (impossible durations): left out of charts and

@@ -159,3 +159,58 @@ def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
     runner.stdin.close()
     assert runner.wait(timeout=30) == 3
     wait_for(lambda: runner_processes() == [], 10, "the runner's processes to be gone")
+
+
+def analysed(folder) -> tuple[dict, object]:
+    """A runner's bundle as ingest reads it: its result and the analysis of its files."""
+    from experiments.analysis import analyse_run
+
+    files = {p.name: p.read_bytes() for p in (folder / "bundle").iterdir()}
+    result = json.loads(files["result.json"])
+    redo_log = 4 << 20 if result["spec"]["parameters"]["redo_log_size"] == "4M" else 256 << 20
+    return result, analyse_run(result, files, "innodb", redo_log)
+
+
+def insert_spec(redo_log_size: str, work_dir) -> dict:
+    return {
+        "run_id": 3,
+        "engine": "innodb",
+        "parameters": {"buffer_pool_size": "256M", "redo_log_size": redo_log_size, "insert_rate": 0},
+        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": 20000},
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "work_dir": str(work_dir),
+        "start_timeout_s": 120,
+    }
+
+
+def test_runs_start_from_a_cached_clean_dataset_so_the_redo_replayed_is_the_workloads(tmp_path):
+    """Loaded once, shut down slowly, copied for each run: the load is not in the redo."""
+    work = tmp_path / "host"
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    assert run_runner(tmp_path / "first", insert_spec("256M", work))[0] == 0
+    assert run_runner(tmp_path / "second", insert_spec("256M", work))[0] == 0
+
+    first, first_analysis = analysed(tmp_path / "first")
+    second, second_analysis = analysed(tmp_path / "second")
+    assert (first["dataset"]["reused"], second["dataset"]["reused"]) == (False, True)
+    assert first["dataset"]["key"] == second["dataset"]["key"]
+    assert second["dataset"]["seconds"] < first["dataset"]["seconds"]
+    for analysis in (first_analysis, second_analysis):
+        metrics = analysis.metrics
+        # 20,000 inserts write ~8 MB of redo; the 2 x 20,000-row load (~10 MB more) is not in it
+        assert 0.85 <= metrics["redo_bytes"] / metrics["log_bytes_written"] <= 1.15, metrics
+        assert metrics["verified"] is True and not analysis.warnings, analysis.warnings
+    effective = second["effective_settings"]
+    assert float(effective["innodb_max_dirty_pages_pct"]) == 99  # the checkpoint held back
+    assert int(effective["innodb_log_file_size"]) == 256 << 20
+    assert runner_processes() == []
+
+
+def test_a_checkpoint_that_moves_during_the_workload_is_reported(tmp_path):
+    """A 4 MB redo log cannot hold 8 MB of workload redo: recovery replays less than was written,
+    and the run says so rather than passing the smaller number off as the workload's."""
+    assert run_runner(tmp_path, insert_spec("4M", tmp_path / "host"))[0] == 0
+    _, analysis = analysed(tmp_path)
+    assert analysis.metrics["redo_bytes"] < 0.85 * analysis.metrics["log_bytes_written"]
+    assert any("a checkpoint moved during the workload" in w for w in analysis.warnings), analysis.warnings

@@ -156,6 +156,8 @@ SSH_CONNECT_TIMEOUT_S = env.int("SSH_CONNECT_TIMEOUT_S", default=15)
 RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/tmp/recovery-lab"))
 # Seconds a restarted server may take before the Run fails with "server never came back".
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
+# Runs start from a host's cached copy of their loaded dataset (see the README's "Method").
+RUNNER_REUSE_DATASETS = env.bool("RUNNER_REUSE_DATASETS", default=True)
 # A run that fails for a passing reason (connection refused or dropped, host busy elsewhere,
 # worker lost) is tried again after RUN_RETRY_BACKOFF_S, doubled at each try, up to
 # RUN_MAX_ATTEMPTS tries in all; a permanent failure fails it at once.

@@ -15,6 +15,7 @@ from experiments import services
 from experiments.models import Run, RunAttempt
 
 from .locks import host_lock
+from .runner.contract import RunFailed
 from .transports import TransportError, transport_for
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
         if bundle.result.get("status") != "done" and bundle.result.get("permanent") is False:
             raise TransportError(bundle.result.get("error") or "the host runner failed for a passing reason")
         services.ingest_bundle(run.id, bundle, attempt.id)
+    except RunFailed as exc:  # the spec did not pass the runner's own checks here
+        services.mark_run_failed(run.id, f"bad run spec: {exc}", attempt.id)
+        return None
     except TransportError as exc:
         if exc.permanent:
             services.mark_run_failed(run.id, str(exc), attempt.id)

@@ -15,6 +15,7 @@ import json
 import shlex
 import tarfile
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 import asyncssh
 from django.conf import settings
@@ -23,6 +24,7 @@ from experiments.models import Host
 from experiments.services import Bundle
 from experiments.ssh_keys import dashboard_private_key, dashboard_public_key
 
+from .runner.contract import RunSpec
 from .transports import RUNNER_HARD_LIMIT_S, ProgressCallback, TransportError, handle_event, runner_zip
 
 KEEPALIVE_S = 10
@@ -41,7 +43,7 @@ class SSHTransport:
         """Connect now (pinning the host key if none is pinned yet) and read the host's facts."""
         return asyncio.run(self._with_connection(self._probe, pin=True))
 
-    def execute(self, spec: dict, on_progress: ProgressCallback) -> Bundle:
+    def execute(self, spec: RunSpec, on_progress: ProgressCallback) -> Bundle:
         if not self.host.host_key:
             raise TransportError(
                 f"host {self.host.name}: its SSH key is not pinned yet; probe it first "
@@ -142,12 +144,12 @@ class SSHTransport:
             "host_key_fingerprint": server_key.get_fingerprint("sha256"),
         }
 
-    async def _execute(self, conn, spec: dict, on_progress: ProgressCallback) -> Bundle:
+    async def _execute(self, conn, spec: RunSpec, on_progress: ProgressCallback) -> Bundle:
         folder = await self._upload_runner(conn)
         quoted = {name: shlex.quote(f"{folder}/{name}") for name in ("runner.pyz", "spec.json", "bundle")}
-        spec = {**spec, "work_dir": self.host.work_dir}
+        spec = replace(spec, work_dir=self.host.work_dir)
         try:
-            await self._command(conn, f"cat > {quoted['spec.json']}", json.dumps(spec).encode())
+            await self._command(conn, f"cat > {quoted['spec.json']}", spec.to_json().encode())
             process = await conn.create_process(
                 f"python3 {quoted['runner.pyz']} --spec {quoted['spec.json']} "
                 f"--out {quoted['bundle']} --watch-stdin"

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from django.conf import settings
 
 from experiments.models import Host, Transport
 from experiments.services import Bundle
+
+from .runner.contract import RunSpec
 
 logger = logging.getLogger(__name__)
 
@@ -118,12 +121,12 @@ class LocalTransport:
             raise TransportError(f"the probe failed: {done.stderr[-500:]}")
         return {"facts": json.loads(done.stdout), "host_key": "", "host_key_fingerprint": ""}
 
-    def execute(self, spec: dict, on_progress: ProgressCallback) -> Bundle:
+    def execute(self, spec: RunSpec, on_progress: ProgressCallback) -> Bundle:
         settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="bundle-", dir=settings.RUNNER_WORK_DIR) as tmp:
             folder = Path(tmp)
             spec_path = folder / "spec.json"
-            spec_path.write_text(json.dumps({**spec, "work_dir": str(settings.RUNNER_WORK_DIR)}))
+            spec_path.write_text(replace(spec, work_dir=str(settings.RUNNER_WORK_DIR)).to_json())
             runner = folder / "runner.pyz"
             runner.write_bytes(runner_zip())
             out = folder / "bundle"

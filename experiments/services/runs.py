@@ -9,6 +9,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from workers.runner.contract import RunSpec
+
 from ..analysis import analyse_run
 from ..metrics import METRIC_NAMES
 from ..models import AttemptOutcome, Experiment, ExperimentStatus, Run, RunAttempt, RunFile, RunStatus
@@ -55,18 +57,23 @@ def record_progress(run_id: int, message: str, percent: float | None = None) -> 
     Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(**fields)
 
 
-def run_spec(run: Run) -> dict:
-    """What the host runner needs to execute a run: plain, validated values only."""
+def run_spec(run: Run) -> RunSpec:
+    """What the host runner needs to execute a run, in the runner's own typed contract and
+    checked by it here already (RunFailed, permanent, names a bad value); the transport sets the
+    host's work directory."""
     definition = run.experiment.definition
-    return {
-        "run_id": run.id,
-        "engine": run.engine,
-        "parameters": run.parameters,
-        "server_options": run.server_options,
-        "workload": definition["workload"],
-        "crash": definition["crash"],
-        "start_timeout_s": settings.RUNNER_START_TIMEOUT_S,
-    }
+    spec = RunSpec(
+        run_id=run.id,
+        engine=run.engine,
+        parameters=run.parameters,
+        server_options=run.server_options,
+        workload=definition["workload"],
+        crash=definition["crash"],
+        start_timeout_s=settings.RUNNER_START_TIMEOUT_S,
+        reuse_dataset=settings.RUNNER_REUSE_DATASETS,
+    )
+    spec.check()
+    return spec
 
 
 def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int] | None = None) -> None:
@@ -113,6 +120,8 @@ def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) ->
         store_files(run, bundle.files)
         warnings = apply_metrics(run, bundle.files, bundle.result)
         run.host_facts = bundle.result.get("facts") or {}
+        run.effective_settings = bundle.result.get("effective_settings") or {}
+        run.dataset_reused = (bundle.result.get("dataset") or {}).get("reused")
         runner_error = bundle.result.get("error")
         if bundle.result.get("status") == "done":
             run.status, run.error = RunStatus.DONE, ""

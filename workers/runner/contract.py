@@ -47,6 +47,9 @@ class RunSpec:
     crash: dict = field(default_factory=dict)
     start_timeout_s: float = 600
     work_dir: str = "/var/tmp/recovery-lab"
+    # Start from a cached copy of the loaded dataset (loaded once per engine, server version and
+    # size, shut down slowly): the redo replayed is then the workload's alone.
+    reuse_dataset: bool = True
     version: int = CONTRACT_VERSION
 
     def to_json(self) -> str:
@@ -92,5 +95,7 @@ class RunSpec:
                 raise RunFailed(f"workload.{key} must be a whole number >= 0")
         if self.crash.get("when") not in CRASH_WHEN:
             raise RunFailed(f"crash.when {self.crash.get('when')!r} is not supported by this runner")
+        if not isinstance(self.reuse_dataset, bool):
+            raise RunFailed("reuse_dataset must be true or false")
         if not WORK_DIR.match(self.work_dir) or ".." in self.work_dir:
             raise RunFailed(f"work_dir {self.work_dir!r} is not an absolute path of plain characters")

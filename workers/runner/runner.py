@@ -17,6 +17,7 @@ before it exits, whatever happened; it never signals a process it did not start.
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -40,6 +41,34 @@ except ImportError:  # run as a script: python3 runner.py
     from probe import host_facts
 
 POLL_S = 0.005
+# Method defaults that hold InnoDB's checkpoint back during the workload (no pre-flushing, no
+# adaptive flushing below 70% of the log, dirty pages up to 99%), so the redo written is the redo
+# recovery replays. A user's server_options override them; the run records what was in effect.
+HOLD_CHECKPOINTS = {
+    "innodb_max_dirty_pages_pct": "99",
+    "innodb_max_dirty_pages_pct_lwm": "0",
+    "innodb_adaptive_flushing_lwm": "70",
+}
+# Read back from the running server and kept with the run: requested beside effective.
+EFFECTIVE_VARIABLES = (
+    "version",
+    "innodb_buffer_pool_size",
+    "innodb_log_file_size",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_flush_method",
+    "innodb_doublewrite",
+    "innodb_io_capacity",
+    "innodb_max_dirty_pages_pct",
+    "innodb_max_dirty_pages_pct_lwm",
+    "innodb_adaptive_flushing",
+    "innodb_adaptive_flushing_lwm",
+    "rocksdb_block_cache_size",
+    "rocksdb_max_total_wal_size",
+    "rocksdb_flush_log_at_trx_commit",
+    "log_bin",
+    "sync_binlog",
+)
+DATASETS_KEPT = 4
 INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 # Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).
 STARTED: list[subprocess.Popen] = []
@@ -223,6 +252,8 @@ class Server:
         else:
             args += [f"--innodb-buffer-pool-size={buffer_pool}", f"--innodb-log-file-size={redo}"]
         options = dict(self.spec.get("server_options", {}))
+        if self.spec["engine"] == "innodb":
+            options = {**HOLD_CHECKPOINTS, **options}
         if str(options.pop("log_bin", "0")) == "1":
             args += [f"--log-bin={self.work / 'binlog'}", "--server-id=1"]
         args += [f"--{name}={value}" for name, value in options.items()]
@@ -313,6 +344,76 @@ class Server:
         if self.process is not None and self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()
+
+    def slow_shutdown(self, engine: str, timeout_s: float) -> None:
+        """Every change written to the data files before the server stops: InnoDB's slow
+        shutdown (the checkpoint ends up at the end of the log), MyRocks' memtables flushed."""
+        if engine == "rocksdb":
+            self.query("SET GLOBAL rocksdb_force_flush_memtable_now = 1", timeout=3600)
+        else:
+            self.query("SET GLOBAL innodb_fast_shutdown = 0")
+        self.shutdown(timeout_s)
+
+    def binary_version(self) -> str:
+        done = subprocess.run([self.mariadbd, "--version"], capture_output=True, text=True, timeout=60)
+        return done.stdout.strip()
+
+    def effective_settings(self) -> dict:
+        """The server variables in effect, as the server reports them."""
+        names = ", ".join(f"'{name}'" for name in EFFECTIVE_VARIABLES)
+        rows = self.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
+        return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """A datadir copied whole (reflinks where the filesystem has them: instant on btrfs/xfs)."""
+    done = subprocess.run(
+        ["cp", "-a", "--reflink=auto", "--", str(source), str(target)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RunFailed(f"copying {source} to {target} failed: {done.stderr.strip()[:300]}")
+
+
+class DatasetCache:
+    """Loaded datasets, one per engine, server build, table count and size: loaded once, shut
+    down slowly, and copied for each run, so a run's redo is its workload's and not the load's,
+    and the load is paid once. The most recently used DATASETS_KEPT are kept. Only one runner
+    works in a work directory at a time (hold_work_dir), so no two write one entry."""
+
+    def __init__(self, base: Path):
+        self.root = base / "datasets"
+
+    @staticmethod
+    def key(spec: dict, server_build: str) -> str:
+        workload = spec["workload"]
+        identity = [spec["engine"], server_build, workload["tables"], workload["table_size"]]
+        return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
+
+    def ready(self, key: str) -> bool:
+        return (self.root / key / "READY").exists()
+
+    def restore(self, key: str, datadir: Path) -> None:
+        copy_tree(self.root / key / "data", datadir)
+        os.utime(self.root / key / "READY")  # recently used
+
+    def keep(self, key: str, datadir: Path, about: dict) -> None:
+        partial = self.root / f"{key}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        copy_tree(datadir, partial / "data")
+        (partial / "READY").write_text(json.dumps(about))
+        shutil.rmtree(self.root / key, ignore_errors=True)
+        partial.rename(self.root / key)
+        self.prune()
+
+    def prune(self) -> None:
+        entries = sorted(
+            (p for p in self.root.iterdir() if (p / "READY").exists()),
+            key=lambda p: (p / "READY").stat().st_mtime,
+            reverse=True,
+        )
+        for stale in entries[DATASETS_KEPT:]:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 class Sysbench:
@@ -456,6 +557,36 @@ def wal_sizes(datadir: Path) -> dict:
     return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}
 
 
+def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, timeout: float) -> dict:
+    """The run's datadir, loaded and cleanly shut down: from the cache, or loaded now (and kept
+    for the next runs). Returns what was done, for the result."""
+    started = time.monotonic()
+    cache = DatasetCache(base)
+    key = cache.key(spec, server.binary_version())
+    reuse = spec.get("reuse_dataset", True)
+    (server.work / "tmp").mkdir(exist_ok=True)
+    if reuse and cache.ready(key):
+        progress("copying the cached dataset", 5)
+        cache.restore(key, server.datadir)
+        return {"key": key, "reused": True, "seconds": round(time.monotonic() - started, 3)}
+    progress("creating a private server instance", 1)
+    server.install()
+    server.start()
+    server.wait_until_ready(timeout)
+    server.query("CREATE DATABASE sbtest")
+    progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows", 5)
+    sysbench.prepare()
+    progress("slow shutdown: the loaded dataset written out whole", 18)
+    server.slow_shutdown(spec["engine"], timeout)
+    if reuse:
+        cache.keep(
+            key,
+            server.datadir,
+            {"engine": spec["engine"], **{k: spec["workload"][k] for k in ("tables", "table_size")}},
+        )
+    return {"key": key, "reused": False, "seconds": round(time.monotonic() - started, 3)}
+
+
 def execute(spec: dict, work: Path, out: Path) -> dict:
     clock = Clock()
     timeout = float(spec.get("start_timeout_s", 600))
@@ -468,14 +599,12 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
     result: dict = {"times": times, "port": server.port, "server_args": server.server_args()}
     stamper.start()
     try:
-        progress("creating a private server instance", 1)
-        server.install()
-        times["load_server_spawned"] = server.start()
-        times["load_server_ready"] = server.wait_until_ready(timeout)
+        result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
+        progress("starting the server on the loaded dataset", 22)
+        times["server_spawned"] = server.start()
+        times["server_ready"] = server.wait_until_ready(timeout)
         result["server_version"] = server.query("SELECT VERSION()").strip()
-        server.query("CREATE DATABASE sbtest")
-        progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows", 5)
-        sysbench.prepare()
+        result["effective_settings"] = server.effective_settings()
         snapshot(server, engine, "before_run", work)
         counters_before = read_counters(server, engine)
 
