@@ -31,6 +31,7 @@ test: setup
 bench: setup
 	@$(PY) scripts/bench.py
 	@$(PY) scripts/bench_analysis.py
+	@$(PY) scripts/bench_dataset.py
 	@$(PY) scripts/bench_dispatch.py
 
 lint: setup
