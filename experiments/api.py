@@ -145,6 +145,17 @@ class ExperimentViewSet(
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(self.get_serializer(experiment).data, status=code)
 
+    @extend_schema(request=None, responses={200: ExperimentSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Queued runs never start; running runs are stopped on their hosts and every process of
+        theirs killed; they end `cancelled`. Finished runs stay. The author or staff only."""
+        experiment = self.get_object()
+        if not services.may_cancel(request.user, experiment):
+            return Response({"detail": "only the experiment's author or staff cancel it"}, status=403)
+        services.cancel_experiment(experiment.pk, user=request.user)
+        return Response(self.get_serializer(self.get_queryset().get(pk=experiment.pk)).data)
+
 
 class RunDetailSerializer(RunSerializer):
     """One run, with every attempt at it (where, which worker, how it ended)."""

@@ -94,6 +94,7 @@ class ExperimentStatus(models.TextChoices):
     DONE = "done", "done"
     PARTIAL = "partial", "done, some runs failed"
     FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
 
 
 class Experiment(models.Model):
@@ -135,10 +136,11 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", "running"
     DONE = "done", "done"
     FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
 
     @classmethod
     def finished(cls):
-        return [cls.DONE, cls.FAILED]
+        return [cls.DONE, cls.FAILED, cls.CANCELLED]
 
 
 class RunMetrics(models.Model):
@@ -256,6 +258,7 @@ class AttemptOutcome(models.TextChoices):
     FAILED = "failed", "failed"
     RETRY = "retry", "failed, tried again"
     LOST = "lost", "lost (its worker stopped)"
+    CANCELLED = "cancelled", "cancelled"
 
 
 class RunAttempt(models.Model):
@@ -268,7 +271,7 @@ class RunAttempt(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
-    outcome = models.CharField(max_length=8, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
+    outcome = models.CharField(max_length=10, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
     error = models.TextField(blank=True)
     transient = models.BooleanField(default=False)
 

@@ -7,6 +7,7 @@ urlpatterns = [
     path("experiments/new/", views.experiment_new, name="experiment-new"),
     path("experiments/<int:pk>/", views.experiment_detail, name="experiment-detail"),
     path("experiments/<int:pk>/live/", views.experiment_live, name="experiment-live"),
+    path("experiments/<int:pk>/cancel/", views.experiment_cancel, name="experiment-cancel"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/live/", views.run_live, name="run-live"),
     path("runs/<int:pk>/exclude/", views.run_exclude, name="run-exclude"),

@@ -67,6 +67,17 @@ def experiment_detail(request, pk: int):
 
 
 @login_required
+@require_POST
+def experiment_cancel(request, pk: int):
+    experiment = get_object_or_404(Experiment, pk=pk)
+    if not services.may_cancel(request.user, experiment):
+        return HttpResponseForbidden("only the experiment's author or staff cancel it")
+    count = services.cancel_experiment(experiment.pk, user=request.user)
+    messages.info(request, f"Cancelled {count} run{'s' if count != 1 else ''}.")
+    return redirect(experiment)
+
+
+@login_required
 def experiment_live(request, pk: int):
     """JSON that keeps the experiment page current while its runs go."""
     experiment = get_object_or_404(Experiment, pk=pk)

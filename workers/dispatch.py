@@ -10,15 +10,19 @@ permanent one (bad spec, missing binary, a server that never came back) fails th
 """
 
 import logging
+import threading
+
+from django.db import connections
 
 from experiments import services
-from experiments.models import Run, RunAttempt
+from experiments.models import AttemptOutcome, Run, RunAttempt
 
 from .locks import host_lock
 from .runner.contract import RunFailed
-from .transports import TransportError, transport_for
+from .transports import RunCancelled, TransportError, transport_for
 
 logger = logging.getLogger(__name__)
+CANCEL_POLL_S = 1.0
 
 
 def drive_host(host_id: int, worker: str) -> bool:
@@ -43,15 +47,21 @@ def drive_host(host_id: int, worker: str) -> bool:
 def carry_out(run: Run, attempt: RunAttempt) -> float | None:
     """One attempt at a run, ended with its outcome. Returns the pause before the run's next
     try when the failure may pass, else None (done, or failed for good)."""
+    cancelled, finished = threading.Event(), threading.Event()
+    threading.Thread(target=watch_for_cancel, args=(run.id, cancelled, finished), daemon=True).start()
     try:
         bundle = transport_for(run.host).execute(
             services.run_spec(run),
             lambda message, percent: services.record_progress(run.id, message, percent),
+            cancelled,
         )
         services.record_host_reachable(run.host_id)
         if bundle.result.get("status") != "done" and bundle.result.get("permanent") is False:
             raise TransportError(bundle.result.get("error") or "the host runner failed for a passing reason")
         services.ingest_bundle(run.id, bundle, attempt.id)
+    except RunCancelled as exc:
+        services.end_attempt(attempt.id, AttemptOutcome.CANCELLED, str(exc))
+        return None
     except RunFailed as exc:  # the spec did not pass the runner's own checks here
         services.mark_run_failed(run.id, f"bad run spec: {exc}", attempt.id)
         return None
@@ -71,4 +81,18 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
             "the traceback is in the worker's log",
             attempt.id,
         )
+    finally:
+        finished.set()
     return None
+
+
+def watch_for_cancel(run_id: int, cancelled: threading.Event, finished: threading.Event) -> None:
+    """Look at the run's row every second while it runs; a cancel tells the transport to stop
+    the runner (which kills every process it started)."""
+    try:
+        while not finished.wait(CANCEL_POLL_S):
+            if services.is_cancelled(run_id):
+                cancelled.set()
+                return
+    finally:
+        connections.close_all()  # this thread's own connection

@@ -14,6 +14,7 @@ import io
 import json
 import shlex
 import tarfile
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -25,7 +26,14 @@ from experiments.services import Bundle
 from experiments.ssh_keys import dashboard_private_key, dashboard_public_key
 
 from .runner.contract import RunSpec
-from .transports import RUNNER_HARD_LIMIT_S, ProgressCallback, TransportError, handle_event, runner_zip
+from .transports import (
+    RUNNER_HARD_LIMIT_S,
+    ProgressCallback,
+    RunCancelled,
+    TransportError,
+    handle_event,
+    runner_zip,
+)
 
 KEEPALIVE_S = 10
 
@@ -43,7 +51,9 @@ class SSHTransport:
         """Connect now (pinning the host key if none is pinned yet) and read the host's facts."""
         return asyncio.run(self._with_connection(self._probe, pin=True))
 
-    def execute(self, spec: RunSpec, on_progress: ProgressCallback) -> Bundle:
+    def execute(
+        self, spec: RunSpec, on_progress: ProgressCallback, cancelled: threading.Event | None = None
+    ) -> Bundle:
         if not self.host.host_key:
             raise TransportError(
                 f"host {self.host.name}: its SSH key is not pinned yet; probe it first "
@@ -53,7 +63,8 @@ class SSHTransport:
 
         async def run(conn):
             try:
-                return await asyncio.wait_for(self._execute(conn, spec, on_progress), RUNNER_HARD_LIMIT_S)
+                work = self._execute(conn, spec, on_progress, cancelled or threading.Event())
+                return await asyncio.wait_for(work, RUNNER_HARD_LIMIT_S)
             except TimeoutError:
                 # Leaving the connection closes the runner's stdin: it stops its processes.
                 raise TransportError(
@@ -144,7 +155,9 @@ class SSHTransport:
             "host_key_fingerprint": server_key.get_fingerprint("sha256"),
         }
 
-    async def _execute(self, conn, spec: RunSpec, on_progress: ProgressCallback) -> Bundle:
+    async def _execute(
+        self, conn, spec: RunSpec, on_progress: ProgressCallback, cancelled: threading.Event
+    ) -> Bundle:
         folder = await self._upload_runner(conn)
         quoted = {name: shlex.quote(f"{folder}/{name}") for name in ("runner.pyz", "spec.json", "bundle")}
         spec = replace(spec, work_dir=self.host.work_dir)
@@ -156,11 +169,17 @@ class SSHTransport:
             )
             stray: list[str] = []
             stderr = asyncio.ensure_future(process.stderr.read())
-            async for line in process.stdout:
-                # Django's ORM is synchronous: progress is written from a thread of its own.
-                if not await asyncio.to_thread(handle_event, line, on_progress):
-                    stray.append(line.rstrip())
-            await process.wait()
+            watcher = asyncio.ensure_future(close_on_cancel(process, cancelled))
+            try:
+                async for line in process.stdout:
+                    # Django's ORM is synchronous: progress is written from a thread of its own.
+                    if not await asyncio.to_thread(handle_event, line, on_progress):
+                        stray.append(line.rstrip())
+                await process.wait()
+            finally:
+                watcher.cancel()
+            if cancelled.is_set():
+                raise RunCancelled()
             errors = await stderr
             if process.exit_status not in (0, 1):
                 raise TransportError(
@@ -177,6 +196,14 @@ class SSHTransport:
         """Clean up; on a dropped connection there is nothing to do (and the first error counts)."""
         with contextlib.suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
             await self._command(conn, f"rm -rf -- {shlex.quote(folder)}", timeout=60)
+
+
+async def close_on_cancel(process, cancelled: threading.Event) -> None:
+    """Close the runner's channel once the run is cancelled: its stdin closes on the host and it
+    stops every process it started."""
+    while not cancelled.is_set():
+        await asyncio.sleep(0.2)
+    process.close()
 
 
 def connection_trouble(exc: BaseException) -> str:

@@ -8,6 +8,7 @@ run: when the worker or the connection dies, the runner sees its stdin close and
 process it started.
 """
 
+import contextlib
 import io
 import json
 import logging
@@ -49,6 +50,15 @@ class TransportError(Exception):
         super().__init__(message)
         self.permanent = permanent
         self.host_down = host_down
+
+
+class RunCancelled(TransportError):
+    """A user cancelled the run; its runner was told to stop (its stdin closed) and did."""
+
+    def __init__(self):
+        super().__init__(
+            "cancelled while running: the runner stopped every process it started", permanent=True
+        )
 
 
 @cache
@@ -101,6 +111,18 @@ def drain(stream, into: list[str]) -> threading.Thread:
     return thread
 
 
+def close_on_cancel(process: subprocess.Popen, cancelled: threading.Event | None) -> None:
+    """Close the runner's stdin once the run is cancelled (it then stops everything it started);
+    return when the runner ends on its own."""
+    if cancelled is None:
+        return
+    while not cancelled.wait(0.2):
+        if process.poll() is not None:
+            return
+    with contextlib.suppress(OSError, ValueError):
+        process.stdin.close()
+
+
 class LocalTransport:
     def __init__(self, host: Host):
         self.host = host
@@ -121,7 +143,9 @@ class LocalTransport:
             raise TransportError(f"the probe failed: {done.stderr[-500:]}")
         return {"facts": json.loads(done.stdout), "host_key": "", "host_key_fingerprint": ""}
 
-    def execute(self, spec: RunSpec, on_progress: ProgressCallback) -> Bundle:
+    def execute(
+        self, spec: RunSpec, on_progress: ProgressCallback, cancelled: threading.Event | None = None
+    ) -> Bundle:
         settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="bundle-", dir=settings.RUNNER_WORK_DIR) as tmp:
             folder = Path(tmp)
@@ -139,10 +163,13 @@ class LocalTransport:
             )
             stderr: list[str] = []
             drain(process.stderr, stderr)
-            # Closing the runner's stdin makes it stop its processes and exit: the hard limit.
+            # Closing the runner's stdin makes it stop its processes and exit: the hard limit,
+            # and a cancel.
             expired = threading.Event()
             limit = threading.Timer(RUNNER_HARD_LIMIT_S, lambda: (expired.set(), process.stdin.close()))
             limit.start()
+            watcher = threading.Thread(target=close_on_cancel, args=(process, cancelled), daemon=True)
+            watcher.start()
             try:
                 stray = handle_events(process.stdout, on_progress)
                 process.wait()
@@ -150,6 +177,8 @@ class LocalTransport:
                 limit.cancel()
                 if process.stdin and not process.stdin.closed:
                     process.stdin.close()
+            if cancelled is not None and cancelled.is_set():
+                raise RunCancelled()
             if expired.is_set():
                 raise TransportError(
                     f"the host runner did not finish within {RUNNER_HARD_LIMIT_S} s and was stopped",

@@ -33,11 +33,14 @@ def refresh_experiment_status(experiment_id: int) -> None:
         queued=Count("id", filter=Q(status=RunStatus.QUEUED)),
         running=Count("id", filter=Q(status=RunStatus.RUNNING)),
         failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+        cancelled=Count("id", filter=Q(status=RunStatus.CANCELLED)),
     )
     if counts["running"] or (counts["queued"] and counts["queued"] < counts["total"]):
         status, finished_at = ExperimentStatus.RUNNING, None
     elif counts["queued"]:
         status, finished_at = ExperimentStatus.QUEUED, None
+    elif counts["cancelled"]:
+        status, finished_at = ExperimentStatus.CANCELLED, timezone.now()
     elif counts["failed"] == counts["total"]:
         status, finished_at = ExperimentStatus.FAILED, timezone.now()
     elif counts["failed"]:
@@ -117,6 +120,10 @@ def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) ->
     """
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run_id)
+        if run.status == RunStatus.CANCELLED:  # cancelled while its bundle was on the way
+            if attempt_id is not None:
+                end_attempt(attempt_id, AttemptOutcome.CANCELLED, run.error)
+            return run
         store_files(run, bundle.files)
         warnings = apply_metrics(run, bundle.files, bundle.result)
         run.host_facts = bundle.result.get("facts") or {}
@@ -185,7 +192,7 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
     """Record a failure in words a user can act on (and end its attempt). Idempotent; a
     finished run stays as it is."""
     with transaction.atomic():
-        Run.objects.filter(id=run_id).exclude(status=RunStatus.DONE).update(
+        Run.objects.filter(id=run_id).exclude(status__in=[RunStatus.DONE, RunStatus.CANCELLED]).update(
             status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
         )
         if attempt_id is not None:
@@ -193,3 +200,31 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
     experiment_id = Run.objects.filter(id=run_id).values_list("experiment_id", flat=True).first()
     if experiment_id:
         refresh_experiment_status(experiment_id)
+
+
+def may_cancel(user, experiment: Experiment) -> bool:
+    """The experiment's author or staff (roles come with the planner and reports)."""
+    return bool(user and (user.is_staff or experiment.created_by_id == user.id))
+
+
+def cancel_experiment(experiment_id: int, user=None) -> int:
+    """Queued runs will never start; running ones are stopped on their hosts by their driver
+    (workers/dispatch.py watches for this), every process of theirs killed. All end cancelled.
+    Finished runs stay as they are. Running it twice changes nothing. Returns the runs cancelled."""
+    who = getattr(user, "username", "") or "someone"
+    with transaction.atomic():
+        cancelled = Run.objects.filter(
+            experiment_id=experiment_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+        ).update(
+            status=RunStatus.CANCELLED,
+            error=f"cancelled by {who} at {timezone.now():%Y-%m-%d %H:%M:%S} UTC",
+            progress="",
+            not_before=None,
+            finished_at=timezone.now(),
+        )
+    refresh_experiment_status(experiment_id)
+    return cancelled
+
+
+def is_cancelled(run_id: int) -> bool:
+    return Run.objects.filter(id=run_id, status=RunStatus.CANCELLED).exists()

@@ -40,7 +40,12 @@ class Command(BaseCommand):
             f"and restarts a private mariadbd); follow them live at {url}{experiment.get_absolute_url()}"
         )
         deadline = time.monotonic() + timeout
-        finished = {ExperimentStatus.DONE, ExperimentStatus.PARTIAL, ExperimentStatus.FAILED}
+        finished = {
+            ExperimentStatus.DONE,
+            ExperimentStatus.PARTIAL,
+            ExperimentStatus.FAILED,
+            ExperimentStatus.CANCELLED,
+        }
         while True:
             experiment.refresh_from_db()
             if experiment.status in finished:
