@@ -127,6 +127,9 @@ def analyse_run(
     for name, value in result.get("counters", {}).items():
         metrics[name] = value
     _checkpoint_moved(analysis)
+    for note in (result.get("warning"), (result.get("crash_plan") or {}).get("warning")):
+        if note:
+            analysis.warnings.append(note)
     if "verified" in result:
         metrics["verified"] = result["verified"]
     analysis.server_version = result.get("server_version") or analysis.server_version

@@ -111,7 +111,19 @@ class Workload:
 class CrashPlan:
     method: str = "sigkill"
     when: str = "after_workload"
-    after_seconds: int | None = None
+    after_seconds: int | None = None  # during_workload
+    redo_bytes: str | None = None  # at_redo_bytes: a size, like "128M"
+    open_rows: int | None = None  # during_transaction
+
+
+# Which crash plan takes which extra value.
+CRASH_VALUES = {
+    "during_workload": "after_seconds",
+    "at_redo_bytes": "redo_bytes",
+    "during_transaction": "open_rows",
+}
+# InnoDB checkpoints before its log is full: a redo target above this share of the log is not reached.
+REACHABLE_SHARE_OF_LOG = 0.75
 
 
 @dataclass(frozen=True)
@@ -148,8 +160,7 @@ class ExperimentDefinition:
     def as_dict(self) -> dict:
         data = asdict(self)
         data.pop("run_count")
-        if data["crash"]["after_seconds"] is None:
-            del data["crash"]["after_seconds"]
+        data["crash"] = {key: value for key, value in data["crash"].items() if value is not None}
         return data
 
     def expand(self) -> Iterable[RunSpec]:
@@ -285,28 +296,49 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
     if not isinstance(raw, dict):
         errors.add("crash", "must be an object")
         return CrashPlan()
+    checks = {
+        "method": _one_of(*CRASH_METHOD_NAMES),
+        "when": _one_of(*CRASH_WHEN_NAMES),
+        "after_seconds": int_between(1, 86_400),
+        "redo_bytes": _size_between("1M", "1T"),
+        "open_rows": int_between(1, 10_000_000),
+    }
     plan = {}
     for key, value in raw.items():
+        if key not in checks:
+            errors.add(f"crash.{key}", f"unknown; known: {', '.join(checks)}")
+            continue
         try:
-            if key == "method":
-                plan[key] = _one_of(*CRASH_METHOD_NAMES)(value)
-            elif key == "when":
-                plan[key] = _one_of(*CRASH_WHEN_NAMES)(value)
-            elif key == "after_seconds":
-                plan[key] = int_between(1, 86_400)(value)
-            else:
-                errors.add(f"crash.{key}", "unknown; known: method, when, after_seconds")
+            plan[key] = checks[key](value)
         except ValueError as exc:
             errors.add(f"crash.{key}", str(exc))
     crash = CrashPlan(**plan)
-    if crash.when == "during_workload" and crash.after_seconds is None:
-        errors.add("crash.after_seconds", "required when the crash comes during the workload")
-    if crash.when == "after_workload":
-        if "after_seconds" in plan:
-            errors.add("crash.after_seconds", "only used with when: during_workload")
+    needed = CRASH_VALUES.get(crash.when)
+    for when, key in CRASH_VALUES.items():
+        if key == needed and getattr(crash, key) is None:
+            errors.add(f"crash.{key}", f"required with when: {when}")
+        elif key != needed and key in plan:
+            errors.add(f"crash.{key}", f"only used with when: {when}")
+    if crash.when in ("after_workload", "during_transaction"):
         if workload.events == 0 and workload.time_seconds == 0:
             errors.add("workload.events", "a crash after the workload needs events or time_seconds")
     return crash
+
+
+def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str], parameters: dict) -> None:
+    """InnoDB checkpoints before its log is full, so an at_redo_bytes target must fit the
+    smallest redo log of the matrix with room to spare, or the run would never crash as planned."""
+    if crash.when != "at_redo_bytes" or crash.redo_bytes is None or "innodb" not in engines:
+        return
+    logs = parameters.get("redo_log_size") or [PARAMETERS["redo_log_size"][1]]
+    smallest = min(logs, key=parse_size)
+    if parse_size(crash.redo_bytes) > REACHABLE_SHARE_OF_LOG * parse_size(smallest):
+        errors.add(
+            "crash.redo_bytes",
+            f"{crash.redo_bytes} cannot be reached with redo_log_size {smallest}: InnoDB checkpoints "
+            f"before its log is full; use a redo log of at least "
+            f"{math.ceil(parse_size(crash.redo_bytes) / REACHABLE_SHARE_OF_LOG / (1 << 20))}M",
+        )
 
 
 def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDefinition:
@@ -341,6 +373,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     )
     workload = _check_workload(errors, raw.get("workload"))
     crash = _check_crash(errors, raw.get("crash"), workload)
+    _check_redo_target(errors, crash, engines, parameters)
     repetitions = 1
     try:
         repetitions = int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))

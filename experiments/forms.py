@@ -48,7 +48,13 @@ class ExperimentForm(forms.Form):
     threads = forms.IntegerField(initial=4)
     events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
     crash_when = forms.ChoiceField(choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES))
-    after_seconds = forms.IntegerField(required=False, help_text="with 'during workload'")
+    after_seconds = forms.IntegerField(
+        required=False, help_text="with 'during the workload': seconds into it"
+    )
+    redo_bytes = forms.CharField(
+        required=False, help_text="with 'when the redo to replay reaches': a size like 128M"
+    )
+    open_rows = forms.IntegerField(required=False, help_text="with 'a transaction open': rows it changes")
     repetitions = forms.IntegerField(initial=1)
 
     # definition path -> form field, for putting validation messages where the user typed
@@ -63,6 +69,8 @@ class ExperimentForm(forms.Form):
         "workload.events": "events",
         "crash.when": "crash_when",
         "crash.after_seconds": "after_seconds",
+        "crash.redo_bytes": "redo_bytes",
+        "crash.open_rows": "open_rows",
     }
 
     def __init__(self, *args, host_names=(), **kwargs):
@@ -79,8 +87,9 @@ class ExperimentForm(forms.Form):
                 name, _, values = line.partition("=")
                 options[name.strip()] = [_number_or_text(v) for v in _split(values)]
         crash = {"method": "sigkill", "when": data["crash_when"]}
-        if data.get("after_seconds") is not None:
-            crash["after_seconds"] = data["after_seconds"]
+        for key in ("after_seconds", "redo_bytes", "open_rows"):
+            if data.get(key) not in (None, ""):
+                crash[key] = data[key]
         return {
             "name": data["name"],
             "hosts": data["hosts"],

@@ -35,7 +35,9 @@ WORKLOADS = (
 CRASH_METHODS = (Term("sigkill", "kill -9 (SIGKILL)"),)
 CRASH_WHEN = (
     Term("after_workload", "after the workload"),
-    Term("during_workload", "during the workload"),
+    Term("during_workload", "during the workload (after_seconds)"),
+    Term("at_redo_bytes", "when the redo to replay reaches redo_bytes"),
+    Term("during_transaction", "with a transaction of open_rows rows open"),
 )
 
 RUNNABLE_ENGINES = tuple(t.value for t in ENGINES if t.value in contract.ENGINES)

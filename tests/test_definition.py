@@ -117,3 +117,40 @@ def test_the_dashboard_offers_exactly_what_the_runner_runs_each_with_a_label():
         bad({"name": "x", "hosts": ["local"], "engines": ["tokudb"]}, ["local"])
     assert "engines" in refused.value.errors  # labelled for imports, but not runnable here
     assert services.WORK_DIR.pattern == contract.WORK_DIR.pattern  # a host's work directory
+
+
+@pytest.mark.parametrize(
+    ("crash", "field", "message"),
+    [
+        ({"when": "at_redo_bytes"}, "crash.redo_bytes", "required with when: at_redo_bytes"),
+        ({"when": "at_redo_bytes", "redo_bytes": "128M"}, "crash.redo_bytes", "at least 171M"),
+        ({"when": "at_redo_bytes", "redo_bytes": "48M; reboot"}, "crash.redo_bytes", ""),
+        ({"when": "during_transaction"}, "crash.open_rows", "required with when: during_transaction"),
+        ({"when": "during_transaction", "open_rows": 0}, "crash.open_rows", "outside 1..10000000"),
+        (
+            {"when": "after_workload", "open_rows": 5},
+            "crash.open_rows",
+            "only used with when: during_transaction",
+        ),
+        (
+            {"when": "at_redo_bytes", "redo_bytes": "32M", "after_seconds": 5},
+            "crash.after_seconds",
+            "only used",
+        ),
+    ],
+)
+def test_crash_plans_take_their_own_values_and_only_those(crash, field, message):
+    raw = definition(parameters={"redo_log_size": ["64M", "512M"]}, crash={"method": "sigkill", **crash})
+    with pytest.raises(DefinitionError) as refused:
+        validate_definition(raw, ["local"])
+    assert field in refused.value.errors and message in " ".join(refused.value.errors[field])
+
+
+def test_every_crash_plan_with_its_value_is_accepted_and_kept():
+    for crash in (
+        {"when": "at_redo_bytes", "redo_bytes": "32M"},
+        {"when": "during_transaction", "open_rows": 100_000},
+        {"when": "during_workload", "after_seconds": 30},
+    ):
+        raw = definition(parameters={"redo_log_size": ["64M", "512M"]}, crash={"method": "sigkill", **crash})
+        assert validate_definition(raw, ["local"]).as_dict()["crash"] == {"method": "sigkill", **crash}

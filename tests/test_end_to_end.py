@@ -164,10 +164,11 @@ def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
 def analysed(folder) -> tuple[dict, object]:
     """A runner's bundle as ingest reads it: its result and the analysis of its files."""
     from experiments.analysis import analyse_run
+    from workers.runner.contract import size_bytes
 
     files = {p.name: p.read_bytes() for p in (folder / "bundle").iterdir()}
     result = json.loads(files["result.json"])
-    redo_log = 4 << 20 if result["spec"]["parameters"]["redo_log_size"] == "4M" else 256 << 20
+    redo_log = size_bytes(result["spec"]["parameters"]["redo_log_size"])
     return result, analyse_run(result, files, "innodb", redo_log)
 
 
@@ -214,3 +215,29 @@ def test_a_checkpoint_that_moves_during_the_workload_is_reported(tmp_path):
     _, analysis = analysed(tmp_path)
     assert analysis.metrics["redo_bytes"] < 0.85 * analysis.metrics["log_bytes_written"]
     assert any("a checkpoint moved during the workload" in w for w in analysis.warnings), analysis.warnings
+
+
+def test_crash_when_the_redo_to_replay_reaches_a_target(tmp_path):
+    spec = insert_spec("128M", tmp_path / "host")
+    spec["workload"].update(events=0, time_seconds=300)  # the target ends it, not the workload
+    spec["crash"] = {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "32M"}
+    assert run_runner(tmp_path, spec)[0] == 0
+    result, analysis = analysed(tmp_path)
+    target = 32 << 20
+    assert result["crash_plan"]["target_bytes"] == target <= result["crash_plan"]["reached_bytes"]
+    assert abs(analysis.metrics["checkpoint_age_bytes"] - target) / target < 0.15, analysis.metrics
+    assert abs(analysis.metrics["redo_bytes"] - target) / target < 0.15, analysis.metrics
+    assert not analysis.warnings, analysis.warnings
+
+
+def test_crash_with_a_transaction_open_times_its_rollback(tmp_path):
+    spec = insert_spec("256M", tmp_path / "host")
+    spec["crash"] = {"method": "sigkill", "when": "during_transaction", "open_rows": 100_000}
+    assert run_runner(tmp_path, spec)[0] == 0
+    result, analysis = analysed(tmp_path)
+    metrics = analysis.metrics
+    assert metrics["trx_rolled_back"] == 1 and metrics["rows_undone"] == 100_000, metrics
+    assert metrics["rollback_seconds"] > 0
+    # the workload's tables as they were, none of the open transaction's rows
+    assert metrics["verified"] is True and result["crash_plan"]["rows_left_after_recovery"] == 0
+    assert runner_processes() == []

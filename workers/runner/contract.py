@@ -24,7 +24,16 @@ WORKLOADS = (
     "oltp_update_index",
     "oltp_update_non_index",
 )
-CRASH_WHEN = ("after_workload", "during_workload")
+CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
+MAX_OPEN_ROWS = 10_000_000
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size_bytes(text: str) -> int:
+    """'128M' -> 134217728 (sizes are checked against SIZE first)."""
+    return int(text[:-1]) * UNITS[text[-1]]
+
+
 WORKLOAD_NUMBERS = ("tables", "table_size", "threads", "events", "time_seconds")
 
 
@@ -93,8 +102,16 @@ class RunSpec:
             value = self.workload.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise RunFailed(f"workload.{key} must be a whole number >= 0")
-        if self.crash.get("when") not in CRASH_WHEN:
-            raise RunFailed(f"crash.when {self.crash.get('when')!r} is not supported by this runner")
+        when = self.crash.get("when")
+        if when not in CRASH_WHEN:
+            raise RunFailed(f"crash.when {when!r} is not supported by this runner")
+        if when == "at_redo_bytes" and not SIZE.match(str(self.crash.get("redo_bytes", ""))):
+            raise RunFailed("crash.redo_bytes must be a size like 128M")
+        rows = self.crash.get("open_rows")
+        if when == "during_transaction" and not (
+            isinstance(rows, int) and not isinstance(rows, bool) and 1 <= rows <= MAX_OPEN_ROWS
+        ):
+            raise RunFailed(f"crash.open_rows must be a whole number from 1 to {MAX_OPEN_ROWS}")
         if not isinstance(self.reuse_dataset, bool):
             raise RunFailed("reuse_dataset must be true or false")
         if not WORK_DIR.match(self.work_dir) or ".." in self.work_dir:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -34,10 +35,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 try:
-    from .contract import CONTRACT_VERSION, RunFailed, RunSpec
+    from .contract import CONTRACT_VERSION, RunFailed, RunSpec, size_bytes
     from .probe import host_facts
 except ImportError:  # run as a script: python3 runner.py
-    from contract import CONTRACT_VERSION, RunFailed, RunSpec
+    from contract import CONTRACT_VERSION, RunFailed, RunSpec, size_bytes
     from probe import host_facts
 
 POLL_S = 0.005
@@ -557,6 +558,107 @@ def wal_sizes(datadir: Path) -> dict:
     return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}
 
 
+OPEN_TRX_TABLE = "sbtest.recovery_lab_open_trx"
+
+
+def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, on_share) -> dict:
+    """Crash plan at_redo_bytes: let the workload run until the redo recovery will replay
+    (InnoDB's checkpoint age; MyRocks' WAL on disk) reaches the target, then return at once for
+    the kill. Polled on one open client connection, every few milliseconds."""
+    goal = size_bytes(target)
+    reached, exit_code = 0, None
+    client = spawn(
+        [*server._connection_args(server.client), "-N", "-B", "--unbuffered"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        while reached < goal:
+            exit_code = sysbench.process.poll()
+            if exit_code is not None:
+                break
+            if engine == "rocksdb":
+                reached = sum(wal_sizes(server.datadir).values())
+            else:
+                client.stdin.write("SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age';\n")
+                client.stdin.flush()
+                line = client.stdout.readline()
+                if not line:
+                    raise RunFailed("lost the connection that watched the checkpoint age")
+                reached = int(line.split("\t")[1])
+            on_share(reached / goal)
+            time.sleep(POLL_S)
+    finally:
+        with contextlib.suppress(OSError):
+            client.stdin.close()
+        client.wait(timeout=30)
+    plan = {"target_bytes": goal, "reached_bytes": reached}
+    if reached < goal:
+        plan["warning"] = (
+            f"the workload ended (exit {exit_code}) with {reached:,} bytes of redo to replay, short of "
+            f"the {goal:,} asked for: give it more events or time"
+        )
+    return plan
+
+
+def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> dict:
+    """Crash plan during_transaction: one transaction inserts `rows` rows and stays open (its
+    client connected, no COMMIT) until the kill, so recovery has them to roll back."""
+    storage = "ROCKSDB" if engine == "rocksdb" else "InnoDB"
+    server.query(
+        f"CREATE TABLE {OPEN_TRX_TABLE} (id INT UNSIGNED PRIMARY KEY, pad CHAR(60) NOT NULL) ENGINE={storage}"
+    )
+    client = spawn(
+        [*server._connection_args(server.client), "-N", "-B", "--unbuffered"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client.stdin.write(
+        f"BEGIN; INSERT INTO {OPEN_TRX_TABLE} SELECT seq, REPEAT('x', 60) FROM sbtest.seq_1_to_{rows}; "
+        "SELECT 'transaction open';\n"
+    )
+    client.stdin.flush()
+    said: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([client.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        line = client.stdout.readline() if ready else ""
+        if line.strip() == "transaction open":
+            if engine != "rocksdb":
+                wait_for_log_on_disk(server, deadline)
+            return {"open_rows": rows}  # the client stays connected: the transaction is open at the kill
+        if not line:
+            break
+        if line.strip().strip("-"):
+            said.append(line.strip())
+    raise RunFailed(
+        f"could not open a transaction of {rows:,} rows: {' '.join(said)[-300:] or 'no answer in time'}"
+    )
+
+
+def wait_for_log_on_disk(server: Server, deadline: float) -> None:
+    """An open transaction's redo sits in the log buffer until something writes it: commit a
+    trivial change on another connection (which writes the whole buffer) and wait until the log
+    is flushed up to where it was, so the kill finds the transaction in the redo log."""
+    server.query(f"CREATE TABLE IF NOT EXISTS {OPEN_TRX_TABLE}_flush (id INT PRIMARY KEY) ENGINE=InnoDB")
+    server.query(f"REPLACE INTO {OPEN_TRX_TABLE}_flush VALUES (1)")
+    wanted = None
+    while time.monotonic() < deadline:
+        rows = server.query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_lsn_current', 'Innodb_lsn_flushed')"
+        )
+        lsn = dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+        wanted = wanted or int(lsn["Innodb_lsn_current"])
+        if int(lsn["Innodb_lsn_flushed"]) >= wanted:
+            return
+        time.sleep(POLL_S)
+    raise RunFailed("the open transaction's redo was not flushed in time")
+
+
 def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, timeout: float) -> dict:
     """The run's datadir, loaded and cleanly shut down: from the cache, or loaded now (and kept
     for the next runs). Returns what was done, for the result."""
@@ -616,22 +718,28 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
 
         times["workload_started"] = clock.now()
         sysbench.start_run()
+        checksums = None
         if crash["when"] == "during_workload":
             exit_code = sysbench.follow(float(crash["after_seconds"]), workload_progress)
             if exit_code is not None:
                 result["warning"] = "the workload ended before the planned crash"
-        else:
+        elif crash["when"] == "at_redo_bytes":
+            result["crash_plan"] = wait_for_redo(
+                server, sysbench, engine, crash["redo_bytes"], workload_progress
+            )
+        else:  # after_workload, during_transaction: the whole workload, then a consistent state
             exit_code = sysbench.follow(None, workload_progress)
             if exit_code != 0:
                 tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
                 raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
+            checksums = checksum_tables(server, spec["workload"]["tables"])
         times["workload_ended"] = clock.now()
+        if crash["when"] == "during_transaction":
+            progress(f"opening a transaction that changes {crash['open_rows']:,} rows", 70)
+            result["crash_plan"] = open_transaction(server, engine, crash["open_rows"], timeout)
         snapshot(server, engine, "at_crash", work)
         counters_after = read_counters(server, engine)
         result["counters"] = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
-        checksums = None
-        if crash["when"] == "after_workload":
-            checksums = checksum_tables(server, spec["workload"]["tables"])
 
         progress("crashing the server with SIGKILL", 72)
         times["killed"] = server.kill9()
@@ -649,6 +757,10 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
             shutil.copyfile(server.datadir / "#rocksdb" / "LOG", work / "rocksdb_LOG")
         if checksums is not None:
             result["verified"] = checksum_tables(server, spec["workload"]["tables"]) == checksums
+            if crash["when"] == "during_transaction":  # and none of the open transaction's rows
+                left = int(server.query(f"SELECT COUNT(*) FROM {OPEN_TRX_TABLE}", timeout=3600).strip())
+                result["crash_plan"]["rows_left_after_recovery"] = left
+                result["verified"] = result["verified"] and left == 0
 
         progress("clean shutdown and restart for the baseline", 88)
         server.shutdown(timeout)
