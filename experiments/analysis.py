@@ -10,7 +10,7 @@ from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
 from .parsers import Episode, ParsedFile, parse_bytes
-from .vocabulary import INSERTS_PER_TRANSACTION
+from .vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
 
 # Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
 PHASE_NAMES = {
@@ -127,6 +127,7 @@ def analyse_run(
     for name, value in result.get("counters", {}).items():
         metrics[name] = value
     _checkpoint_moved(analysis)
+    _rate_reached(analysis, result.get("spec", {}).get("parameters", {}).get("insert_rate"))
     for note in (result.get("warning"), (result.get("crash_plan") or {}).get("warning")):
         if note:
             analysis.warnings.append(note)
@@ -226,6 +227,17 @@ def _cross_check_crash_lsn(analysis: RunAnalysis) -> None:
         analysis.warnings.append(
             f"recovery ended at LSN {crash_lsn}, before the LSN {status.log.lsn} seen just before "
             "the crash: committed work may be missing"
+        )
+
+
+def _rate_reached(analysis: RunAnalysis, asked: int | None) -> None:
+    """A run that did not reach the insert rate asked for did not do the same work as its
+    neighbours at that rate: it says so (the summary's cells say it too)."""
+    reached = analysis.metrics.get("achieved_insert_rate")
+    if asked and reached is not None and reached < RATE_REACHED_SHARE * asked:
+        analysis.warnings.append(
+            f"insert rate not reached: {reached:,.0f} of the {asked:,} rows/s asked for "
+            f"(below {RATE_REACHED_SHARE:.0%}); this host could not sustain it with these settings"
         )
 
 

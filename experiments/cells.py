@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from . import stats
 from .metrics import NUMERIC_METRICS
-from .vocabulary import ENGINE_LABELS
+from .vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
 
 ENGINE_NAMES = ENGINE_LABELS
 ROW_FIELDS = (
@@ -46,9 +46,6 @@ SUMMARY_METRICS = (
 # Summarised too, for the charts (the trade-off of a bigger log, the clean-start baseline).
 CHART_METRICS = ("pages_written", "log_bytes_written", "clean_start_seconds")
 PARAMETER_LABELS = {"buffer_pool_size": "pool", "redo_log_size": "log", "insert_rate": "rate"}
-# An insert rate reached below this share of the one asked for makes comparisons at "the same
-# rate" meaningless: the cell is flagged.
-RATE_REACHED_SHARE = 0.9
 
 
 def analysable(row: dict) -> bool:

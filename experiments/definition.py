@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from .units import SizeError, format_size, parse_size
-from .vocabulary import CRASH_METHOD_NAMES, CRASH_WHEN_NAMES, RUNNABLE_ENGINES, WORKLOAD_NAMES
+from .vocabulary import (
+    CRASH_METHOD_NAMES,
+    CRASH_WHEN_NAMES,
+    INSERTS_PER_TRANSACTION,
+    RUNNABLE_ENGINES,
+    WORKLOAD_NAMES,
+)
 
 MAX_VALUES_PER_PARAMETER = 10
 MAX_REPETITIONS = 20
@@ -325,6 +331,19 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
     return crash
 
 
+def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict) -> None:
+    """insert_rate is rows inserted per second; sysbench's --rate is transactions per second. The
+    two agree for the workloads that insert one row per transaction; one that inserts none
+    cannot be held to an insert rate."""
+    rates = [rate for rate in parameters.get("insert_rate", []) if rate]
+    if rates and INSERTS_PER_TRANSACTION.get(workload.name, 0) == 0:
+        errors.add(
+            "parameters.insert_rate",
+            f"{workload.name} inserts no rows, so it has no insert rate: use 0, or an insert workload "
+            "(oltp_insert, oltp_write_only, oltp_read_write)",
+        )
+
+
 def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str], parameters: dict) -> None:
     """InnoDB checkpoints before its log is full, so an at_redo_bytes target must fit the
     smallest redo log of the matrix with room to spare, or the run would never crash as planned."""
@@ -374,6 +393,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     workload = _check_workload(errors, raw.get("workload"))
     crash = _check_crash(errors, raw.get("crash"), workload)
     _check_redo_target(errors, crash, engines, parameters)
+    _check_insert_rate(errors, workload, parameters)
     repetitions = 1
     try:
         repetitions = int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))

@@ -36,7 +36,9 @@ class ExperimentForm(forms.Form):
     )
     buffer_pool_size = forms.CharField(initial="128M", help_text="comma-separated: 128M, 1G")
     redo_log_size = forms.CharField(initial="64M, 512M", help_text="comma-separated: 64M, 512M")
-    insert_rate = forms.CharField(initial="0", help_text="transactions/s; 0 = unthrottled")
+    insert_rate = forms.CharField(
+        initial="0", help_text="rows inserted per second, comma-separated; 0 = unthrottled"
+    )
     server_options = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),

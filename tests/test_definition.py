@@ -154,3 +154,14 @@ def test_every_crash_plan_with_its_value_is_accepted_and_kept():
     ):
         raw = definition(parameters={"redo_log_size": ["64M", "512M"]}, crash={"method": "sigkill", **crash})
         assert validate_definition(raw, ["local"]).as_dict()["crash"] == {"method": "sigkill", **crash}
+
+
+def test_an_insert_rate_needs_a_workload_that_inserts():
+    raw = definition(
+        parameters={"insert_rate": [0, 500]}, workload={"name": "oltp_update_index", "events": 1000}
+    )
+    with pytest.raises(DefinitionError) as refused:
+        validate_definition(raw, ["local"])
+    assert "inserts no rows" in refused.value.errors["parameters.insert_rate"][0]
+    raw["parameters"]["insert_rate"] = [0]
+    assert validate_definition(raw, ["local"]).parameters["insert_rate"] == [0]

@@ -241,3 +241,47 @@ def test_crash_with_a_transaction_open_times_its_rollback(tmp_path):
     # the workload's tables as they were, none of the open transaction's rows
     assert metrics["verified"] is True and result["crash_plan"]["rows_left_after_recovery"] == 0
     assert runner_processes() == []
+
+
+def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_redo(
+    api, local_host, celery_worker_process
+):
+    """The method, unattended: oltp_insert at 500 and 2,000 rows/s on InnoDB and MyRocks, a crash
+    after fixed events, three repetitions."""
+    body = {
+        "name": "Method: insert rates on both engines",
+        "hosts": ["local"],
+        "engines": ["innodb", "rocksdb"],
+        "parameters": {"redo_log_size": ["256M"], "insert_rate": [500, 2000]},
+        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 10000, "threads": 4, "events": 2000},
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 3,
+    }
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    experiment_id = created.json()["id"]
+    wait_for(
+        lambda: all(r.is_finished for r in Run.objects.filter(experiment_id=experiment_id)),
+        timeout_s=1200,
+        what="12 runs",
+        interval_s=1,
+    )
+    runs = list(Run.objects.filter(experiment_id=experiment_id).order_by("started_at"))
+    assert [r.status for r in runs] == ["done"] * 12, [r.error for r in runs]
+    for engine in ("innodb", "rocksdb"):
+        mine = [r for r in runs if r.engine == engine]
+        assert [r.dataset_reused for r in mine] == [False] + [True] * 5  # loaded once per engine
+    for run in runs:
+        assert run.achieved_insert_rate is not None and run.achieved_insert_rate > 0, run
+        if run.achieved_insert_rate < 0.9 * run.insert_rate:
+            assert "insert rate not reached" in run.error, run.error
+        else:
+            assert "insert rate not reached" not in run.error
+        if run.engine == "innodb":
+            assert 0.85 <= run.redo_bytes / run.log_bytes_written <= 1.15, (
+                run.redo_bytes,
+                run.log_bytes_written,
+            )
+    slow = [r.achieved_insert_rate for r in runs if r.insert_rate == 500]
+    assert all(450 <= rate <= 520 for rate in slow), slow  # sysbench's --rate holds 500 rows/s
+    assert runner_processes() == []

@@ -103,3 +103,13 @@ def test_reparse_command_restores_metrics_from_raw_files(local_host):
     run.refresh_from_db()
     assert run.crash_lsn == 102229397
     assert "re-parsed 1 run(s)" in out.getvalue()
+
+
+def test_a_run_that_did_not_reach_its_insert_rate_says_so(local_host):
+    run = RunFactory(host=local_host, status=RunStatus.RUNNING)
+    bundle = fixture_bundle()
+    bundle.result["spec"] = {"parameters": {"insert_rate": 1_000_000}, "workload": {"name": "oltp_insert"}}
+    services.ingest_bundle(run.id, bundle)
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.achieved_insert_rate < 900_000
+    assert "insert rate not reached" in run.error and "of the 1,000,000 rows/s asked for" in run.error
