@@ -45,7 +45,13 @@ SUMMARY_METRICS = (
 )
 # Summarised too, for the charts (the trade-off of a bigger log, the clean-start baseline).
 CHART_METRICS = ("pages_written", "log_bytes_written", "clean_start_seconds")
-PARAMETER_LABELS = {"buffer_pool_size": "pool", "redo_log_size": "log", "insert_rate": "rate"}
+PARAMETER_LABELS = {
+    "buffer_pool_size": "pool",
+    "redo_log_size": "log",
+    "insert_rate": "rate",
+    "binlog_files": "binlogs",
+}
+PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files")
 
 
 def analysable(row: dict) -> bool:
@@ -166,10 +172,10 @@ def varied_axes(rows: list[dict]) -> list[str]:
         values["engine"].add(row["engine"])
         values["host"].add(row["host_label"])
         values["server_version"].add(row["server_version"])
-        for name in ("buffer_pool_size", "redo_log_size", "insert_rate"):
-            values[name].add(str(row["parameters"].get(name)))
+        for name in PARAMETER_ORDER:
+            values[name].add(str(row["parameters"].get(name, 0 if name == "binlog_files" else None)))
         for name, value in row["server_options"].items():
             values[name].add(str(value))
-    order = ["buffer_pool_size", "redo_log_size", "insert_rate", "engine", "host", "server_version"]
+    order = [*PARAMETER_ORDER, "engine", "host", "server_version"]
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

@@ -29,6 +29,8 @@ NUMERIC_AXES = {
     "redo_log_size": "redo_log_bytes",
     "insert_rate": "insert_rate",
 }
+# Numbers kept only in a run's parameters.
+NUMERIC_PARAMETERS = ("binlog_files",)
 AXIS_TITLES = {
     "buffer_pool_size": "buffer pool (bytes)",
     "redo_log_size": "redo log size (bytes)",
@@ -79,6 +81,8 @@ def base_layout(title: str, **extra) -> dict:
 def axis_value(row: dict, axis: str):
     if axis in NUMERIC_AXES:
         return row[NUMERIC_AXES[axis]]
+    if axis in NUMERIC_PARAMETERS:
+        return row["parameters"].get(axis, 0)
     if axis == "engine":
         return ENGINE_NAMES.get(row["engine"], row["engine"])
     if axis == "host":
@@ -92,7 +96,7 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
     """Recovery and downtime against one parameter: a point per run, and the median per value
     with its 95% interval. A series per engine and per value of the other parameters that vary,
     so a median never pools runs done at different settings."""
-    categorical = axis not in NUMERIC_AXES
+    categorical = axis not in NUMERIC_AXES and axis not in NUMERIC_PARAMETERS
     others = [a for a in varied if a not in (axis, "engine", "host", "server_version")]
     series = _split(rows, axis, others)
     pooled = len(series) > MAX_SERIES

@@ -84,6 +84,9 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "buffer_pool_size": (_size_between("8M", "64G"), "128M"),
     "redo_log_size": (_size_between("8M", "64G"), "96M"),
     "insert_rate": (int_between(0, 1_000_000), 0),
+    # 0: binary log off; N: the server holds N binlog files at the crash (restart time against
+    # the number of binlog files).
+    "binlog_files": (int_between(0, 1000), 0),
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters.

@@ -39,6 +39,11 @@ class ExperimentForm(forms.Form):
     insert_rate = forms.CharField(
         initial="0", help_text="rows inserted per second, comma-separated; 0 = unthrottled"
     )
+    binlog_files = forms.CharField(
+        initial="0",
+        required=False,
+        help_text="binary log files the server holds at the crash; 0 = binary log off",
+    )
     server_options = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -100,6 +105,7 @@ class ExperimentForm(forms.Form):
                 "buffer_pool_size": _split(data["buffer_pool_size"]),
                 "redo_log_size": _split(data["redo_log_size"]),
                 "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
+                "binlog_files": [_number_or_text(v) for v in _split(data["binlog_files"] or "0")],
             },
             "server_options": options,
             "workload": {

@@ -55,7 +55,12 @@ def test_matrix_expands_to_every_combination_times_repetitions():
 
 def test_missing_parameters_take_defaults():
     checked = validate_definition(definition(parameters={}), HOSTS)
-    assert checked.parameters == {"buffer_pool_size": ["128M"], "redo_log_size": ["96M"], "insert_rate": [0]}
+    assert checked.parameters == {
+        "buffer_pool_size": ["128M"],
+        "redo_log_size": ["96M"],
+        "insert_rate": [0],
+        "binlog_files": [0],
+    }
 
 
 @pytest.mark.parametrize(

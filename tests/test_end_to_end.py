@@ -285,3 +285,14 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
     slow = [r.achieved_insert_rate for r in runs if r.insert_rate == 500]
     assert all(450 <= rate <= 520 for rate in slow), slow  # sysbench's --rate holds 500 rows/s
     assert runner_processes() == []
+
+
+@pytest.mark.parametrize("files", [1, 200])
+def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, files):
+    spec = insert_spec("256M", tmp_path / "host")
+    spec["parameters"]["binlog_files"] = files
+    assert run_runner(tmp_path, spec)[0] == 0
+    result, analysis = analysed(tmp_path)
+    assert result["binlog_files_at_crash"] == files
+    assert "binlog_recovery" in analysis.phases  # timed, whatever it shows
+    assert analysis.metrics["verified"] is True and not analysis.warnings, analysis.warnings

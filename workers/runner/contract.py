@@ -90,6 +90,9 @@ class RunSpec:
         for key in ("buffer_pool_size", "redo_log_size"):
             if key in self.parameters and not SIZE.match(str(self.parameters[key])):
                 raise RunFailed(f"{key} {self.parameters[key]!r} is not a size like 256M")
+        files = self.parameters.get("binlog_files", 0)
+        if isinstance(files, bool) or not isinstance(files, int) or not 0 <= files <= 1000:
+            raise RunFailed("binlog_files must be a whole number from 0 to 1000")
         rate = self.parameters.get("insert_rate", 0)
         if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
             raise RunFailed("insert_rate must be a whole number >= 0")

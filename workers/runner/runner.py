@@ -223,7 +223,9 @@ class Server:
     def _user_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
 
-    def server_args(self) -> list[str]:
+    def server_args(self, loading: bool = False) -> list[str]:
+        """The run's server; `loading`: the one that loads the dataset, without a binary log
+        (the load is not the run's, and its binlog files would be counted at the crash)."""
         params = self.spec["parameters"]
         args = [
             self.mariadbd,
@@ -255,7 +257,8 @@ class Server:
         options = dict(self.spec.get("server_options", {}))
         if self.spec["engine"] == "innodb":
             options = {**HOLD_CHECKPOINTS, **options}
-        if str(options.pop("log_bin", "0")) == "1":
+        wants_binlog = str(options.pop("log_bin", "0")) == "1" or params.get("binlog_files", 0) > 0
+        if wants_binlog and not loading:
             args += [f"--log-bin={self.work / 'binlog'}", "--server-id=1"]
         args += [f"--{name}={value}" for name, value in options.items()]
         return args
@@ -277,10 +280,10 @@ class Server:
             tail = (self.work / "install.log").read_text(errors="replace")[-800:]
             raise RunFailed(f"mariadb-install-db failed (exit {done.returncode}): {tail}")
 
-    def start(self) -> float:
+    def start(self, loading: bool = False) -> float:
         spawned = self.clock.now()
         self.process = spawn(
-            self.server_args(),
+            self.server_args(loading),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -561,6 +564,14 @@ def wal_sizes(datadir: Path) -> dict:
 OPEN_TRX_TABLE = "sbtest.recovery_lab_open_trx"
 
 
+def hold_binlog_files(server: Server, files: int) -> None:
+    """binlog_files N: the server holds N binary log files when it crashes (the workload writes
+    to the last one), so recovery and restart meet the index and files a busy server has."""
+    if files > 1:
+        progress(f"rotating the binary log to {files} files", 23)
+        server.query("FLUSH BINARY LOGS; " * (files - 1), timeout=600)
+
+
 def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, on_share) -> dict:
     """Crash plan at_redo_bytes: let the workload run until the redo recovery will replay
     (InnoDB's checkpoint age; MyRocks' WAL on disk) reaches the target, then return at once for
@@ -673,7 +684,7 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
         return {"key": key, "reused": True, "seconds": round(time.monotonic() - started, 3)}
     progress("creating a private server instance", 1)
     server.install()
-    server.start()
+    server.start(loading=True)
     server.wait_until_ready(timeout)
     server.query("CREATE DATABASE sbtest")
     progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows", 5)
@@ -707,6 +718,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
         times["server_ready"] = server.wait_until_ready(timeout)
         result["server_version"] = server.query("SELECT VERSION()").strip()
         result["effective_settings"] = server.effective_settings()
+        hold_binlog_files(server, spec["parameters"].get("binlog_files", 0))
         snapshot(server, engine, "before_run", work)
         counters_before = read_counters(server, engine)
 
@@ -743,6 +755,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
 
         progress("crashing the server with SIGKILL", 72)
         times["killed"] = server.kill9()
+        result["binlog_files_at_crash"] = len(list(work.glob("binlog.[0-9]*")))
         sysbench.wait(60)
         sysbench.stop_if_running()
         if engine == "rocksdb":
