@@ -128,7 +128,14 @@ def analyse_run(
         metrics[name] = value
     _checkpoint_moved(analysis)
     _rate_reached(analysis, result.get("spec", {}).get("parameters", {}).get("insert_rate"))
-    for note in (result.get("warning"), (result.get("crash_plan") or {}).get("warning")):
+    warmup = result.get("warmup") or {}
+    if warmup.get("seconds") is not None:
+        metrics["warmup_seconds"] = warmup["seconds"]
+    for note in (
+        result.get("warning"),
+        (result.get("crash_plan") or {}).get("warning"),
+        warmup.get("warning"),
+    ):
         if note:
             analysis.warnings.append(note)
     if "verified" in result:

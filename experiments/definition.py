@@ -114,6 +114,9 @@ class Workload:
     threads: int = 4
     events: int = 20_000
     time_seconds: int = 0
+    # > 0: after recovery, run the workload again for at most this long and time how long the
+    # throughput takes to be back to 90% of its pre-crash rate (warmup_seconds).
+    warmup_max_seconds: int = 0
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,7 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
         "threads": (1, 256),
         "events": (0, 10_000_000),
         "time_seconds": (0, 86_400),
+        "warmup_max_seconds": (0, 3600),
     }
     values: dict = {}
     for key, value in raw.items():

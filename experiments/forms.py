@@ -53,6 +53,12 @@ class ExperimentForm(forms.Form):
     tables = forms.IntegerField(initial=4)
     table_size = forms.IntegerField(initial=20000)
     threads = forms.IntegerField(initial=4)
+    warmup_max_seconds = forms.IntegerField(
+        required=False,
+        initial=0,
+        help_text="after recovery, run the workload again for at most this long and time the way "
+        "back to 90% throughput; 0 = off",
+    )
     events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
     crash_when = forms.ChoiceField(choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES))
     after_seconds = forms.IntegerField(
@@ -74,6 +80,7 @@ class ExperimentForm(forms.Form):
         "workload.table_size": "table_size",
         "workload.threads": "threads",
         "workload.events": "events",
+        "workload.warmup_max_seconds": "warmup_max_seconds",
         "crash.when": "crash_when",
         "crash.after_seconds": "after_seconds",
         "crash.redo_bytes": "redo_bytes",
@@ -114,6 +121,7 @@ class ExperimentForm(forms.Form):
                 "table_size": data["table_size"],
                 "threads": data["threads"],
                 "events": data["events"],
+                "warmup_max_seconds": data.get("warmup_max_seconds") or 0,
             },
             "crash": crash,
             "repetitions": data["repetitions"],

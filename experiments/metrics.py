@@ -25,6 +25,7 @@ FLOAT_METRICS = (
     "workload_qps",
     "latency_p95_ms",
     "achieved_insert_rate",
+    "warmup_seconds",
 )
 METRIC_NAMES = (*INTEGER_METRICS, *FLOAT_METRICS, "verified")
 
@@ -52,6 +53,7 @@ LABELS = {
     "checkpoint_age_bytes": "checkpoint age at the crash (bytes)",
     "achieved_insert_rate": "achieved insert rate (rows/s)",
     "rows_inserted": "rows inserted by the workload",
+    "warmup_seconds": "back to 90% throughput (s)",
 }
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 

@@ -159,6 +159,8 @@ class RunMetrics(models.Model):
     data_bytes_written = models.BigIntegerField(null=True, blank=True)
     recovery_seconds = models.FloatField(null=True, blank=True)
     rollback_seconds = models.FloatField(null=True, blank=True)
+    # After the restart: until the workload's throughput is back to 90% of its pre-crash rate.
+    warmup_seconds = models.FloatField(null=True, blank=True)
     ready_seconds = models.FloatField(null=True, blank=True)
     downtime_seconds = models.FloatField(null=True, blank=True)
     clean_start_seconds = models.FloatField(null=True, blank=True)

@@ -296,3 +296,17 @@ def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, file
     assert result["binlog_files_at_crash"] == files
     assert "binlog_recovery" in analysis.phases  # timed, whatever it shows
     assert analysis.metrics["verified"] is True and not analysis.warnings, analysis.warnings
+
+
+def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
+    spec = insert_spec("256M", tmp_path / "host")
+    spec["workload"]["warmup_max_seconds"] = 30
+    assert run_runner(tmp_path, spec)[0] == 0
+    result, analysis = analysed(tmp_path)
+    warmup = result["warmup"]
+    assert warmup["pre_crash_tps"] > 0 and 1 <= warmup["seconds"] <= 30
+    assert analysis.metrics["warmup_seconds"] == warmup["seconds"]
+    report = (tmp_path / "bundle" / "sysbench_warmup.txt").read_text()
+    first_back = [line for line in report.splitlines() if line.startswith(f"[ {warmup['seconds']:g}s ]")]
+    assert first_back, report  # the one-second report that crossed 90% is in the raw file
+    assert runner_processes() == []

@@ -34,7 +34,7 @@ def size_bytes(text: str) -> int:
     return int(text[:-1]) * UNITS[text[-1]]
 
 
-WORKLOAD_NUMBERS = ("tables", "table_size", "threads", "events", "time_seconds")
+WORKLOAD_NUMBERS = ("tables", "table_size", "threads", "events", "time_seconds", "warmup_max_seconds")
 
 
 class RunFailed(Exception):

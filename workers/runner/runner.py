@@ -25,6 +25,7 @@ import select
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,8 @@ EFFECTIVE_VARIABLES = (
 )
 DATASETS_KEPT = 4
 INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
+INTERVAL = re.compile(r"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
+WARM_SHARE = 0.9
 # Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).
 STARTED: list[subprocess.Popen] = []
 HELD: list = []  # the work directory's lock file, open for the whole run
@@ -479,6 +482,52 @@ class Sysbench:
             start_new_session=True,
         )
 
+    def pre_crash_tps(self) -> float | None:
+        """The workload's throughput before the crash: the median of its per-second reports,
+        its first second (connections opening) left out."""
+        text = (self.work / "sysbench_report.txt").read_text(errors="replace")
+        rates = [float(tps) for tps in INTERVAL_TPS.findall(text)]
+        rates = rates[1:] or rates
+        return statistics.median(rates) if rates else None
+
+    def measure_warmup(self, max_seconds: int, before: float) -> dict:
+        """After recovery: the same workload again, until a one-second report reaches
+        WARM_SHARE of the pre-crash throughput (then stopped) or max_seconds pass."""
+        args = [
+            *self._common(),
+            f"--threads={self.workload['threads']}",
+            "--events=0",
+            f"--time={max_seconds}",
+            f"--rate={self.rate}",
+            "--report-interval=1",
+            "run",
+        ]
+        report = self.work / "sysbench_warmup.txt"
+        seconds = None
+        with report.open("wb") as out:
+            process = spawn(
+                args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+            while seconds is None:
+                finished = process.poll() is not None
+                for second, tps in INTERVAL.findall(report.read_text(errors="replace")):
+                    if float(tps) >= WARM_SHARE * before:
+                        seconds = float(second)
+                        break
+                if finished:
+                    break
+                time.sleep(0.1)
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+        found = {"seconds": seconds, "pre_crash_tps": round(before, 3), "max_seconds": max_seconds}
+        if seconds is None:
+            found["warning"] = (
+                f"throughput was not back to {WARM_SHARE:.0%} of its pre-crash {before:,.0f} tps "
+                f"within {max_seconds} s after the restart"
+            )
+        return found
+
     def wait(self, timeout_s: float | None) -> int | None:
         try:
             return self.process.wait(timeout=timeout_s)
@@ -775,6 +824,12 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
                 result["crash_plan"]["rows_left_after_recovery"] = left
                 result["verified"] = result["verified"] and left == 0
 
+        warmup_max = spec["workload"].get("warmup_max_seconds", 0)
+        before = sysbench.pre_crash_tps() if warmup_max else None
+        if warmup_max and before:
+            progress("the workload again, until throughput is back", 82)
+            result["warmup"] = sysbench.measure_warmup(warmup_max, before)
+
         progress("clean shutdown and restart for the baseline", 88)
         server.shutdown(timeout)
         times["clean_spawned"] = server.start()
@@ -795,6 +850,7 @@ def collect(work: Path, out: Path) -> None:
         "error.log.stamped",
         "sysbench_report.txt",
         "sysbench_prepare.txt",
+        "sysbench_warmup.txt",
         "innodb_status_before_run.txt",
         "innodb_status_at_crash.txt",
         "innodb_status_after_recovery.txt",
