@@ -310,3 +310,42 @@ def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
     first_back = [line for line in report.splitlines() if line.startswith(f"[ {warmup['seconds']:g}s ]")]
     assert first_back, report  # the one-second report that crossed 90% is in the raw file
     assert runner_processes() == []
+
+
+@pytest.mark.parametrize(
+    ("build", "option"),
+    [
+        (
+            "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64",
+            "innodb-log-file-size",
+        ),
+        (
+            "/usr/sbin/mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)",
+            "innodb-redo-log-capacity",
+        ),
+        (
+            "/usr/sbin/mysqld  Ver 8.0.29 for Linux on x86_64 (MySQL Community Server - GPL)",
+            "innodb-log-file-size",
+        ),
+        (
+            "/usr/sbin/mysqld  Ver 8.4.3 for Linux on x86_64 (MySQL Community Server - GPL)",
+            "innodb-redo-log-capacity",
+        ),
+        (
+            "/usr/sbin/mysqld  Ver 5.7.44 for Linux on x86_64 (MySQL Community Server (GPL))",
+            "innodb-log-file-size",
+        ),
+    ],
+)
+def test_redo_log_size_is_named_as_each_server_build_names_it(build, option):
+    from workers.runner.runner import redo_log_option
+
+    assert redo_log_option(build, "512M") == f"--{option}=512M"
+
+
+def test_this_hosts_server_reports_the_redo_log_size_asked_for(tmp_path):
+    """The translation, read back from a real server: requested beside effective."""
+    assert run_runner(tmp_path, insert_spec("128M", tmp_path / "host"))[0] == 0
+    result = json.loads((tmp_path / "bundle" / "result.json").read_text())
+    assert int(result["effective_settings"]["innodb_log_file_size"]) == 128 << 20
+    assert "--innodb-log-file-size=128M" in result["server_args"]

@@ -56,6 +56,7 @@ EFFECTIVE_VARIABLES = (
     "version",
     "innodb_buffer_pool_size",
     "innodb_log_file_size",
+    "innodb_redo_log_capacity",
     "innodb_flush_log_at_trx_commit",
     "innodb_flush_method",
     "innodb_doublewrite",
@@ -222,6 +223,7 @@ class Server:
         self.mariadbd = find_binary("mariadbd", "mysqld")
         self.client = find_binary("mariadb", "mysql")
         self.admin = find_binary("mariadb-admin", "mysqladmin")
+        self.build = self.binary_version()
 
     def _user_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
@@ -256,7 +258,7 @@ class Server:
                 "--default-storage-engine=ROCKSDB",
             ]
         else:
-            args += [f"--innodb-buffer-pool-size={buffer_pool}", f"--innodb-log-file-size={redo}"]
+            args += [f"--innodb-buffer-pool-size={buffer_pool}", redo_log_option(self.build, redo)]
         options = dict(self.spec.get("server_options", {}))
         if self.spec["engine"] == "innodb":
             options = {**HOLD_CHECKPOINTS, **options}
@@ -370,6 +372,20 @@ class Server:
         names = ", ".join(f"'{name}'" for name in EFFECTIVE_VARIABLES)
         rows = self.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
         return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+
+
+SERVER_BUILD = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+def redo_log_option(build: str, size: str) -> str:
+    """redo_log_size as the server build names it: MySQL 8.0.30+ sizes its redo log with
+    innodb_redo_log_capacity (innodb_log_file_size is deprecated there); MariaDB and older MySQL
+    with innodb_log_file_size. `build` is what `mariadbd --version` / `mysqld --version` print."""
+    found = SERVER_BUILD.search(build)
+    version = tuple(int(part) for part in found.groups()) if found else (0, 0, 0)
+    if "MariaDB" not in build and version >= (8, 0, 30):
+        return f"--innodb-redo-log-capacity={size}"
+    return f"--innodb-log-file-size={size}"
 
 
 def copy_tree(source: Path, target: Path) -> None:
@@ -724,7 +740,7 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     for the next runs). Returns what was done, for the result."""
     started = time.monotonic()
     cache = DatasetCache(base)
-    key = cache.key(spec, server.binary_version())
+    key = cache.key(spec, server.build)
     reuse = spec.get("reuse_dataset", True)
     (server.work / "tmp").mkdir(exist_ok=True)
     if reuse and cache.ready(key):
