@@ -42,7 +42,7 @@ CRASH_WHEN = (
 
 RUNNABLE_ENGINES = tuple(t.value for t in ENGINES if t.value in contract.ENGINES)
 WORKLOAD_NAMES = tuple(t.value for t in WORKLOADS if t.value in contract.WORKLOADS)
-CRASH_METHOD_NAMES = tuple(t.value for t in CRASH_METHODS)
+CRASH_METHOD_NAMES = tuple(t.value for t in CRASH_METHODS if t.value in contract.CRASH_METHODS)
 CRASH_WHEN_NAMES = tuple(t.value for t in CRASH_WHEN if t.value in contract.CRASH_WHEN)
 ENGINE_COLOURS = {t.value: t.colour for t in ENGINES}
 ENGINE_LABELS = {t.value: t.label for t in ENGINES}

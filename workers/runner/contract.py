@@ -24,6 +24,7 @@ WORKLOADS = (
     "oltp_update_index",
     "oltp_update_non_index",
 )
+CRASH_METHODS = ("sigkill",)  # the seam where power_loss goes (runner.crash_server)
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
 MAX_OPEN_ROWS = 10_000_000
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -105,6 +106,8 @@ class RunSpec:
             value = self.workload.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise RunFailed(f"workload.{key} must be a whole number >= 0")
+        if self.crash.get("method", "sigkill") not in CRASH_METHODS:
+            raise RunFailed(f"crash.method {self.crash.get('method')!r} is not supported by this runner")
         when = self.crash.get("when")
         if when not in CRASH_WHEN:
             raise RunFailed(f"crash.when {when!r} is not supported by this runner")
