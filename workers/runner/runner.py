@@ -307,6 +307,18 @@ class Server:
             f"--connect-timeout={connect_timeout_s}",
         ]
 
+    def session(self) -> subprocess.Popen:
+        """An open client connection: queries go in on its stdin, one result line each comes out
+        on its stdout (errors too) as soon as it is ready. A transaction on it stays open while
+        it is connected."""
+        return spawn(
+            [*self._connection_args(self.client), "-N", "-B", "--unbuffered"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
     def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
         args = [*self._connection_args(self.client), "-N", "-B", *(["-E"] if vertical else []), "-e", sql]
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -651,13 +663,7 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
     the kill. Polled on one open client connection, every few milliseconds."""
     goal = size_bytes(target)
     reached, exit_code = 0, None
-    client = spawn(
-        [*server._connection_args(server.client), "-N", "-B", "--unbuffered"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    client = server.session()
     try:
         while reached < goal:
             exit_code = sysbench.process.poll()
@@ -669,9 +675,10 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
                 client.stdin.write("SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age';\n")
                 client.stdin.flush()
                 line = client.stdout.readline()
-                if not line:
-                    raise RunFailed("lost the connection that watched the checkpoint age")
-                reached = int(line.split("\t")[1])
+                name, _, value = line.strip().partition("\t")
+                if name != "Innodb_checkpoint_age" or not value.isdigit():
+                    raise RunFailed(f"could not read the checkpoint age: {line.strip() or 'connection lost'}")
+                reached = int(value)
             on_share(reached / goal)
             time.sleep(POLL_S)
     finally:
@@ -694,13 +701,7 @@ def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> 
     server.query(
         f"CREATE TABLE {OPEN_TRX_TABLE} (id INT UNSIGNED PRIMARY KEY, pad CHAR(60) NOT NULL) ENGINE={storage}"
     )
-    client = spawn(
-        [*server._connection_args(server.client), "-N", "-B", "--unbuffered"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    client = server.session()
     client.stdin.write(
         f"BEGIN; INSERT INTO {OPEN_TRX_TABLE} SELECT seq, REPEAT('x', 60) FROM sbtest.seq_1_to_{rows}; "
         "SELECT 'transaction open';\n"
