@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from experiments.parsers import parse_bytes, parse_path
 
-from .conftest import DATA
+from .conftest import DATA, ROOT
 
 MARIADB = DATA / "mariadb-10.11"
-SCHEMA = json.loads((DATA / "parsed_file.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "experiments" / "parsers" / "schemas" / "parsed_file.schema.json").read_text())
 
 
 def test_mariadb_log_with_crash_and_clean_restart_has_three_episodes():

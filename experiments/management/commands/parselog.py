@@ -1,38 +1,18 @@
-import json
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.parsers import ParsedFile, parse_path
-from experiments.summary import summarize
+from experiments.parsers.cli import DESCRIPTION, JSON_HELP, TZ_HELP, render
 
 
 class Command(BaseCommand):
-    help = "Parse server error logs, RocksDB LOGs, status snapshots and sysbench reports."
+    help = DESCRIPTION + " The same as recovery-lab-parse, which needs no Django."
 
     def add_arguments(self, parser):
         parser.add_argument("files", nargs="+", metavar="FILE")
-        parser.add_argument(
-            "--json",
-            action="store_true",
-            help="a JSON array, one document per file (parsed_file.schema.json)",
-        )
-        parser.add_argument(
-            "--tz",
-            default="UTC",
-            help="IANA zone of timestamps the log writes without one (MySQL 5.5/5.6, MariaDB, "
-            "TokuFT); default UTC",
-        )
+        parser.add_argument("--json", action="store_true", help=JSON_HELP)
+        parser.add_argument("--tz", default="UTC", help=TZ_HELP)
 
     def handle(self, *args, files, **options):
         try:
-            zone = ZoneInfo(options["tz"])
-        except (ZoneInfoNotFoundError, ValueError):
-            raise CommandError(
-                f"--tz {options['tz']!r}: not a time zone name (e.g. UTC, Europe/Paris)"
-            ) from None
-        parsed: list[ParsedFile] = [parse_path(path, local_tz=zone) for path in files]
-        if options["json"]:
-            self.stdout.write(json.dumps([p.to_dict() for p in parsed], indent=2))
-            return
-        self.stdout.write("\n\n".join(summarize(p) for p in parsed))
+            self.stdout.write(render(files, options["json"], options["tz"]))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None

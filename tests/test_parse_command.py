@@ -1,0 +1,53 @@
+"""The parsers as a command a DBA runs on the database host: no Django, the same output as
+manage.py parselog, the shipped schema."""
+
+import json
+import subprocess
+import sys
+
+import jsonschema
+
+from .conftest import DATA, ROOT
+
+COMMAND = ROOT / ".venv" / "bin" / "recovery-lab-parse"
+LOG = DATA / "mariadb-10.11" / "innodb_binlog_during_load" / "error_with_clean_restart.log"
+SCHEMA = ROOT / "experiments" / "parsers" / "schemas" / "parsed_file.schema.json"
+
+
+def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_the_console_script_prints_what_parselog_prints_from_any_directory(tmp_path):
+    for flags in ([], ["--json"]):
+        standalone = run(COMMAND, *flags, LOG, cwd=tmp_path)
+        django = run(sys.executable, ROOT / "manage.py", "parselog", *flags, LOG, cwd=ROOT)
+        assert standalone.returncode == django.returncode == 0, standalone.stderr + django.stderr
+        assert standalone.stdout.strip() == django.stdout.strip()
+    documents = json.loads(standalone.stdout)
+    for document in documents:  # the schema is one file's document
+        jsonschema.validate(document, json.loads(SCHEMA.read_text()))
+    crash = [e for e in documents[0]["episodes"] if e["crash_recovery"]]
+    assert len(crash) == 1 and crash[0]["redo_bytes"] == 102229397 - 44420
+
+
+def test_python_m_runs_the_same_command_without_importing_django():
+    probe = (
+        "import sys, runpy; sys.argv = ['x', '--json', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('experiments.parsers', run_name='__main__')\n"
+        "except SystemExit as end:\n    assert end.code == 0, end.code\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('django', 'celery', 'psycopg')]\n"
+        "assert not heavy, heavy\n"
+    )
+    done = run(sys.executable, "-c", probe, LOG, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["kind"] == "error_log"
+
+
+def test_bad_input_gets_a_clear_message_and_an_exit_code(tmp_path):
+    bad_zone = run(COMMAND, "--tz", "Mars/Olympus", LOG)
+    assert bad_zone.returncode == 2 and "not a time zone name" in bad_zone.stderr
+    missing = run(COMMAND, LOG, tmp_path / "nowhere.log")
+    assert missing.returncode == 1 and "could not read" in missing.stderr
+    assert "CRASH RECOVERY" in missing.stdout  # the readable file is still reported
+    assert "cannot read the file" in missing.stdout
