@@ -1,6 +1,7 @@
 """Parsers on real logs. Expected values were read off the files by a person."""
 
 import json
+from datetime import datetime
 from io import StringIO
 
 import jsonschema
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiments.parsers import parse_bytes, parse_path
+from experiments.parsers.model import BEFORE_READY
 
 from .conftest import DATA, ROOT
 
@@ -194,6 +196,46 @@ def test_any_order_of_real_lines_parses_the_same_with_and_without_the_keyword_sc
     parsed = parse_bytes("shuffled.log", content)
     jsonschema.validate(parsed.to_dict(), SCHEMA)
     assert parsed.to_dict() == parse_bytes("shuffled.log", content, scan=False).to_dict()
+    assert_no_impossible_value(parsed)
+
+
+def assert_no_impossible_value(parsed) -> None:
+    """No duration is negative or longer than the span of its own start; no LSN runs backwards."""
+    for episode in parsed.episodes:
+        span = None
+        if episode.started_at and episode.last_seen:
+            span = (episode.last_seen - episode.started_at).total_seconds()
+        for phase in episode.phases:
+            if phase.seconds is not None:
+                assert phase.seconds >= 0, (phase, parsed.warnings)
+                if span is not None:
+                    assert phase.seconds <= span + 1e-6, (phase, span)
+                if phase.name in BEFORE_READY and episode.ready_at is not None:
+                    assert (phase.end - episode.ready_at).total_seconds() <= 1, (phase, episode.ready_at)
+        assert episode.ready_seconds is None or episode.ready_seconds >= 0
+        assert episode.redo_bytes is None or episode.crash_lsn >= episode.checkpoint_lsn
+
+
+STAMPS = st.datetimes(min_value=datetime(2010, 1, 1), max_value=datetime(2030, 1, 1))
+TEMPLATES = (
+    "{} 0 [Note] InnoDB: Starting crash recovery from checkpoint LSN={}",
+    "{} 0 [Note] InnoDB: End of log at LSN={}",
+    "{} 0 [Note] InnoDB: To recover: 3621 pages",
+    "{} 0 [Note] mariadbd: ready for connections.",
+    "{} 0 [Note] Starting MariaDB 10.11.19-MariaDB as process 1",
+    "{} 0 [Note] InnoDB: Rollback of non-prepared transactions completed",
+    "{} 0 [Note] InnoDB: log sequence number {}; transaction id 40159",
+    "{} 0 [Note] InnoDB: Starting in background the rollback of recovered transactions",
+    "{} 0 [Note] InnoDB: Buffer pool(s) load completed at 261122  6:28:09",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(TEMPLATES), STAMPS, st.integers(0, 10**12)), max_size=40))
+def test_no_glued_or_shuffled_excerpt_yields_an_impossible_value(lines):
+    """Lines of real kinds at any times (backwards, far apart), as pasted excerpts give them."""
+    text = "\n".join(template.format(f"{moment:%Y-%m-%d %H:%M:%S}", lsn) for template, moment, lsn in lines)
+    assert_no_impossible_value(parse_bytes("glued.log", text.encode()))
 
 
 @pytest.mark.parametrize(

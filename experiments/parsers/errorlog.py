@@ -99,6 +99,29 @@ _INNODB_STARTED = re.compile(
     r"|InnoDB Plugin [0-9.]+ started|" + _IB + r"log sequence number [0-9]+; transaction id"
 )
 _STARTED_LSN = re.compile(r"log sequence number " + _LSN)
+
+
+def _recovery_begins(text: str) -> bool:
+    return any(
+        pattern.search(text)
+        for pattern in (
+            _CRASH_START,
+            _NOT_SHUT_DOWN,
+            _CHECKPOINT_PASSED,
+            _SCAN_FROM_CHECKPOINT,
+            _PARSE_REDO,
+            _SCANNED,
+            _APPLY_BATCH,
+            _FINAL_BATCH,
+        )
+    )
+
+
+# Lines of one start-up more than this far apart, before the server is ready, are two excerpts
+# (the longest recoveries print progress far more often); time running backwards by more than
+# this tolerance is another excerpt too.
+MAX_STARTUP_SILENCE_S = 2 * 3600
+BACKWARDS_TOLERANCE_S = 1.0
 _BINLOG_RECOVERY_START = re.compile(r"Recovering after a crash using|\] Starting XA crash recovery")
 _BINLOG_RECOVERY_DONE = re.compile(
     r"Crash table recovery finished|Crash recovery finished|XA crash recovery finished"
@@ -143,6 +166,7 @@ class ErrorLogParser:
         self.episode: Episode | None = None
         self._version_rank = 0
         self._stamped_lines = 0
+        self._last_moment = None
         self._reset_episode_state()
 
     def _reset_episode_state(self) -> None:
@@ -174,6 +198,12 @@ class ErrorLogParser:
         text = line.text
         if line.moment is not None:
             self._stamped_lines += 1
+            if self._time_breaks(line.moment):
+                # Two unrelated excerpts glued together: what follows is not this start's.
+                self._new_episode(line)
+            self._last_moment = line.moment
+            if self.episode is not None:
+                self.episode.last_seen = line.moment
         if match := (_START_MARIADB.search(text) or _START_MYSQLD.search(text)):
             self._set_version(match.group(1), text, _VERSION_RANK_SERVER)
             self._new_episode(line, from_start_line=True)
@@ -189,6 +219,23 @@ class ErrorLogParser:
         if self._feed_recovery(episode, line):
             self._fresh_start = None
 
+    def _time_breaks(self, moment) -> bool:
+        """Time runs backwards, or jumps further than any start-up waits between two lines before
+        the server is ready: the lines after the break are another excerpt's."""
+        last, episode = self._last_moment, self.episode
+        if last is None or episode is None or self._fresh_start is not None:
+            # (nothing of this start read yet: a wrapper's line in local time, like mysqld_safe's)
+            return False
+        gap = (moment - last).total_seconds()
+        backwards = gap < -BACKWARDS_TOLERANCE_S
+        stalled = gap > MAX_STARTUP_SILENCE_S and episode.ready_at is None and not self._ends_episode
+        if backwards or stalled:
+            self.parsed.warn(
+                f"the log's time {'runs backwards' if backwards else 'jumps'} from {last} to {moment} "
+                "inside a start: read as two excerpts, and no duration spans the break"
+            )
+        return backwards or stalled
+
     def _starts_again(self, text: str) -> bool:
         """A once-per-start event seen twice: a start whose first lines are not in the log."""
         episode = self.episode
@@ -196,6 +243,8 @@ class ErrorLogParser:
             return False
         return bool(
             (self._innodb_up and _INNODB_STARTED.search(text))
+            # a recovery beginning after this start was ready is another start's
+            or (episode.ready_at is not None and _recovery_begins(text))
             # a load asked for at run time (innodb_buffer_pool_load_now) comes after "ready"
             or (
                 episode.ready_at is None and episode.phase("buffer_pool_load") and _BP_LOAD_START.search(text)
@@ -411,6 +460,8 @@ class ErrorLogParser:
             self.parsed.warn("no line carries a timestamp: phases are found, their durations are unknown")
             return self.parsed
         for episode in self.parsed.episodes:
+            for problem in episode.drop_impossible():
+                self.parsed.warn(problem)
             init = episode.phase("innodb_init")
             bounded = init is not None and init.seconds is not None
             if episode.crash_recovery and not episode.phase("crash_recovery") and bounded:

@@ -28,6 +28,10 @@ class Phase:
         return {"name": self.name, "start": iso(self.start), "end": iso(self.end), "seconds": self.seconds}
 
 
+# Phases a server finishes before it is ready for connections.
+BEFORE_READY = ("crash_recovery", "redo_scan", "redo_apply", "innodb_init", "tokudb_recovery")
+
+
 @dataclass
 class Episode:
     """One server start found in a log, with what its crash recovery reported."""
@@ -44,6 +48,42 @@ class Episode:
     ready_at: datetime | None = None
     wal_files: list[int] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
+    # The last timestamp seen in this start (not serialized): no duration may outlast it.
+    last_seen: datetime | None = None
+
+    def drop_impossible(self) -> list[str]:
+        """Durations that cannot be true (negative, or outside this start's own span) and LSNs
+        that run backwards are emptied, never reported; returns what was dropped, in words."""
+        dropped = []
+        first, last = self.started_at, self.last_seen
+        for phase in self.phases:
+            seconds = phase.seconds
+            if seconds is None:
+                continue
+            outside = (first is not None and phase.start < first) or (last is not None and phase.end > last)
+            ready = self.ready_at
+            if phase.name in BEFORE_READY and ready is not None and (phase.end - ready).total_seconds() > 1:
+                outside = True  # recovery that ends after its server was ready is not this start's
+            if seconds < 0 or outside:
+                dropped.append(
+                    f"{phase.name} of the start at {iso(first)} would last {seconds:,.3f} s, outside "
+                    "that start's own lines: left empty"
+                )
+                phase.end = None
+        if self.ready_at is not None and first is not None and self.ready_at < first:
+            dropped.append(f"the start at {iso(first)} would be ready before it began: left empty")
+            self.ready_at = None
+        if (
+            self.checkpoint_lsn is not None
+            and self.crash_lsn is not None
+            and self.crash_lsn < self.checkpoint_lsn
+        ):
+            dropped.append(
+                f"the start at {iso(first)} ends its redo at LSN {self.crash_lsn}, before its checkpoint "
+                f"{self.checkpoint_lsn}: the redo to replay is left empty"
+            )
+            self.crash_lsn = None
+        return dropped
 
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
