@@ -402,3 +402,27 @@ def test_excluding_and_including_twice_changes_nothing_more():
     services.include_run(run.id)
     services.include_run(run.id)
     assert not Run.objects.get(id=run.id).excluded
+
+
+def test_redo_flushed_before_the_kill_but_not_replayed_is_reported_and_buffered_redo_is_not():
+    from pathlib import Path
+
+    from experiments.analysis import analyse_run
+
+    folder = Path(__file__).parent / "data" / "mariadb-10.11" / "innodb_after_workload"
+    error_log = (folder / "error.log").read_bytes()
+    status = (folder / "innodb_status_at_crash.txt").read_text()
+    crash_lsn = analyse_run({}, {"error.log": error_log}, "innodb").metrics["crash_lsn"]
+
+    def warnings_with(sequence: int, flushed: int) -> list[str]:
+        edited = status.replace("Log sequence number 74274561", f"Log sequence number {sequence}")
+        edited = edited.replace("Log flushed up to   74274561", f"Log flushed up to   {flushed}")
+        files = {"error.log": error_log, "innodb_status_at_crash.txt": edited.encode()}
+        return analyse_run({}, files, "innodb").warnings
+
+    # redo still in the log buffer at the kill (purge's, say) is lost by design: no warning
+    assert not [w for w in warnings_with(crash_lsn + 80_000, crash_lsn) if "committed work" in w]
+    # redo flushed to the log and not replayed is
+    assert any(
+        "committed work may be missing" in w for w in warnings_with(crash_lsn + 80_000, crash_lsn + 500)
+    )

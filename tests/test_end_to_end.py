@@ -283,7 +283,7 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
                 run.log_bytes_written,
             )
     slow = [r.achieved_insert_rate for r in runs if r.insert_rate == 500]
-    assert all(450 <= rate <= 520 for rate in slow), slow  # sysbench's --rate holds 500 rows/s
+    assert all(450 <= rate <= 550 for rate in slow), slow  # sysbench's --rate holds 500 rows/s (±10%)
     assert runner_processes() == []
 
 

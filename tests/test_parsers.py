@@ -186,6 +186,7 @@ def test_no_bytes_make_a_parser_raise(content):
                 "Thu Jan 28 00:27:28 2016 TokuFT recovery starting in env /var/lib/mysql",
                 "2021-04-21T14:21:11.897232Z 0 [Note] InnoDB: 5.7.19 started; log sequence number 33614271542",
                 "17:44:18.886229 [Note] [MY-012551] [InnoDB] Database was not shutdown normally!",
+                "2026-11-22  6:37:10 0 [Note] InnoDB: Transaction 40148 was in the XA prepared state.",
             ]
         ),
         max_size=60,

@@ -39,6 +39,7 @@ TRIGGERS = (
     "Recovering after a crash", "recovery finished", "Loading buffer pool", "load completed",
     "] 100%", "InnoDB: Started", "TokuFT recovery", "Tokudb recovery", "Rolling back trx",
     "init function returned error", "] Aborting", "got signal", "got exception", "Fatal error",
+    "XA prepared state",
 )  # fmt: skip
 
 _IB = r"(?:InnoDB:\s+|\[InnoDB\]\s+)"  # "InnoDB: msg" up to 5.7 and in MariaDB; "[InnoDB] msg" in 8.0
@@ -87,6 +88,7 @@ _TRX_TO_ROLLBACK = re.compile(
     r"([0-9]+) (?:uncommitted )?transaction\(s\) which must be rolled back(?: or cleaned up)?"
     r"(?: in total ([0-9]+) row)?"
 )
+_XA_PREPARED = re.compile(_IB + r"Transaction [0-9]+ was in the XA prepared state")
 _ROWS_TO_UNDO = re.compile(r"^(?:InnoDB: )?(?:in )?total ([0-9]+) row operations to undo")
 _ROLLBACK_START = re.compile(
     _IB + r"(?:Starting in background the rollback|Starting rollback of uncommitted)"
@@ -347,6 +349,8 @@ class ErrorLogParser:
                 episode.rows_undone = int(match.group(2))
         elif match := _ROWS_TO_UNDO.search(text):
             episode.rows_undone = int(match.group(1))
+        elif _XA_PREPARED.search(text):
+            episode.xa_prepared += 1  # the binlog will commit or roll it back
         elif _ROLLING_BACK.search(text):
             # Only transactions recovered after a crash are rolled back at startup.
             self._mark_crash(episode)

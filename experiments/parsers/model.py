@@ -50,6 +50,8 @@ class Episode:
     phases: list[Phase] = field(default_factory=list)
     # The last timestamp seen in this start (not serialized): no duration may outlast it.
     last_seen: datetime | None = None
+    # Transactions recovered in the XA prepared state, for the binlog to resolve (not serialized).
+    xa_prepared: int = 0
 
     def drop_impossible(self) -> list[str]:
         """Durations that cannot be true (negative, or outside this start's own span) and LSNs
