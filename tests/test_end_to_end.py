@@ -186,7 +186,7 @@ def insert_spec(redo_log_size: str, work_dir) -> dict:
 
 def test_runs_start_from_a_cached_clean_dataset_so_the_redo_replayed_is_the_workloads(tmp_path):
     """Loaded once, shut down slowly, copied for each run: the load is not in the redo."""
-    work = tmp_path / "host"
+    work = settings.RUNNER_WORK_DIR / "cached"
     (tmp_path / "first").mkdir()
     (tmp_path / "second").mkdir()
     assert run_runner(tmp_path / "first", insert_spec("256M", work))[0] == 0
@@ -211,14 +211,14 @@ def test_runs_start_from_a_cached_clean_dataset_so_the_redo_replayed_is_the_work
 def test_a_checkpoint_that_moves_during_the_workload_is_reported(tmp_path):
     """A 4 MB redo log cannot hold 8 MB of workload redo: recovery replays less than was written,
     and the run says so rather than passing the smaller number off as the workload's."""
-    assert run_runner(tmp_path, insert_spec("4M", tmp_path / "host"))[0] == 0
+    assert run_runner(tmp_path, insert_spec("4M", settings.RUNNER_WORK_DIR / "runner-tests"))[0] == 0
     _, analysis = analysed(tmp_path)
     assert analysis.metrics["redo_bytes"] < 0.85 * analysis.metrics["log_bytes_written"]
     assert any("a checkpoint moved during the workload" in w for w in analysis.warnings), analysis.warnings
 
 
 def test_crash_when_the_redo_to_replay_reaches_a_target(tmp_path):
-    spec = insert_spec("128M", tmp_path / "host")
+    spec = insert_spec("128M", settings.RUNNER_WORK_DIR / "runner-tests")
     spec["workload"].update(events=0, time_seconds=300)  # the target ends it, not the workload
     spec["crash"] = {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "32M"}
     assert run_runner(tmp_path, spec)[0] == 0
@@ -231,7 +231,7 @@ def test_crash_when_the_redo_to_replay_reaches_a_target(tmp_path):
 
 
 def test_crash_with_a_transaction_open_times_its_rollback(tmp_path):
-    spec = insert_spec("256M", tmp_path / "host")
+    spec = insert_spec("256M", settings.RUNNER_WORK_DIR / "runner-tests")
     spec["crash"] = {"method": "sigkill", "when": "during_transaction", "open_rows": 100_000}
     assert run_runner(tmp_path, spec)[0] == 0
     result, analysis = analysed(tmp_path)
@@ -289,7 +289,7 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
 
 @pytest.mark.parametrize("files", [1, 200])
 def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, files):
-    spec = insert_spec("256M", tmp_path / "host")
+    spec = insert_spec("256M", settings.RUNNER_WORK_DIR / "runner-tests")
     spec["parameters"]["binlog_files"] = files
     assert run_runner(tmp_path, spec)[0] == 0
     result, analysis = analysed(tmp_path)
@@ -299,7 +299,7 @@ def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, file
 
 
 def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
-    spec = insert_spec("256M", tmp_path / "host")
+    spec = insert_spec("256M", settings.RUNNER_WORK_DIR / "runner-tests")
     spec["workload"]["warmup_max_seconds"] = 30
     assert run_runner(tmp_path, spec)[0] == 0
     result, analysis = analysed(tmp_path)
@@ -345,7 +345,39 @@ def test_redo_log_size_is_named_as_each_server_build_names_it(build, option):
 
 def test_this_hosts_server_reports_the_redo_log_size_asked_for(tmp_path):
     """The translation, read back from a real server: requested beside effective."""
-    assert run_runner(tmp_path, insert_spec("128M", tmp_path / "host"))[0] == 0
+    assert run_runner(tmp_path, insert_spec("128M", settings.RUNNER_WORK_DIR / "runner-tests"))[0] == 0
     result = json.loads((tmp_path / "bundle" / "result.json").read_text())
     assert int(result["effective_settings"]["innodb_log_file_size"]) == 128 << 20
     assert "--innodb-log-file-size=128M" in result["server_args"]
+
+
+def test_a_runner_signalled_with_its_worker_stops_everything_it_started(tmp_path):
+    """A stopped service signals the worker's whole process group, the runner included: its
+    servers (in sessions of their own) must not outlive it."""
+    work = settings.RUNNER_WORK_DIR / "signalled"  # where runner_processes() looks
+    spec = insert_spec("64M", work)
+    spec["workload"].update(events=0, time_seconds=600)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            str(RUNNER_PATH),
+            "--spec",
+            str(tmp_path / "spec.json"),
+            "--out",
+            str(tmp_path / "b"),
+            "--watch-stdin",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    for line in runner.stdout:
+        if "running oltp_insert:" in line:
+            break
+    ours = [p for p in runner_processes() if str(work) in p]
+    assert any("mariadbd" in p for p in ours) and any("sysbench" in p for p in ours)
+    runner.terminate()
+    assert runner.wait(timeout=30) == 128 + 15
+    runner.stdin.close()
+    wait_for(lambda: not [p for p in runner_processes() if str(work) in p], 10, "the runner's processes")

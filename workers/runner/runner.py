@@ -105,6 +105,14 @@ def watch_stdin() -> None:
         stop_started()
         os._exit(3)
 
+    def stopped(signum, _frame) -> None:
+        # SIGTERM/SIGHUP/SIGINT reach the runner with its worker (a stopped service signals the
+        # whole process group): the servers it started, in sessions of their own, must go too.
+        stop_started()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, stopped)
     threading.Thread(target=watch, daemon=True, name="stdin-watchdog").start()
 
 
