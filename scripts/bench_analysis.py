@@ -34,19 +34,22 @@ FILL_SQL = f"""
 INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
                        is_active, date_joined)
 VALUES ('!', true, 'bench', '', '', '', true, true, now());
-INSERT INTO experiments_experiment (name, definition, status, imported, tags, created_at, finished_at)
-SELECT 'bench sweep ' || e, '{{}}'::jsonb, 'done', false, ARRAY['bench'], now() - e * interval '1 hour', now()
+INSERT INTO experiments_experiment (name, definition, status, imported, tags, idempotency_key, created_at,
+                                    finished_at)
+SELECT 'bench sweep ' || e, '{{}}'::jsonb, 'done', false, ARRAY['bench'], '', now() - e * interval '1 hour',
+       now()
 FROM generate_series(1, {RUNS // RUNS_PER_EXPERIMENT}) AS e;
 INSERT INTO experiments_run (
     experiment_id, matrix_index, host_label, engine, parameters, server_options, repetition,
     buffer_pool_bytes, redo_log_bytes, insert_rate, status, progress, error, attempts, imported,
-    source_sha256, server_version, phases, suspect, suspect_reason, excluded, excluded_reason,
-    queued_at, started_at, finished_at, redo_bytes, recovery_seconds, downtime_seconds,
-    ready_seconds, clean_start_seconds, redo_apply_mb_per_s, workload_tps, achieved_insert_rate)
+    source_sha256, server_version, phases, host_facts, effective_settings, suspect, suspect_reason,
+    excluded, excluded_reason, queued_at, started_at, finished_at, redo_bytes, recovery_seconds,
+    downtime_seconds, ready_seconds, clean_start_seconds, redo_apply_mb_per_s, workload_tps,
+    achieved_insert_rate)
 SELECT e.id, r.n, 'bench-' || (r.n % 4), engine, jsonb_build_object(
            'buffer_pool_size', pool || 'M', 'redo_log_size', log_mb || 'M', 'insert_rate', rate),
        '{{}}'::jsonb, 1 + r.n % 3, pool::bigint << 20, log_mb::bigint << 20, rate,
-       'done', '', '', 1, false, '', '10.11.' || (15 + r.n % 5), '{{}}'::jsonb,
+       'done', '', '', 1, false, '', '10.11.' || (15 + r.n % 5), '{{}}'::jsonb, '{{}}'::jsonb, '{{}}'::jsonb,
        r.n % 997 = 0, CASE WHEN r.n % 997 = 0 THEN 'bench: impossible on purpose' ELSE '' END,
        r.n % 1009 = 0, '', now(), now(), now() - (r.n % 700) * interval '1 hour',
        redo, redo / (apply * 1e6), redo / (apply * 1e6) + 0.2, redo / (apply * 1e6) + 0.15, 0.1,
