@@ -335,3 +335,14 @@ def test_the_form_sent_twice_with_its_key_makes_one_experiment(client, local_hos
     first, second = client.post("/experiments/new/", fields), client.post("/experiments/new/", fields)
     assert first.status_code == second.status_code == 302 and first.url == second.url
     assert Run.objects.count() == 1 and queued_messages(broker) == 1
+
+
+def test_beat_probes_every_active_host_except_those_a_driver_holds(broker):
+    idle, held = HostFactory(name="idle"), HostFactory(name="held")
+    HostFactory(name="retired", active=False)
+    with host_lock(held.id):
+        tasks.probe_hosts_task.run()
+    messages = [json.loads(m) for m in broker.lrange(current_app.conf.task_default_queue, 0, -1)]
+    assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in messages] == [
+        ("workers.tasks.probe_host_task", f"({idle.id},)")
+    ]

@@ -35,6 +35,30 @@ def run_runner(folder, spec: dict) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def runner_in_its_workload(folder, spec: dict) -> subprocess.Popen:
+    """The runner started as a transport starts it (stdin held open), once its workload runs:
+    its server and sysbench are both up."""
+    (folder / "spec.json").write_text(json.dumps(spec))
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            str(RUNNER_PATH),
+            "--watch-stdin",
+            "--spec",
+            str(folder / "spec.json"),
+            "--out",
+            str(folder / "b"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    for line in runner.stdout:
+        if f"running {spec['workload']['name']}:" in line:
+            return runner
+    raise AssertionError(f"the runner ended (exit {runner.wait()}) before its workload ran")
+
+
 def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, local_host, celery_worker_process):
     body = {
         "name": "InnoDB vs MyRocks, two redo sizes",
@@ -135,24 +159,7 @@ def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
         "work_dir": str(settings.RUNNER_WORK_DIR),
         "start_timeout_s": 120,
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    runner = subprocess.Popen(
-        [
-            sys.executable,
-            str(RUNNER_PATH),
-            "--spec",
-            str(tmp_path / "spec.json"),
-            "--out",
-            str(tmp_path / "b"),
-            "--watch-stdin",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    for line in runner.stdout:  # wait for the workload: server and sysbench both running
-        if "running oltp_write_only:" in line:
-            break
+    runner = runner_in_its_workload(tmp_path, spec)
     assert any("sysbench" in p for p in runner_processes()) and any(
         "mariadbd" in p for p in runner_processes()
     )
@@ -357,24 +364,7 @@ def test_a_runner_signalled_with_its_worker_stops_everything_it_started(tmp_path
     work = settings.RUNNER_WORK_DIR / "signalled"  # where runner_processes() looks
     spec = insert_spec("64M", work)
     spec["workload"].update(events=0, time_seconds=600)
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    runner = subprocess.Popen(
-        [
-            sys.executable,
-            str(RUNNER_PATH),
-            "--spec",
-            str(tmp_path / "spec.json"),
-            "--out",
-            str(tmp_path / "b"),
-            "--watch-stdin",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    for line in runner.stdout:
-        if "running oltp_insert:" in line:
-            break
+    runner = runner_in_its_workload(tmp_path, spec)
     ours = [p for p in runner_processes() if str(work) in p]
     assert any("mariadbd" in p for p in ours) and any("sysbench" in p for p in ours)
     runner.terminate()

@@ -37,11 +37,6 @@ def host_lock(host_id: int):
                 conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_NAMESPACE, host_id))
 
 
-def host_is_busy(host_id: int) -> bool:
-    with host_lock(host_id) as acquired:
-        return not acquired
-
-
 def busy_host_ids() -> set[int]:
     """Hosts whose lock some driver holds now, in one query (for beat's pass over all hosts)."""
     with _connect() as conn:

@@ -10,7 +10,7 @@ from experiments import services
 from experiments.models import Host
 
 from .dispatch import drive_host
-from .locks import busy_host_ids, host_is_busy
+from .locks import busy_host_ids
 from .probing import probe_host
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,6 @@ def probe_host_task(host_id: int) -> None:
 def probe_hosts_task() -> None:
     """Beat: probe every active host that is not running a run, so the hosts page says which are
     down before a run finds out."""
-    for host in Host.objects.filter(active=True).only("id"):
-        if not host_is_busy(host.id):
-            probe_host_task.delay(host.id)
+    busy = busy_host_ids()
+    for host_id in Host.objects.filter(active=True).exclude(id__in=busy).values_list("id", flat=True):
+        probe_host_task.delay(host_id)

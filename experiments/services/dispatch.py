@@ -40,10 +40,15 @@ def wake_hosts(host_ids: Iterable[int], countdown: float = 0) -> list[int]:
     return woken
 
 
-def _claimable(host_id: int, now) -> QuerySet:
-    return Run.objects.filter(host_id=host_id, status=RunStatus.QUEUED, imported=False).filter(
-        Q(not_before__isnull=True) | Q(not_before__lte=now)
+def _ready(now, prefix: str = "") -> Q:
+    """A queued run out of its retry pause; `prefix` ("runs__") asks it of a host's runs."""
+    return Q(**{f"{prefix}status": RunStatus.QUEUED, f"{prefix}imported": False}) & (
+        Q(**{f"{prefix}not_before__isnull": True}) | Q(**{f"{prefix}not_before__lte": now})
     )
+
+
+def _claimable(host_id: int, now) -> QuerySet:
+    return Run.objects.filter(_ready(now), host_id=host_id)
 
 
 def has_claimable_run(host_id: int) -> bool:
@@ -55,13 +60,10 @@ def hosts_to_wake(busy_host_ids: set[int], resend_after: timedelta) -> list[int]
     worker. A host whose wake message was sent recently is left alone (its message may be
     waiting behind busy workers): beat does not resend it on every pass."""
     now = timezone.now()
-    ready = Q(runs__status=RunStatus.QUEUED, runs__imported=False) & (
-        Q(runs__not_before__isnull=True) | Q(runs__not_before__lte=now)
-    )
     lost = Q(runs__status=RunStatus.RUNNING, runs__imported=False)
     candidates = (
         Host.objects.filter(active=True)
-        .filter(ready | lost)
+        .filter(_ready(now, "runs__") | lost)
         .filter(Q(wake_sent_at__isnull=True) | Q(wake_sent_at__lt=now - resend_after))
         .exclude(id__in=busy_host_ids)
         .values_list("id", flat=True)

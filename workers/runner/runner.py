@@ -387,11 +387,18 @@ class Server:
         done = subprocess.run([self.mariadbd, "--version"], capture_output=True, text=True, timeout=60)
         return done.stdout.strip()
 
+    def pairs(self, sql: str, timeout: float = 60) -> dict:
+        """A two-column result (name, value) as a dict."""
+        return dict(line.split("\t", 1) for line in self.query(sql, timeout).splitlines() if "\t" in line)
+
+    def global_values(self, kind: str, names) -> dict:
+        """SHOW GLOBAL STATUS or VARIABLES (`kind`), only the names asked for (our own constants)."""
+        listed = ", ".join(f"'{name}'" for name in names)
+        return self.pairs(f"SHOW GLOBAL {kind} WHERE Variable_name IN ({listed})")
+
     def effective_settings(self) -> dict:
         """The server variables in effect, as the server reports them."""
-        names = ", ".join(f"'{name}'" for name in EFFECTIVE_VARIABLES)
-        rows = self.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")
-        return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+        return self.global_values("VARIABLES", EFFECTIVE_VARIABLES)
 
 
 SERVER_BUILD = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
@@ -613,9 +620,7 @@ COUNTERS = {
 
 def read_counters(server: Server, engine: str) -> dict:
     wanted = COUNTERS[engine]
-    names = ", ".join(f"'{v}'" for v in wanted.values())
-    rows = server.query(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
-    found = dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+    found = server.global_values("STATUS", wanted.values())
     by_lower = {k.lower(): v for k, v in found.items()}
     return {
         metric: int(by_lower[var.lower()])
@@ -626,8 +631,7 @@ def read_counters(server: Server, engine: str) -> dict:
 
 def checksum_tables(server: Server, tables: int) -> dict:
     names = ", ".join(f"sbtest.sbtest{i}" for i in range(1, tables + 1))
-    rows = server.query(f"CHECKSUM TABLE {names}", timeout=3600)
-    return dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+    return server.pairs(f"CHECKSUM TABLE {names}", timeout=3600)
 
 
 def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
@@ -741,10 +745,7 @@ def wait_for_log_on_disk(server: Server, deadline: float) -> None:
     server.query(f"REPLACE INTO {OPEN_TRX_TABLE}_flush VALUES (1)")
     wanted = None
     while time.monotonic() < deadline:
-        rows = server.query(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_lsn_current', 'Innodb_lsn_flushed')"
-        )
-        lsn = dict(line.split("\t", 1) for line in rows.splitlines() if "\t" in line)
+        lsn = server.global_values("STATUS", ("Innodb_lsn_current", "Innodb_lsn_flushed"))
         wanted = wanted or int(lsn["Innodb_lsn_current"])
         if int(lsn["Innodb_lsn_flushed"]) >= wanted:
             return
