@@ -287,6 +287,8 @@ def _translucent(hex_colour: str) -> str:
 def phase_chart(cells: list[Cell]) -> dict:
     """Per cell, the median time of each phase of the restart after the crash, stacked, beside
     the clean-start baseline; a tick marks where the downtime ends (the first query)."""
+    if not cells:  # no finished run yet: no chart (an empty frame would read as zero seconds)
+        return {"data": [], "layout": {}}
     labels = [cell.label + (f" · {cell.host}" if len({c.host for c in cells}) > 1 else "") for cell in cells]
     crash_rows = [f"{label} · after crash" for label in labels]
     clean_rows = [f"{label} · clean start" for label in labels]

@@ -159,3 +159,9 @@ def test_explore_draws_categories_as_boxes_with_every_run_beside_them():
     (trace,) = charts.explore_figure(result)["data"]
     assert (trace["type"], trace["boxpoints"], trace["x"][0]) == ("box", "all", "InnoDB")
     assert trace["customdata"] == [1, 2, 3, 4]
+
+
+def test_an_experiment_with_no_finished_run_has_no_chart_yet():
+    from experiments.charts import experiment_figures
+
+    assert experiment_figures([], [], []) == {}  # the page says the charts fill in as runs finish
