@@ -164,6 +164,7 @@ def import_runs(
     files: dict[str, bytes] = {}
     sizes: dict[str, int] = {}
     crashes = 0
+    failures: list[str | None] = []
     for field, upload in uploads.items():
         name = IMPORT_FILES[field]
         upload.seek(0, 2)
@@ -177,6 +178,7 @@ def import_runs(
                 raise ImportRejected({field: [f"this is not {what}: {'; '.join(parsed.warnings)}"]})
             if field == ("rocksdb_log" if parameters.engine == "rocksdb" else "error_log"):
                 crashes = len(parsed.crash_episodes)
+                failures = [e.failure if e.failed else None for e in parsed.crash_episodes]
                 if not crashes:
                     raise ImportRejected({field: [_no_crash_message(parsed)]})
 
@@ -195,7 +197,14 @@ def import_runs(
         runs, warnings = [], []
         for crash_index in range(min(crashes, MAX_RUNS_PER_IMPORT)):
             run, run_warnings = _create_run(
-                experiment, parameters, files, sizes, crash_index, next_index + crash_index, digest
+                experiment,
+                parameters,
+                files,
+                sizes,
+                crash_index,
+                next_index + crash_index,
+                digest,
+                failure=failures[crash_index] if crash_index < len(failures) else None,
             )
             runs.append(run)
             warnings += run_warnings
@@ -233,7 +242,8 @@ def _no_crash_message(parsed) -> str:
         return "no server start was found in this log"
     return (
         f"no crash recovery was found: the log holds {starts} server start(s), all clean "
-        "(a recovery starts with 'Database was not shut down normally' or 'Starting crash recovery')"
+        "(a recovery shows as 'Database was not shut down normally', 'Starting crash recovery', "
+        "'Recovering after a crash using' or an LSN mismatch)"
     )
 
 
@@ -263,7 +273,9 @@ def _create_run(
     crash_index: int,
     index: int,
     digest: str,
+    failure: str | None = None,
 ) -> tuple[Run, list[str]]:
+    """One imported crash recovery as a run: done, or failed where the server died during it."""
     result = {"imported": True, "crash_index": crash_index, "timezone": parameters.timezone}
     if parameters.redo_bytes is not None:
         result["redo_bytes"] = parameters.redo_bytes
@@ -296,5 +308,8 @@ def _create_run(
     if parameters.server_version:  # what the importer says wins over what the log suggests
         run.server_version = parameters.server_version
     run.error = ("Parsed with warnings: " + "; ".join(warnings))[:2000] if warnings else ""
+    if failure:
+        run.status = RunStatus.FAILED
+        run.error = (f"the server failed during this recovery: {failure}. " + run.error)[:2000]
     run.save()
     return run, warnings

@@ -20,10 +20,12 @@ def summarize(parsed: ParsedFile) -> str:
         kind = "CRASH RECOVERY" if episode.crash_recovery else "clean start"
         if episode.engine and episode.crash_recovery:
             kind += f" ({episode.engine})"
-        lines.append(
-            f"  start {number} at {episode.started_at or '?'}: {kind}, "
-            f"ready after {_fmt(episode.ready_seconds, ' s')}"
+        outcome = (
+            f"FAILED before ready ({episode.failure})"
+            if episode.failed
+            else f"ready after {_fmt(episode.ready_seconds, ' s')}"
         )
+        lines.append(f"  start {number} at {episode.started_at or '?'}: {kind}, {outcome}")
         if episode.crash_recovery:
             lines.append(
                 f"    checkpoint LSN {_fmt(episode.checkpoint_lsn)} -> crash LSN "

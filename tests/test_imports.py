@@ -90,6 +90,30 @@ def test_a_log_with_two_crash_recoveries_makes_two_runs():
     assert [r.checkpoint_lsn for r in result.runs] == [44420, 655238]
 
 
+def test_a_recovery_the_server_died_in_imports_as_a_failed_run_without_times():
+    # MySQL 5.7.39: "Log scan progressed past the checkpoint lsn 19949026883" ... "Assertion failure
+    # in thread 139759255815936 in file fut0lst.ic line 93", "mysqld got signal 6": never ready
+    result = services_import({"error_log": upload(sample("production_logs.txt", "E"))})
+    (run,) = result.runs
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith("the server failed during this recovery: Assertion failure in thread")
+    assert (run.checkpoint_lsn, run.redo_bytes) == (19949026883, 56)
+    assert run.recovery_seconds is None and run.ready_seconds is None
+
+
+def test_a_shutdown_tail_and_a_default_verbosity_recovery_import_as_one_run():
+    # MySQL 8.0.17: a line of an earlier process, a start killed before ready, then a start whose
+    # crash shows only as "[MY-010229] [Server] Starting crash recovery..."
+    result = services_import({"error_log": upload(sample("production_logs.txt", "B"))})
+    (run,) = result.runs
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE
+    assert run.ready_seconds == pytest.approx(1.73383)  # 08:04:31.646815 -> 33.380645
+    assert run.recovery_seconds is None and run.redo_bytes is None
+    assert "logged no recovery of its own" in run.error
+
+
 BAD_IMPORTS = {
     "unknown engine": ({"engine": "falcon"}, "engine"),
     "size without a unit": ({"buffer_pool_size": "2147483648"}, "buffer_pool_size"),

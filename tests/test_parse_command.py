@@ -8,6 +8,7 @@ import sys
 import jsonschema
 
 from .conftest import DATA, ROOT
+from .samples import sample
 
 COMMAND = ROOT / ".venv" / "bin" / "recovery-lab-parse"
 LOG = DATA / "mariadb-10.11" / "innodb_binlog_during_load" / "error_with_clean_restart.log"
@@ -51,3 +52,15 @@ def test_bad_input_gets_a_clear_message_and_an_exit_code(tmp_path):
     assert missing.returncode == 1 and "could not read" in missing.stderr
     assert "CRASH RECOVERY" in missing.stdout  # the readable file is still reported
     assert "cannot read the file" in missing.stdout
+
+
+def test_a_start_that_died_in_recovery_is_failed_in_both_outputs(tmp_path):
+    log = tmp_path / "error.log"
+    log.write_bytes(sample("production_logs.txt", "E"))  # MySQL 5.7.39: assertion, signal 6
+    text = run(COMMAND, log)
+    assert text.returncode == 0, text.stderr
+    assert "CRASH RECOVERY (innodb), FAILED before ready (Assertion failure in thread" in text.stdout
+    (document,) = json.loads(run(COMMAND, "--json", log).stdout)
+    jsonschema.validate(document, json.loads(SCHEMA.read_text()))
+    (episode,) = document["episodes"]
+    assert episode["failed"] and episode["ready_at"] is None and episode["recovery_seconds"] is None

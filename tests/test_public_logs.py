@@ -129,12 +129,14 @@ def test_mariadb55_recovery_then_a_restart_by_mysqld_safe():
     assert second.started_at == datetime(2016, 9, 19, 2, 47, 35, tzinfo=UTC)
 
 
-def test_xa_prepared_transactions_are_counted_and_the_abort_is_reported():
+def test_xa_prepared_transactions_are_counted_and_the_failed_start_is_reported():
     parsed = parse("mysql55_56_percona_recovery.txt", "G")
     episode = only_episode(parsed)
     # "1 transaction(s) which must be rolled back or cleaned up" / "in total 0 row operations to undo"
     assert (episode.trx_rolled_back, episode.rows_undone) == (1, 0)
-    assert any("Aborting" in w for w in parsed.warnings)
+    # "[ERROR] Can't init tc log" then "[ERROR] Aborting": the start ends failed, never ready
+    assert episode.failed and episode.failure == "Can't init tc log" and episode.ready_at is None
+    assert any("failed before it was ready: Can't init tc log" in w for w in parsed.warnings)
 
 
 def test_docker_timestamps_and_framing_bytes_are_stripped():
@@ -363,8 +365,10 @@ def test_myrocks_plugin_failure_and_syslog_prefix():
     failed = parse("myrocks_recovery.txt", "A")
     assert any("Plugin 'ROCKSDB' init function returned error" in w for w in failed.warnings)
     syslog = parse("myrocks_recovery.txt", "E")
-    assert syslog.episodes[0].started_at == datetime(2019, 3, 15, 12, 41, 54, tzinfo=UTC)
-    assert any("got signal 6" in w for w in syslog.warnings)
+    # a running server's lines and its crash: no start of it is in the excerpt
+    assert syslog.episodes == []
+    # "Mar 15 12:45:04 mow01-s057721 mysqld: 190315 12:45:04 [ERROR] mysqld got signal 6 ;"
+    assert "the server stopped at 2019-03-15 12:45:04+00:00: got signal 6 ;" in syslog.warnings
 
 
 def test_percona8_myrocks_x_plugin_ready_is_not_the_server():

@@ -12,7 +12,17 @@ episode. The traps are handled where they bite:
   after its final batch started;
 - at default verbosity MySQL 8.0+ logs no InnoDB notes: the recovery is then only known from the
   rollback progress, and bounded by "InnoDB initialization has started/ended" (with a warning);
+- at default verbosity the crash may show only in the server's layer: MySQL 8.0.1x "[Server]
+  Starting crash recovery..." (binary log recovery, printed only after a crash; 8.0.20+ prints
+  "Starting XA crash recovery..." at every start), MariaDB "Recovering after a crash using tc.log";
+  older servers show it through "The log sequence number N in the system tablespace does not match
+  the log sequence number M in the ib_logfiles!" (M is the checkpoint);
 - TokuFT writes its own lines with ctime stamps; its LSNs count log entries, not bytes.
+
+Episodes are counted as a DBA counts them, one per server start: the shutdown tail of a process
+whose start is not in the excerpt opens none; lines pasted twice (`systemctl status`, then
+`journalctl`) are counted once; a start that dies before it is ready ends failed; in interleaved
+output (docker compose, kubectl --prefix) each container's lines are read apart.
 
 `TRIGGERS` lists literal words at least one of which is in every line a pattern here can match:
 the scanner (scan.py) feeds only such lines of a large file. A pattern added here needs its word.
@@ -22,7 +32,7 @@ import re
 from collections.abc import Iterable
 
 from .lines import Line
-from .model import Episode, ParsedFile
+from .model import Episode, ParsedFile, iso
 
 TRIGGERS = (
     "Starting MariaDB", "starting as process", "MySQL Server - start", "Version: '",
@@ -39,17 +49,22 @@ TRIGGERS = (
     "Recovering after a crash", "recovery finished", "Loading buffer pool", "load completed",
     "] 100%", "InnoDB: Started", "TokuFT recovery", "Tokudb recovery", "Rolling back trx",
     "init function returned error", "] Aborting", "got signal", "got exception", "Fatal error",
-    "XA prepared state",
+    "XA prepared state", "not match the log sequence number", "MY-010931", "Can't start server",
+    "Assertion failure", "Failing assertion", "Can't init tc log", "initialization aborted",
+    "Recovery failed",
 )  # fmt: skip
 
 _IB = r"(?:InnoDB:\s+|\[InnoDB\]\s+)"  # "InnoDB: msg" up to 5.7 and in MariaDB; "[InnoDB] msg" in 8.0
 _LSN = r"([0-9]+)(?: ([0-9]+)\b)?"  # before 5.5 an LSN was two 32-bit words: "0 13674004"
 
-_START_MARIADB = re.compile(r"Starting MariaDB (\S+)")
+# the server's own line, not Bitnami's "Starting MariaDB setup" or systemd's "Starting MariaDB
+# 12.2.1 database server..."
+_START_MARIADB = re.compile(r"Starting MariaDB ([0-9]\S*) .*\bas process\b")
 _START_MYSQLD = re.compile(r"\((?:mysqld|mariadbd) ([^)\s]+)[^)]*\) starting as process")
 _START_MYSQL84 = re.compile(r"\[Server\] MySQL Server - start\.")
 _VERSION = re.compile(r"(?:^|ready for connections\.? )Version: '([^']+)'(.*)")
-_READY = re.compile(r"\S+: ready for connections")
+# "[MY-010931]" alone: the server's ready line cut after its code (the X Plugin's is MY-011323)
+_READY = re.compile(r"\S+: ready for connections|\[MY-010931\]")
 _NOT_SERVER_READY = re.compile(r"X Plugin|WSREP|mysqlx", re.IGNORECASE)
 _IMPLICIT_START = re.compile(
     _IB + r"(?:The InnoDB memory heap is disabled|Mutexes and rw_locks use"
@@ -68,6 +83,10 @@ _CRASH_START = re.compile(
     r"|Starting recovery from log files)"
 )
 _NOT_SHUT_DOWN = re.compile(_IB + r"Database was not shut ?down normally")
+# 5.6-8.0: the system tablespace's flushed LSN is not the checkpoint: a crash recovery follows.
+_LSN_MISMATCH = re.compile(
+    r"do(?:es)? not match the log sequence number ([0-9]+) in the (?:ib_logfiles|redo log files)"
+)
 _CHECKPOINT_PASSED = re.compile(r"Log scan progressed past the checkpoint (?:lsn|LSN) " + _LSN)
 _SCAN_FROM_CHECKPOINT = re.compile(r"Starting log scan based on checkpoint at")
 _CHECKPOINT_CONTINUED = re.compile(r"^(?:InnoDB: )?log sequence number " + _LSN)
@@ -124,16 +143,34 @@ def _recovery_begins(text: str) -> bool:
 # this tolerance is another excerpt too.
 MAX_STARTUP_SILENCE_S = 2 * 3600
 BACKWARDS_TOLERANCE_S = 1.0
-_BINLOG_RECOVERY_START = re.compile(r"Recovering after a crash using|\] Starting XA crash recovery")
+_BINLOG_RECOVERY_START = re.compile(
+    r"Recovering after a crash using|\] Starting XA crash recovery"
+    r"|(?:\[Server\]|\[Note\]) Starting crash recovery\.\.\."
+)
+# Printed only when the binary log or tc.log was left open: a crash. (The server layer's "Starting
+# crash recovery..." comes from ha_recover() with a list to commit, which only a crash gives; not
+# InnoDB's "Starting crash recovery." and not 8.0.20+'s "Starting XA crash recovery...".)
+_AFTER_CRASH = re.compile(
+    r"Recovering after a crash using (\S+)|(?:\[Server\]|\[Note\]) Starting crash recovery\.\.\."
+)
 _BINLOG_RECOVERY_DONE = re.compile(
     r"Crash table recovery finished|Crash recovery finished|XA crash recovery finished"
 )
 _BP_LOAD_START = re.compile(_IB + r"Loading buffer pool\(s\) from")
 _BP_LOAD_DONE = re.compile(_IB + r"Buffer pool\(s\) load completed")
+_PLUGIN_FAILED = re.compile(r"Plugin '\w+' init function returned error")
+# The process dies, or gives up starting.
 _SERVER_FAILED = re.compile(
-    r"Plugin '\w+' init function returned error|\[ERROR\] (?:\[MY-\d+\] \[Server\] )?Aborting"
-    r"|got (?:signal [0-9]+|exception 0x[0-9a-f]+)|\[ERROR\] .*Fatal error"
+    r"\[ERROR\] (?:\[MY-\d+\] \[Server\] )?Aborting|got (?:signal [0-9]+|exception 0x[0-9a-f]+)"
+    r"|\[ERROR\] .*Fatal error|Assertion failure|Failing assertion|Can't start server"
+    r"|Can't init tc log|Plugin initialization aborted|\[ERROR\] Recovery failed"
 )
+_ERROR_PREFIX = re.compile(r"^\[ERROR\] (?:\[MY-\d+\] \[Server\] )?")
+# How much of a line identifies it in a repeated paste (`systemctl status` cuts long lines).
+SIGNATURE_CHARS = 40
+MAX_SIGNATURE_LINES = 10_000
+# docker compose output of more containers than this is read as one (a runaway prefix match).
+MAX_SOURCES = 16
 _TOKU = re.compile(r"(?:TokuFT|Tokudb) recovery (.*)")
 _TOKU_BACKWARD = re.compile(r"scanning backward from ([0-9]+)")
 _TOKU_TURN = re.compile(r"turning around at begin checkpoint ([0-9]+)")
@@ -159,12 +196,11 @@ def flavor_of(version: str, context: str = "") -> str:
     return "mysql"
 
 
-class ErrorLogParser:
-    """Feed lines in order; `finish()` returns the ParsedFile."""
+class _SourceReader:
+    """The starts of one server's lines (one container's, where output was interleaved)."""
 
     def __init__(self, parsed: ParsedFile):
         self.parsed = parsed
-        self.parsed.kind = "error_log"
         self.episode: Episode | None = None
         self._version_rank = 0
         self._stamped_lines = 0
@@ -176,67 +212,106 @@ class ErrorLogParser:
         # Set by "ready for connections" or "Shutdown complete": InnoDB lines after it belong to
         # a new start even without a start line (MySQL 5.5/5.6 print none).
         self._ends_episode = False
-        # Nothing but noise seen since the episode began: a start line now does not begin
-        # another (MySQL 8.4 logs two; mysqld_safe and entrypoint lines come before them).
+        # Nothing but noise seen since the episode began ("implicit"), or since its start line
+        # ("banner": MySQL 8.4's "MySQL Server - start.", "process": "starting as process"): a
+        # start line now does not begin another (8.4 logs both; mysqld_safe and entrypoint lines
+        # come before them), unless both are a process's own (a start that never got further).
         self._fresh_start: str | None = None
         # MySQL 8.0 "Starting to parse redo log": when the recovery began, if it is one.
         self._scan_started_at = None
         self._checkpoint_next = False
         self._innodb_up = False
 
-    def _new_episode(self, line: Line, from_start_line: bool = False) -> Episode:
-        if from_start_line and self._fresh_start and self.episode is not None:
-            if self._fresh_start == "implicit":  # the process starts here, not at mysqld_safe
+    def _new_episode(self, line: Line, start: str | None = None, after_break: str | None = None) -> Episode:
+        """A new episode from this line; `start` is the kind of start line it is, if one."""
+        fresh = self._fresh_start
+        if start and fresh and self.episode is not None and not (start == fresh == "process"):
+            if fresh == "implicit":  # the process starts here, not at mysqld_safe
                 self.episode.started_at = line.moment
-                self._fresh_start = "start_line"
+            self._fresh_start = start
+            self.episode.began = self.episode.start_logged = True
             return self.episode
-        self.episode = Episode(started_at=line.moment)
+        previous = self.episode
+        self.episode = Episode(started_at=line.moment, began=bool(start), start_logged=bool(start))
+        if after_break:
+            self.episode.break_note = after_break
+            self.episode.broke_from = previous
         self.parsed.episodes.append(self.episode)
         self._reset_episode_state()
-        self._fresh_start = "start_line" if from_start_line else "implicit"
+        self._fresh_start = start or "implicit"
         return self.episode
 
     def feed(self, line: Line) -> None:
         text = line.text
-        if line.moment is not None:
+        failure = _SERVER_FAILED.search(text)
+        # A crash banner may be stamped on another clock (5.7's InnoDB prints local time where
+        # the log is in UTC): it neither breaks nor moves this start's time.
+        if line.moment is not None and not failure:
             self._stamped_lines += 1
-            if self._time_breaks(line.moment):
+            if note := self._time_break(line.moment):
                 # Two unrelated excerpts glued together: what follows is not this start's.
-                self._new_episode(line)
+                self._new_episode(line, after_break=note)
             self._last_moment = line.moment
-            if self.episode is not None:
+            if self.episode is not None and (self.episode.last_seen or line.moment) <= line.moment:
                 self.episode.last_seen = line.moment
         if match := (_START_MARIADB.search(text) or _START_MYSQLD.search(text)):
             self._set_version(match.group(1), text, _VERSION_RANK_SERVER)
-            self._new_episode(line, from_start_line=True)
+            self._remember(self._new_episode(line, start="process"), line)
             return
         if _START_MYSQL84.search(text):
-            self._new_episode(line, from_start_line=True)
+            self._remember(self._new_episode(line, start="banner"), line)
             return
         if match := _VERSION.search(text):
             self._set_version(match.group(1), match.group(2), _VERSION_RANK_SERVER)
-        if self._ends_episode and _IMPLICIT_START.search(text) or self._starts_again(text):
+        implicit_start = bool(_IMPLICIT_START.search(text))
+        if self._ends_episode and implicit_start or self._starts_again(text):
             self._new_episode(line)
         episode = self.episode or self._new_episode(line)
-        if self._feed_recovery(episode, line):
+        if implicit_start:
+            episode.began = True
+        if failure:
+            message = _ERROR_PREFIX.sub("", text[failure.start() :])[:200]
+            self._failed(episode, message, line.moment)
             self._fresh_start = None
+        elif self._feed_recovery(episode, line):
+            self._fresh_start = None
+            if not _SHUTDOWN_DONE.search(text):  # a shutdown tail is no start
+                episode.began = True
+                self._remember(episode, line)
 
-    def _time_breaks(self, moment) -> bool:
+    @staticmethod
+    def _remember(episode: Episode, line: Line) -> None:
+        if len(episode.signature) < MAX_SIGNATURE_LINES:
+            episode.signature.add((line.moment, line.text[:SIGNATURE_CHARS].rstrip(" .…")))
+
+    def _failed(self, episode: Episode, message: str, moment) -> None:
+        """The process died or gave up: a start that was not ready yet ends failed; its recovery
+        did not finish (a phase the failure line would close stays open)."""
+        self._ends_episode = True
+        self._apply_open = False
+        if episode.began and episode.ready_at is None:
+            if not episode.failed:
+                episode.failed, episode.failure = True, message
+        elif not episode.failed:
+            self.parsed.warn(f"the server stopped at {moment or 'a line without a timestamp'}: {message}")
+
+    def _time_break(self, moment) -> str | None:
         """Time runs backwards, or jumps further than any start-up waits between two lines before
-        the server is ready: the lines after the break are another excerpt's."""
+        the server is ready: the lines after the break are another excerpt's. Returns the break
+        in words (warned of at the end, unless it was a repeated paste)."""
         last, episode = self._last_moment, self.episode
         if last is None or episode is None or self._fresh_start is not None:
             # (nothing of this start read yet: a wrapper's line in local time, like mysqld_safe's)
-            return False
+            return None
         gap = (moment - last).total_seconds()
         backwards = gap < -BACKWARDS_TOLERANCE_S
         stalled = gap > MAX_STARTUP_SILENCE_S and episode.ready_at is None and not self._ends_episode
-        if backwards or stalled:
-            self.parsed.warn(
-                f"the log's time {'runs backwards' if backwards else 'jumps'} from {last} to {moment} "
-                "inside a start: read as two excerpts, and no duration spans the break"
-            )
-        return backwards or stalled
+        if not (backwards or stalled):
+            return None
+        return (
+            f"the log's time {'runs backwards' if backwards else 'jumps'} from {last} to {moment} "
+            "inside a start: read as two excerpts, and no duration spans the break"
+        )
 
     def _starts_again(self, text: str) -> bool:
         """A once-per-start event seen twice: a start whose first lines are not in the log."""
@@ -245,6 +320,8 @@ class ErrorLogParser:
             return False
         return bool(
             (self._innodb_up and _INNODB_STARTED.search(text))
+            # a start that failed is over: a server ready or recovering is a start not in the log
+            or (episode.failed and (_READY.search(text) or _recovery_begins(text)))
             # a recovery beginning after this start was ready is another start's
             or (episode.ready_at is not None and _recovery_begins(text))
             # a load asked for at run time (innodb_buffer_pool_load_now) comes after "ready"
@@ -272,10 +349,13 @@ class ErrorLogParser:
         )
 
     @staticmethod
-    def _mark_crash(episode: Episode) -> None:
-        """A crash is known (InnoDB's, unless another engine claimed it) but not yet its timing."""
+    def _mark_crash(episode: Episode, evidence: str | None = None) -> None:
+        """A crash is known (InnoDB's, unless another engine claimed it) but not yet its timing;
+        `evidence` says how, where it is not InnoDB's own recovery notes."""
         episode.crash_recovery = True
         episode.engine = episode.engine or "innodb"
+        if evidence and not episode.crash_evidence:
+            episode.crash_evidence = evidence
 
     def _begin_crash_recovery(self, episode: Episode, moment) -> None:
         self._mark_crash(episode)
@@ -297,6 +377,11 @@ class ErrorLogParser:
                 episode.checkpoint_lsn = int(match.group(1))
         elif _NOT_SHUT_DOWN.search(text):
             self._begin_crash_recovery(episode, moment)
+        elif match := _LSN_MISMATCH.search(text):
+            # "Database was not shutdown normally!" follows at once and starts the recovery
+            self._mark_crash(episode, "the LSN mismatch")
+            episode.checkpoint_lsn = episode.checkpoint_lsn or int(match.group(1))
+            episode.lsn_mismatch = True
         elif match := _CHECKPOINT_PASSED.search(text):
             # Printed where the scan finds redo past the checkpoint: a recovery is needed.
             self._begin_crash_recovery(episode, moment)
@@ -342,7 +427,7 @@ class ErrorLogParser:
             if self._innodb_up:
                 # After InnoDB is up, the percentages are the rollback of recovered transactions
                 # (MySQL 8.0 prints them even at default verbosity): there was a crash.
-                self._mark_crash(episode)
+                self._mark_crash(episode, "the rollback of recovered transactions")
         elif match := _TRX_TO_ROLLBACK.search(text):
             episode.trx_rolled_back = int(match.group(1))
             if match.group(2):
@@ -353,7 +438,7 @@ class ErrorLogParser:
             episode.xa_prepared += 1  # the binlog will commit or roll it back
         elif _ROLLING_BACK.search(text):
             # Only transactions recovered after a crash are rolled back at startup.
-            self._mark_crash(episode)
+            self._mark_crash(episode, "the rollback of recovered transactions")
         elif _ROLLBACK_START.search(text):
             episode.open_phase("background_rollback", moment)
         elif _ROLLBACK_DONE.search(text):
@@ -371,8 +456,9 @@ class ErrorLogParser:
             episode.close_phase("innodb_init", moment)
             self._innodb_up = True
         elif _BINLOG_RECOVERY_START.search(text):
-            if "Recovering after a crash" in text:  # the binlog or tc.log was not closed
-                self._mark_crash(episode)
+            if after := _AFTER_CRASH.search(text):  # the binlog or tc.log was not closed
+                what = "tc.log" if after.group(1) == "tc.log" else "the binary log"
+                self._mark_crash(episode, f"{what}'s crash recovery")
             episode.open_phase("binlog_recovery", moment)
         elif _BINLOG_RECOVERY_DONE.search(text):
             episode.close_phase("binlog_recovery", moment)
@@ -381,16 +467,15 @@ class ErrorLogParser:
         elif _BP_LOAD_DONE.search(text):
             episode.close_phase("buffer_pool_load", moment)
         elif _READY.search(text) and not _NOT_SERVER_READY.search(text):
-            if episode.ready_at is None:
+            if episode.ready_at is None and not episode.failed:
                 episode.ready_at = moment
                 phase = episode.open_phase("ready_for_connections", episode.started_at)
                 phase.end = moment
             self._ends_episode = True
         elif _SHUTDOWN_DONE.search(text):
             self._ends_episode = True
-        elif match := _SERVER_FAILED.search(text):
-            message = text[match.start() :][:200]
-            self.parsed.warn(f"the server failed at {moment or 'a line without a timestamp'}: {message}")
+        elif match := _PLUGIN_FAILED.search(text):
+            self.parsed.warn(f"at {moment or 'a line without a timestamp'}: {text[match.start() :][:200]}")
         else:
             return False
         return True
@@ -448,6 +533,7 @@ class ErrorLogParser:
             # Servers that log no scan progress (MariaDB 10.5+ at default verbosity): the LSN
             # InnoDB starts at is where the redo it replayed ended.
             episode.crash_lsn = lsn
+            episode.crash_lsn_from_start = True
         self._innodb_up = True
 
     def _set_version(self, version: str, context: str, rank: int) -> None:
@@ -459,28 +545,112 @@ class ErrorLogParser:
         elif rank == self._version_rank and self.parsed.flavor == "mysql" and flavor != "mysql":
             self.parsed.flavor = flavor  # "Version: '5.5.34-55' ... Percona XtraDB Cluster"
 
+
+class ErrorLogParser:
+    """Feed lines in order; `finish()` returns the ParsedFile."""
+
+    def __init__(self, parsed: ParsedFile):
+        self.parsed = parsed
+        self.parsed.kind = "error_log"
+        self.readers: dict[str | None, _SourceReader] = {}
+
+    def feed(self, line: Line) -> None:
+        source = line.source if line.source in self.readers or len(self.readers) < MAX_SOURCES else None
+        reader = self.readers.get(source)
+        if reader is None:
+            reader = self.readers[source] = _SourceReader(self.parsed)
+        reader.feed(line)
+
     def finish(self) -> ParsedFile:
-        if self.parsed.episodes and not self._stamped_lines:
-            self.parsed.warn("no line carries a timestamp: phases are found, their durations are unknown")
-            return self.parsed
-        for episode in self.parsed.episodes:
+        parsed = self.parsed
+        if parsed.episodes and not any(r._stamped_lines for r in self.readers.values()):
+            parsed.warn("no line carries a timestamp: phases are found, their durations are unknown")
+            parsed.episodes = [e for e in parsed.episodes if e.began]
+            return parsed
+        repeats = _repeated(parsed.episodes)
+        for episode in parsed.episodes:
+            if episode.break_note and not (episode in repeats or episode.broke_from in repeats):
+                parsed.warn(episode.break_note)
+        for episode in repeats:
+            parsed.warn(
+                f"the lines of the start at {iso(episode.started_at)} are in the log twice (a tail "
+                "pasted again, as `systemctl status` and `journalctl` both print it): counted once"
+            )
+        # A shutdown tail of a process whose start is not in the excerpt is no start.
+        parsed.episodes = [e for e in parsed.episodes if e.began and e not in repeats]
+        for episode in parsed.episodes:
             for problem in episode.drop_impossible():
-                self.parsed.warn(problem)
-            init = episode.phase("innodb_init")
-            bounded = init is not None and init.seconds is not None
-            if episode.crash_recovery and not episode.phase("crash_recovery") and bounded:
-                bound = episode.open_phase("crash_recovery", init.start)
-                bound.end = init.end
-                self.parsed.warn(
-                    f"the start at {episode.started_at} logged no InnoDB recovery notes (MySQL 8 at "
-                    "log_error_verbosity < 3): its recovery time is InnoDB initialization, an upper bound"
-                )
-            if episode.crash_recovery and episode.recovery_seconds is None:
-                self.parsed.warn(
-                    "a crash recovery starting at "
-                    f"{episode.started_at} has no end in the log (truncated, or the server died)"
-                )
-        return self.parsed
+                parsed.warn(problem)
+            _explain(parsed, episode)
+        return parsed
+
+
+def _repeated(episodes: list[Episode]) -> list[Episode]:
+    """Episodes whose every line is also another's: the same start pasted twice."""
+    holders: dict[tuple, list[Episode]] = {}
+    for episode in episodes:
+        for key in episode.signature:
+            holders.setdefault(key, []).append(episode)
+    order = {id(e): n for n, e in enumerate(episodes)}
+    repeats = []
+    for episode in episodes:
+        if not episode.signature:
+            continue
+        some_key = next(iter(episode.signature))
+        for other in holders[some_key]:
+            if other is episode or other in repeats or not episode.signature <= other.signature:
+                continue
+            # a strict part of another start, or the same lines again later in the log
+            if len(episode.signature) < len(other.signature) or order[id(other)] < order[id(episode)]:
+                repeats.append(episode)
+                break
+    return repeats
+
+
+def _explain(parsed: ParsedFile, episode: Episode) -> None:
+    """Warnings for what an episode cannot tell, and the upper bound MySQL 8 gives where InnoDB
+    logged nothing."""
+    started = iso(episode.started_at)
+    if episode.failed:
+        parsed.warn(
+            f"the start at {started} failed before it was ready: {episode.failure}"
+            + (" (its crash recovery did not finish)" if episode.crash_recovery else "")
+        )
+    if not episode.crash_recovery:
+        return
+    init = episode.phase("innodb_init")
+    bounded = init is not None and init.seconds is not None
+    if not episode.phase("crash_recovery") and bounded:
+        bound = episode.open_phase("crash_recovery", init.start)
+        bound.end = init.end
+        parsed.warn(
+            f"the start at {started} logged no InnoDB recovery notes (MySQL 8 at "
+            "log_error_verbosity < 3): its recovery time is InnoDB initialization, an upper bound"
+        )
+    elif not episode.phase("crash_recovery"):
+        binlog = episode.phase("binlog_recovery")
+        done_by = ""
+        if binlog is not None and binlog.start and episode.started_at and episode.start_logged:
+            # InnoDB recovers while the storage engines start, before the server's own recovery
+            done_by = (
+                f"; InnoDB had finished by {iso(binlog.start)}, "
+                f"{(binlog.start - episode.started_at).total_seconds():.3f} s after the start"
+            )
+        parsed.warn(
+            f"the start at {started} recovered from a crash (known from {episode.crash_evidence}) but "
+            "InnoDB logged no recovery of its own (nothing to replay, or log_error_verbosity < 3): "
+            f"its recovery time and redo volume are unknown{done_by}"
+        )
+    elif episode.recovery_seconds is None and not episode.failed:
+        parsed.warn(
+            f"a crash recovery starting at {started} has no end in the log (truncated, or the server died)"
+        )
+    if episode.lsn_mismatch and episode.crash_lsn_from_start and not episode.phase("redo_apply"):
+        parsed.warn(
+            f"the start at {started} found its crash by the LSN mismatch alone and logged no redo "
+            "scan or apply: its redo runs from the checkpoint to the LSN InnoDB started at; the "
+            "pages and records applied are unknown"
+        )
 
 
 def parse_error_log(parsed: ParsedFile, lines: Iterable[Line]) -> ParsedFile:

@@ -13,8 +13,10 @@ RUNNER_STAMP = re.compile(r"^\[runner ([0-9]{9,11}\.[0-9]{1,9})\] ")
 _NOISE_PREFIXES = (
     # Indentation, and the "> " / " * " of a quote or comment a log was pasted into.
     re.compile(r"^\s*(?:[>*](?:\s+|$))?(?=\S)"),
-    # docker compose: "db-1  | ", "friendica-db-1  | "
-    re.compile(r"^[\w.-]+\s+\|(?:\s|$)"),
+    # docker compose: "db-1  | ", "friendica-db-1  | "; the service is the line's source
+    re.compile(r"^(?P<source>[\w.-]+)\s+\|(?:\s|$)"),
+    # kubectl logs --prefix: "[pod/mysql-0/mysql] "
+    re.compile(r"^\[(?P<source>pod/[^\]\s]+)\] "),
     # Rancher / kubernetes UI: "Sat, Jan 28 2023 3:55:27 am | "
     re.compile(r"^\w{3}, \w{3} \d{1,2} \d{4} \d{1,2}:\d{2}:\d{2} [ap]m \| "),
     # kubectl --timestamps and `docker logs -t` (with the stray framing byte docker's stream
@@ -57,6 +59,9 @@ class Line:
     text: str
     moment: datetime | None
     runner_stamped: bool = False
+    # Which container wrote it, where output of several was interleaved (docker compose, kubectl
+    # --prefix); None for a plain log.
+    source: str | None = None
 
 
 def decode_line(raw: bytes, where: str, warn) -> str:
@@ -96,13 +101,20 @@ def status_lines(lines: Iterable[str]) -> Iterator[str]:
             yield text.strip().strip("|").strip()
 
 
-def strip_noise(text: str) -> str:
-    """The server's own line, without what shippers, terminals and pasting put in front of it."""
+def split_source(text: str) -> tuple[str | None, str]:
+    """The container a line came from (where a prefix names one) and the server's own line,
+    without what shippers, terminals and pasting put in front of it."""
+    source = None
     for prefix in _NOISE_PREFIXES:
         match = prefix.match(text)
         if match:
+            source = match.groupdict().get("source") or source
             text = text[match.end() :]
-    return text
+    return source, text
+
+
+def strip_noise(text: str) -> str:
+    return split_source(text)[1]
 
 
 def _zone(zone: str | None, local_tz: tzinfo) -> tzinfo:
@@ -186,17 +198,18 @@ class LineClock:
             if stamp:
                 runner_moment = datetime.fromtimestamp(float(stamp.group(1)), tz=UTC)
                 raw = raw[stamp.end() :]
-            for piece in GLUED.split(strip_noise(raw)):
+            source, text = split_source(raw)
+            for piece in GLUED.split(text):
                 server_moment, _ = parse_timestamp(piece, self.local_tz)
                 moment = runner_moment or (server_moment and self.place(server_moment))
                 if moment is None:
-                    pending.append(Line(number, piece, None))
+                    pending.append(Line(number, piece, None, source=source))
                     if len(pending) >= MAX_PENDING_LINES:
                         yield from self._release(pending, self.last)
                     continue
                 self.last = moment
                 yield from self._release(pending, moment)
-                yield Line(number, piece, moment, runner_moment is not None)
+                yield Line(number, piece, moment, runner_moment is not None, source)
         yield from self._release(pending, self.last)
 
     @staticmethod

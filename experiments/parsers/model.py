@@ -32,7 +32,7 @@ class Phase:
 BEFORE_READY = ("crash_recovery", "redo_scan", "redo_apply", "innodb_init", "tokudb_recovery")
 
 
-@dataclass
+@dataclass(eq=False)  # one start is itself only: compared, hashed and found in lists by identity
 class Episode:
     """One server start found in a log, with what its crash recovery reported."""
 
@@ -50,8 +50,29 @@ class Episode:
     phases: list[Phase] = field(default_factory=list)
     # The last timestamp seen in this start (not serialized): no duration may outlast it.
     last_seen: datetime | None = None
-    # Transactions recovered in the XA prepared state, for the binlog to resolve (not serialized).
+    # The start failed before it was ready (an assertion, a signal, an abort): why, in the
+    # server's words.
+    failed: bool = False
+    failure: str | None = None
+    # Not serialized:
+    # Transactions recovered in the XA prepared state, for the binlog to resolve.
     xa_prepared: int = 0
+    # A line of this start was read (a start line, InnoDB starting, a recovery...): an episode
+    # that saw only the shutdown tail of an earlier process is none.
+    began: bool = False
+    start_logged: bool = False  # the server's own start line is in the log
+    # What told of the crash when InnoDB's own recovery notes did not, in words.
+    crash_evidence: str | None = None
+    # (moment, beginning of the line) of every line that changed this episode: a tail pasted
+    # twice is found as an episode whose lines all belong to another.
+    signature: set = field(default_factory=set)
+    # Where the log's time broke before this episode: the warning, and the episode before it.
+    break_note: str | None = None
+    broke_from: "Episode | None" = None
+    # Found by "The log sequence number N ... does not match ..."; its redo end taken from the LSN
+    # InnoDB started at.
+    lsn_mismatch: bool = False
+    crash_lsn_from_start: bool = False
 
     def drop_impossible(self) -> list[str]:
         """Durations that cannot be true (negative, or outside this start's own span) and LSNs
@@ -139,6 +160,8 @@ class Episode:
             "rollback_seconds": self.rollback_seconds,
             "ready_at": iso(self.ready_at),
             "ready_seconds": self.ready_seconds,
+            "failed": self.failed,
+            "failure": self.failure,
             "wal_files": list(self.wal_files),
             "phases": [p.to_dict() for p in self.phases],
         }
