@@ -10,10 +10,12 @@ a child process so its peak memory (max RSS) can be reported.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+from datetime import date, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from experiments.parsers.errorlog import TRIGGERS  # noqa: E402
 
 BENCH_DIR = Path(os.environ.get("BENCH_DIR", "/var/tmp/recovery-lab-bench"))
-LOG = BENCH_DIR / "mostly-warnings-1GiB.log"
+LOG = BENCH_DIR / "mostly-warnings-1GiB-v2.log"  # v2: each recovery copy on a day of its own
 SIZE = 1 << 30
 RECOVERY_EVERY = 128 << 20
 RECOVERY = ROOT / "tests/data/mariadb-10.11/innodb_binlog_during_load/error_with_clean_restart.log"
@@ -43,20 +45,32 @@ def warning_lines(count: int):
         yield template.format(ts=stamp, tid=1000 + i, tid3=i % 250, ms=4000 + i % 900).encode()
 
 
+def recovery_on_day(days: int) -> bytes:
+    """The real recovery excerpt moved `days` later: each copy is a start of its own (the same
+    lines at the same moments would be one start pasted twice, and counted once)."""
+    text = RECOVERY.read_text()
+    return re.sub(
+        r"\b(\d{4}-\d{2}-\d{2})(?=[ T])",
+        lambda m: (date.fromisoformat(m.group(1)) + timedelta(days=days)).isoformat(),
+        text,
+    ).encode()
+
+
 def build_log() -> None:
     if LOG.exists() and LOG.stat().st_size >= SIZE:
         return
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(f"building {LOG} (once)...", flush=True)
-    recovery = RECOVERY.read_bytes()
     chunk = b"".join(warning_lines(20000))
-    written, next_recovery = 0, RECOVERY_EVERY // 2
+    written, next_recovery, copy = 0, RECOVERY_EVERY // 2, 0
     with LOG.open("wb") as out:
         while written < SIZE:
             if written >= next_recovery:
+                recovery = recovery_on_day(copy)
                 out.write(recovery)
                 written += len(recovery)
                 next_recovery += RECOVERY_EVERY
+                copy += 1
             out.write(chunk)
             written += len(chunk)
 
