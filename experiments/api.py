@@ -20,7 +20,10 @@ from .filters import AnalysisFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
 from .models import Experiment, Host, HostStatus, Run, RunAttempt, Transport
+from .planner import PlanRefused
+from .planning import PlannerForm, plan_from
 from .ssh_keys import dashboard_public_key
+from .vocabulary import ENGINES
 
 PROBE_HOST = "workers.probing.probe_host"
 
@@ -278,6 +281,39 @@ class CompareView(APIView):
         except ValueError as exc:
             return Response({"experiments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(comparison(ids))
+
+
+class PlannerView(APIView):
+    """GET /api/planner/: the largest redo that keeps the downtime after a crash under a target on
+    one host and engine, with its 95% prediction interval, from the runs measured there; with a
+    write rate, how many seconds of writes the suggested redo log holds. 400 on bad parameters,
+    422 with the reason when the runs cannot carry an answer (too few, no growth with redo)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "host", OpenApiTypes.STR, required=True, description="host name or import label"
+            ),
+            OpenApiParameter("engine", OpenApiTypes.STR, required=True, enum=[t.value for t in ENGINES]),
+            OpenApiParameter("target_downtime_seconds", OpenApiTypes.NUMBER, required=True),
+            OpenApiParameter("server_version", OpenApiTypes.STR, description="only runs of this version"),
+            OpenApiParameter("write_mb_per_s", OpenApiTypes.NUMBER, description="redo written per second"),
+            OpenApiParameter("rate_run", OpenApiTypes.INT, description="take the write rate from this run"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        form = PlannerForm(request.query_params)
+        if not form.is_valid():
+            return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            answer = plan_from(form.cleaned_data)
+        except PlanRefused as refused:
+            return Response(
+                {"detail": refused.reason, "based_on_runs": refused.based_on_runs},
+                status=status.HTTP_422_UNPROCESSABLE_ENTITY,
+            )
+        return Response(answer.as_dict())
 
 
 def parse_experiment_ids(text: str) -> list[int]:

@@ -11,6 +11,7 @@ from . import charts
 from .cells import ENGINE_NAMES, ROW_FIELDS, SUMMARY_METRICS, Cell, build_cells, settings_text, varied_axes
 from .comparisons import COMPARED_METRICS
 from .models import Experiment, Run, RunStatus
+from .units import format_size
 
 
 def row_of(run: Run) -> dict:
@@ -169,3 +170,43 @@ def comparison_table(result: dict) -> dict:
         "engine_findings": [line for cell in result["engines"]["cells"] for line in cell["sentences"]],
         "regressions": [line for cell in result["cells"] for line in cell["regressions"]],
     }
+
+
+def human_bytes(size: float) -> str:
+    """A volume of redo as a sentence gives it: 1.23 GB, 456 MB (decimal, as the charts)."""
+    return f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:,.0f} MB"
+
+
+def plan_sentences(plan: dict, question: dict) -> list[str]:
+    """The planner's answer as a designer reads it out."""
+    target, runs = plan["target_downtime_seconds"], plan["based_on_runs"]
+    version = f" {question['server_version']}" if question.get("server_version") else ""
+    where = f"{ENGINE_NAMES.get(question['engine'], question['engine'])}{version} on {question['host']}"
+    low, high = plan["interval"]
+    sentences = [
+        f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
+        f"{human_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
+        f"{human_bytes(low)} to {human_bytes(high)}), from {runs} runs.",
+        f"Each GB of redo adds {plan['slope_seconds_per_gb']:.3g} s; with none the restart takes "
+        f"{plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
+    ]
+    if plan["log_size_suggestion"]:
+        share = plan["filled_share"]
+        filled = f"; these runs filled up to {share:.0%} of their redo log at the crash" if share else ""
+        sentences.append(
+            f"A redo log of at most {format_size(plan['log_size_suggestion'])} keeps every crash under the "
+            f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
+            f"the log's capacity{filled}."
+        )
+    if plan["seconds_of_writes"] is not None:
+        sentences.append(
+            f"At {plan['write_mb_per_s']:g} MB/s of redo that log holds {plan['seconds_of_writes']:g} s "
+            "of writes: the page cleaner must keep the checkpoint within that."
+        )
+    for row in plan["page_writes"]:
+        rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
+        sentences.append(
+            f"With a {format_size(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
+            f"pages per MB of redo{rate} ({row['runs']} runs)."
+        )
+    return sentences

@@ -14,6 +14,7 @@ urlpatterns = [
     path("runs/<int:pk>/include/", views.run_include, name="run-include"),
     path("explore/", views.explore_page, name="explore"),
     path("compare/", views.compare_page, name="compare"),
+    path("planner/", views.planner_page, name="planner"),
     path("runs/<int:pk>/files/<str:name>", views.run_file, name="run-file"),
     path("runs/<int:pk>/reparse/", views.run_reparse, name="run-reparse"),
     path("hosts/", views.host_list, name="host-list"),

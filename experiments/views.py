@@ -20,6 +20,8 @@ from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
 from .models import Engine, Experiment, Host, Run, Transport
+from .planner import PlanRefused
+from .planning import PlannerForm, plan_from
 from .ssh_keys import SSHKeyError, dashboard_public_key
 
 EXPERIMENTS_PER_PAGE = 50
@@ -210,6 +212,30 @@ def explore_page(request):
     result = explore(runs.qs, query).to_dict()
     context.update(query=query, result=result, figure=charts.explore_figure(result))
     return render(request, "experiments/explore.html", context)
+
+
+@login_required
+def planner_page(request):
+    """/planner/: the planner's form; its answer in sentences and a chart. The URL holds the
+    question (a permalink)."""
+    form = PlannerForm(request.GET or None)
+    context = {"form": form}
+    if request.GET and form.is_valid():
+        try:
+            answer = plan_from(form.cleaned_data).as_dict()
+        except PlanRefused as refused:
+            context["refused"] = refused.reason
+        else:
+            points = list(
+                Run.objects.filter(id__in=answer["run_ids"]).values("id", "redo_bytes", "downtime_seconds")
+            )
+            context.update(
+                plan=answer,
+                sentences=pages.plan_sentences(answer, form.cleaned_data),
+                figure=charts.planner_chart(answer, points),
+                api_query=request.GET.urlencode(),
+            )
+    return render(request, "experiments/planner.html", context, status=400 if form.errors else 200)
 
 
 @login_required

@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/imports/", api.ImportView.as_view(), name="api-import"),
     path("api/explore/", api.ExploreView.as_view(), name="api-explore"),
     path("api/compare/", api.CompareView.as_view(), name="api-compare"),
+    path("api/planner/", api.PlannerView.as_view(), name="api-planner"),
     path("api/", include(router.urls)),
     path("", include("experiments.urls")),
 ]

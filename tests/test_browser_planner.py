@@ -1,0 +1,67 @@
+"""/planner/ in Debian's Chromium on real runs: three experiments crash a private mariadbd when
+the redo to replay reaches 4, 24 and 64 MB, twice each, and the planner answers from them."""
+
+import pytest
+
+from experiments import services
+from experiments.models import Run, RunStatus
+
+from .conftest import wait_for
+from .test_browser import log_in, plotted_run_ids, screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
+
+REDO_TARGETS = ("4M", "24M", "64M")
+
+
+def definition(redo: str) -> dict:
+    return {
+        "name": f"Planner: crash at {redo} of redo",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"buffer_pool_size": ["256M"], "redo_log_size": ["128M"], "insert_rate": [0]},
+        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 1000, "threads": 2, "events": 0,
+                     "time_seconds": 300},
+        "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": redo},
+        "repetitions": 2,
+    }  # fmt: skip
+
+
+def test_planner_page_answers_from_real_runs(page, live_server, local_host, celery_worker_process):
+    experiments = [services.create_experiment(definition(redo))[0] for redo in REDO_TARGETS]
+    runs = Run.objects.filter(experiment__in=experiments)
+
+    def all_finished() -> bool:
+        return not runs.exclude(status__in=RunStatus.finished()).exists()
+
+    wait_for(all_finished, 900, "six real runs to finish")
+    done = list(runs.filter(status=RunStatus.DONE).values_list("id", "redo_bytes", "downtime_seconds"))
+    assert len(done) == 6, list(runs.values("status", "error"))
+    # the crash plan held: the redo replayed follows the target
+    redo_by_run = sorted(redo for _, redo, _ in done)
+    assert redo_by_run[0] < 8e6 and redo_by_run[-1] > 50e6, redo_by_run
+
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/planner/")
+    page.select_option("select[name=host]", "local")
+    page.select_option("select[name=engine]", "innodb")
+    downtimes = [downtime for _, _, downtime in done]
+    target = (min(downtimes) + max(downtimes)) / 2  # a target inside what the runs measured
+    page.fill("input[name=target_downtime_seconds]", f"{target:.3f}")
+    page.fill("input[name=write_mb_per_s]", "20")
+    page.click("#planner-form button[type=submit]")
+    page.wait_for_selector("#planner-answer, #planner-refused")
+    refused = page.locator("#planner-refused")
+    assert not refused.count(), refused.inner_text()
+    sentences = page.locator("#planner-sentences").inner_text()
+    assert "from 6 runs" in sentences and "At 20 MB/s of redo that log holds" in sentences
+    # the chart shows the six runs the answer stands on, and the URL is a permalink of the question
+    page.wait_for_function("document.getElementById('planner-chart').data !== undefined")
+    screenshot(page, "planner.png")
+    assert sorted(plotted_run_ids(page, "planner-chart")) == sorted(run_id for run_id, _, _ in done)
+    assert "target_downtime_seconds=" in page.url and "host=local" in page.url
+    # the API gives the same answer
+    query = page.url.split("?", 1)[1]
+    answer = page.evaluate(f"fetch('/api/planner/?{query}').then(r => r.json())")
+    assert answer["based_on_runs"] == 6
+    assert answer["interval"][0] <= answer["max_redo_bytes"] <= answer["interval"][1]
