@@ -16,11 +16,26 @@ class ExperimentAdmin(admin.ModelAdmin):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
+    """Admins read and delete runs here; nothing measured is edited by hand (exclusion, with its
+    reason, is on the run's page)."""
+
     list_display = ["id", "experiment", "host_label", "engine", "status", "recovery_seconds", "redo_bytes"]
     list_filter = ["status", "engine", "host_label"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Run._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(RunFile)
 class RunFileAdmin(admin.ModelAdmin):
     list_display = ["run", "name", "size_bytes", "truncated"]
     exclude = ["content"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in RunFile._meta.fields if f.name != "content"]
+
+    def has_add_permission(self, request):
+        return False

@@ -4,13 +4,13 @@ from django.http import HttpResponse
 from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, mixins, permissions, renderers, serializers, status, viewsets
+from rest_framework import generics, mixins, renderers, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import services
+from . import roles, services
 from .cells import ROW_FIELDS
 from .comparisons import compare_experiments
 from .definition import DefinitionError
@@ -152,10 +152,10 @@ class ExperimentViewSet(
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         """Queued runs never start; running runs are stopped on their hosts and every process of
-        theirs killed; they end `cancelled`. Finished runs stay. The author or staff only."""
+        theirs killed; they end `cancelled`. Finished runs stay. The author or an admin only."""
         experiment = self.get_object()
-        if not services.may_cancel(request.user, experiment):
-            return Response({"detail": "only the experiment's author or staff cancel it"}, status=403)
+        if not roles.may_change(request.user, experiment):
+            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
         services.cancel_experiment(experiment.pk, user=request.user)
         return Response(self.get_serializer(self.get_queryset().get(pk=experiment.pk)).data)
 
@@ -192,8 +192,11 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=ExclusionSerializer, responses={200: RunSerializer})
     @action(detail=True, methods=["post"])
     def exclude(self, request, pk=None):
-        """Leave the run out of charts and statistics, with a reason (kept, shown, reversible)."""
+        """Leave the run out of charts and statistics, with a reason (kept, shown, reversible).
+        The experiment's author or an admin only."""
         run = self.get_object()
+        if not roles.may_change(request.user, run.experiment):
+            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
         body = ExclusionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
@@ -205,8 +208,11 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(request=None, responses={200: RunSerializer})
     @action(detail=True, methods=["post"])
     def include(self, request, pk=None):
-        """Take the run back into analysis."""
-        return Response(RunSerializer(services.include_run(self.get_object().pk)).data)
+        """Take the run back into analysis. The experiment's author or an admin only."""
+        run = self.get_object()
+        if not roles.may_change(request.user, run.experiment):
+            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
+        return Response(RunSerializer(services.include_run(run.pk)).data)
 
 
 class ExploreSeriesSerializer(serializers.Serializer):
@@ -392,22 +398,12 @@ class ProbeResultSerializer(serializers.Serializer):
     error = serializers.CharField(required=False)
 
 
-class StaffWritesOnly(permissions.BasePermission):
-    """Everyone logged in reads hosts; only staff register or probe them (they decide which
-    machines the dashboard logs in to)."""
-
-    def has_permission(self, request, view):
-        if request.method in permissions.SAFE_METHODS:
-            return bool(request.user and request.user.is_authenticated)
-        return bool(request.user and request.user.is_staff)
-
-
 class HostViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     serializer_class = HostSerializer
     queryset = Host.objects.with_activity()
-    permission_classes = [StaffWritesOnly]
+    permission_classes = [roles.AdminWrites]
 
     @extend_schema(request=None, responses={200: ProbeResultSerializer})
     @action(detail=True, methods=["post"])
@@ -461,6 +457,9 @@ class ImportView(APIView):
         experiment = data.pop("experiment", None)
         if experiment not in (None, "") and not str(experiment).isdigit():
             return Response({"experiment": ["an experiment id"]}, status=status.HTTP_400_BAD_REQUEST)
+        target = Experiment.objects.filter(pk=experiment).first() if experiment not in (None, "") else None
+        if target is not None and not roles.may_change(request.user, target):
+            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
         try:
             result = import_runs(
                 {name: upload.file for name, upload in uploads.items()},

@@ -22,6 +22,7 @@ from .metrics import LABELS, METRIC_NAMES
 from .models import Engine, Experiment, Host, Run, Transport
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
+from .roles import FORBIDDEN, may_administer, may_change, may_experiment, role_required
 from .ssh_keys import SSHKeyError, dashboard_public_key
 
 EXPERIMENTS_PER_PAGE = 50
@@ -44,6 +45,7 @@ def experiment_list(request):
 
 
 @login_required
+@role_required(may_experiment, FORBIDDEN["experiment"])
 def experiment_new(request):
     form = ExperimentForm(request.POST or None, host_names=services.active_host_names())
     if request.method == "POST" and form.is_valid():
@@ -72,8 +74,8 @@ def experiment_detail(request, pk: int):
 @require_POST
 def experiment_cancel(request, pk: int):
     experiment = get_object_or_404(Experiment, pk=pk)
-    if not services.may_cancel(request.user, experiment):
-        return HttpResponseForbidden("only the experiment's author or staff cancel it")
+    if not may_change(request.user, experiment):
+        return HttpResponseForbidden(FORBIDDEN["change"])
     count = services.cancel_experiment(experiment.pk, user=request.user)
     messages.info(request, f"Cancelled {count} run{'s' if count != 1 else ''}.")
     return redirect(experiment)
@@ -111,7 +113,9 @@ def run_live(request, pk: int):
 @login_required
 @require_POST
 def run_exclude(request, pk: int):
-    run = get_object_or_404(Run, pk=pk)
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    if not may_change(request.user, run.experiment):
+        return HttpResponseForbidden(FORBIDDEN["change"])
     try:
         services.exclude_run(run.pk, request.POST.get("reason", ""), user=request.user)
     except ValueError as exc:
@@ -122,7 +126,9 @@ def run_exclude(request, pk: int):
 @login_required
 @require_POST
 def run_include(request, pk: int):
-    run = get_object_or_404(Run, pk=pk)
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    if not may_change(request.user, run.experiment):
+        return HttpResponseForbidden(FORBIDDEN["change"])
     services.include_run(run.pk)
     return redirect(run)
 
@@ -137,7 +143,9 @@ def run_file(request, pk: int, name: str):
 @login_required
 @require_POST
 def run_reparse(request, pk: int):
-    run = get_object_or_404(Run, pk=pk)
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    if not may_change(request.user, run.experiment):
+        return HttpResponseForbidden(FORBIDDEN["change"])
     services.reparse_run(run.pk)
     return redirect(run)
 
@@ -157,8 +165,8 @@ def host_list(request):
 @login_required
 @require_POST
 def host_probe(request, pk: int):
-    if not request.user.is_staff:
-        return HttpResponseForbidden("only staff probe hosts")
+    if not may_administer(request.user):
+        return HttpResponseForbidden(FORBIDDEN["admin"])
     host = get_object_or_404(Host, pk=pk)
     found = import_string(PROBE_HOST)(host.pk)
     if "error" in found:
@@ -167,8 +175,13 @@ def host_probe(request, pk: int):
 
 
 @login_required
+@role_required(may_experiment, FORBIDDEN["experiment"])
 def import_new(request):
-    form = ImportForm(request.POST or None, request.FILES or None, experiments=Experiment.objects.all())
+    # runs join an experiment of one's own (an admin's: any)
+    mine = Experiment.objects.all()
+    if not may_administer(request.user):
+        mine = mine.filter(created_by=request.user)
+    form = ImportForm(request.POST or None, request.FILES or None, experiments=mine)
     if request.method == "POST" and form.is_valid():
         parameters = form.parameters()
         experiment = parameters.pop("experiment")

@@ -1,16 +1,27 @@
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from experiments.models import Experiment, Host, Run, Transport
+from experiments.roles import EXPERIMENTER, EXPERIMENTER_GROUP
 
 
 class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True  # the role hook saves nothing on the user row
 
     username = factory.Sequence(lambda n: f"dba{n}")
     password = factory.django.Password("correct horse battery")
+
+    @factory.post_generation
+    def role(user, create, extracted, **kwargs):
+        """Most tests act as an experimenter; `role="viewer"` leaves the user without one (staff
+        users are admins whatever this says)."""
+        if create and (extracted or EXPERIMENTER) == EXPERIMENTER:
+            group, _ = Group.objects.get_or_create(name=EXPERIMENTER_GROUP)
+            user.groups.add(group)
 
 
 class HostFactory(factory.django.DjangoModelFactory):

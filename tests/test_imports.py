@@ -40,7 +40,11 @@ def services_import(uploads, **overrides):
 
 def test_percona8_log_imports_as_a_run_charted_with_the_live_mariadb_runs(api, client, user):
     live = RunFactory(
-        status=RunStatus.DONE, redo_bytes=32_000_000, recovery_seconds=0.29, server_version="10.11"
+        status=RunStatus.DONE,
+        redo_bytes=32_000_000,
+        recovery_seconds=0.29,
+        server_version="10.11",
+        experiment__created_by=user,  # runs join an experiment of one's own
     )
     body = {
         **parameters(),

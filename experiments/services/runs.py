@@ -202,11 +202,6 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
         refresh_experiment_status(experiment_id)
 
 
-def may_cancel(user, experiment: Experiment) -> bool:
-    """The experiment's author or staff (roles come with the planner and reports)."""
-    return bool(user and (user.is_staff or experiment.created_by_id == user.id))
-
-
 def cancel_experiment(experiment_id: int, user=None) -> int:
     """Queued runs will never start; running ones are stopped on their hosts by their driver
     (workers/dispatch.py watches for this), every process of theirs killed. All end cancelled.
