@@ -119,7 +119,7 @@ def test_plausible_values_are_not_suspect():
 
 
 def test_a_user_excludes_a_run_with_a_reason_and_takes_it_back(api, user):
-    experiment = ExperimentFactory()
+    experiment = ExperimentFactory(created_by=user)  # the author annotates (tests/test_roles.py)
     kept, dropped = done_run(experiment, recovery_seconds=1.0), done_run(experiment, recovery_seconds=30.0)
     assert api.post(f"/api/runs/{dropped.id}/exclude/", {"reason": ""}, format="json").status_code == 400
     response = api.post(f"/api/runs/{dropped.id}/exclude/", {"reason": "host was swapping"}, format="json")
@@ -134,7 +134,7 @@ def test_a_user_excludes_a_run_with_a_reason_and_takes_it_back(api, user):
 
 
 def test_the_run_page_excludes_through_a_form(client, user):
-    run = done_run(ExperimentFactory())
+    run = done_run(ExperimentFactory(created_by=user))
     client.force_login(user)
     client.post(f"/runs/{run.id}/exclude/", {"reason": "wrong build"})
     run.refresh_from_db()

@@ -87,7 +87,14 @@ def test_import_a_percona8_log_into_an_experiment_and_see_it_on_the_chart(page, 
     from .factories import RunFactory
     from .samples import sample
 
-    live = RunFactory(status="done", redo_bytes=32_000_000, recovery_seconds=0.29, downtime_seconds=0.45)
+    alice = UserFactory(username="alice", password="correct horse battery")
+    live = RunFactory(
+        status="done",
+        redo_bytes=32_000_000,
+        recovery_seconds=0.29,
+        downtime_seconds=0.45,
+        experiment__created_by=alice,  # runs are imported into an experiment of one's own
+    )
     log = tmp_path / "greatsql-error.log"
     log.write_bytes(sample("mysql80_recovery.txt", "A"))
     log_in(page, live_server)
