@@ -154,8 +154,7 @@ class ExperimentViewSet(
         """Queued runs never start; running runs are stopped on their hosts and every process of
         theirs killed; they end `cancelled`. Finished runs stay. The author or an admin only."""
         experiment = self.get_object()
-        if not roles.may_change(request.user, experiment):
-            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
+        roles.require_change(request.user, experiment)
         services.cancel_experiment(experiment.pk, user=request.user)
         return Response(self.get_serializer(self.get_queryset().get(pk=experiment.pk)).data)
 
@@ -195,8 +194,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         """Leave the run out of charts and statistics, with a reason (kept, shown, reversible).
         The experiment's author or an admin only."""
         run = self.get_object()
-        if not roles.may_change(request.user, run.experiment):
-            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
+        roles.require_change(request.user, run.experiment)
         body = ExclusionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
@@ -210,8 +208,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     def include(self, request, pk=None):
         """Take the run back into analysis. The experiment's author or an admin only."""
         run = self.get_object()
-        if not roles.may_change(request.user, run.experiment):
-            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
+        roles.require_change(request.user, run.experiment)
         return Response(RunSerializer(services.include_run(run.pk)).data)
 
 
@@ -313,7 +310,7 @@ class PlannerView(APIView):
         if not form.is_valid():
             return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
         try:
-            answer = plan_from(form.cleaned_data)
+            answer, _ = plan_from(form.cleaned_data)
         except PlanRefused as refused:
             return Response(
                 {"detail": refused.reason, "based_on_runs": refused.based_on_runs},
@@ -458,8 +455,8 @@ class ImportView(APIView):
         if experiment not in (None, "") and not str(experiment).isdigit():
             return Response({"experiment": ["an experiment id"]}, status=status.HTTP_400_BAD_REQUEST)
         target = Experiment.objects.filter(pk=experiment).first() if experiment not in (None, "") else None
-        if target is not None and not roles.may_change(request.user, target):
-            return Response({"detail": roles.FORBIDDEN["change"]}, status=status.HTTP_403_FORBIDDEN)
+        if target is not None:
+            roles.require_change(request.user, target)
         try:
             result = import_runs(
                 {name: upload.file for name, upload in uploads.items()},

@@ -547,7 +547,7 @@ def compare_chart(result: dict) -> dict:
     }
 
 
-def planner_chart(plan: dict, points: list[dict]) -> dict:
+def planner_chart(plan: dict, points: list) -> dict:
     """Downtime against redo replayed on one host: the runs, the fitted line with its 95%
     prediction band (where one more crash lands), the target, and the answer with its interval."""
     band = plan["band"]
@@ -555,7 +555,7 @@ def planner_chart(plan: dict, points: list[dict]) -> dict:
     target = plan["target_downtime_seconds"]
     edge = {"type": "scatter", "mode": "lines", "x": mb, "line": {"width": 0}, "hoverinfo": "skip"}
     low, best = plan["interval"][0] / 1e6, plan["max_redo_bytes"] / 1e6
-    ys = [p["downtime_seconds"] for p in points] + band["upper"] + [target]
+    ys = [p.downtime_seconds for p in points] + band["upper"] + [target]
     return {
         "data": [
             {**edge, "y": band["upper"], "showlegend": False},
@@ -577,9 +577,9 @@ def planner_chart(plan: dict, points: list[dict]) -> dict:
             {
                 "type": "scatter",
                 "mode": "markers",
-                "x": [p["redo_bytes"] / 1e6 for p in points],
-                "y": [p["downtime_seconds"] for p in points],
-                "customdata": [p["id"] for p in points],
+                "x": [p.redo_bytes / 1e6 for p in points],
+                "y": [p.downtime_seconds for p in points],
+                "customdata": [p.run_id for p in points],
                 "name": f"runs ({len(points)})",
                 "marker": {"color": "#333", "size": 7},
                 "hovertemplate": "run %{customdata}: %{x:.1f} MB, %{y:.2f} s<extra></extra>",

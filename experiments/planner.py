@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from .stats import CONFIDENCE
+from .stats import CONFIDENCE, fit_line
 
 MIN_RUNS = 5
 MIB = 1 << 20
@@ -114,9 +114,9 @@ def plan(
     ys = np.array([p.downtime_seconds for p in points], float)
     if np.ptp(xs) == 0:
         raise PlanRefused("every run replayed the same redo: vary the insert rate or redo log size", n)
-    fit = stats.linregress(xs, ys)
+    fit = fit_line(xs, ys)  # the line and slope interval the charts draw
     t = stats.t.ppf((1 + CONFIDENCE) / 2, n - 2)
-    if fit.slope - t * fit.stderr <= 0:
+    if fit.slope_ci[0] <= 0:
         raise PlanRefused(
             "downtime does not grow measurably with redo in these runs (the slope's 95% interval "
             "reaches zero): redo volume is not what limits it here",
@@ -174,7 +174,7 @@ def plan(
         log_size_suggestion=round_log_size(low),
         slope_seconds_per_gb=round(fit.slope * 1e9, 6),
         intercept_seconds=round(float(fit.intercept), 6),
-        r2=round(float(fit.rvalue**2), 4),
+        r2=round(fit.r2, 4),
         measured_redo=measured,
         filled_share=round(max(filled), 3) if filled else None,
         warnings=warnings,

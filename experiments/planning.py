@@ -5,7 +5,6 @@ One form validates both the page's and the API's parameters; the runs are the an
 """
 
 from django import forms
-from django.db.models import F, Q
 
 from .models import Run, RunStatus
 from .planner import Plan, PlanRefused, Point, plan
@@ -85,8 +84,9 @@ def _runs(data: dict):
     return runs
 
 
-def plan_from(data: dict) -> Plan:
-    """The plan for a validated form's data; PlanRefused says why there is none."""
+def plan_from(data: dict) -> tuple[Plan, list[Point]]:
+    """The plan for a validated form's data, and the runs' points it stands on (for the chart);
+    PlanRefused says why there is none."""
     runs = _runs(data)
     points = [
         Point(run_id, redo, downtime, log_size)
@@ -97,12 +97,12 @@ def plan_from(data: dict) -> Plan:
         .values_list("id", "redo_bytes", "downtime_seconds", "redo_log_bytes")
     ]
     page_samples = list(
-        runs.filter(~Q(redo_log_bytes=None), ~Q(pages_written=None), log_bytes_written__gt=0).values_list(
-            "redo_log_bytes", F("pages_written"), "log_bytes_written"
-        )
+        runs.filter(
+            redo_log_bytes__isnull=False, pages_written__isnull=False, log_bytes_written__gt=0
+        ).values_list("redo_log_bytes", "pages_written", "log_bytes_written")
     )
     try:
-        return plan(points, data["target_downtime_seconds"], data.get("write_mb_per_s"), page_samples)
+        answer = plan(points, data["target_downtime_seconds"], data.get("write_mb_per_s"), page_samples)
     except PlanRefused as refused:
         if not points:
             version = f" {data['server_version']}" if data.get("server_version") else ""
@@ -111,3 +111,4 @@ def plan_from(data: dict) -> Plan:
                 "it replayed and its downtime (imported runs have no downtime: the runner measures it)"
             )
         raise
+    return answer, points

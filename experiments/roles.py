@@ -11,7 +11,7 @@
 
 from functools import wraps
 
-from django.http import HttpResponseForbidden
+from django.core.exceptions import PermissionDenied
 from rest_framework import permissions
 
 VIEWER, EXPERIMENTER, ADMIN = "viewer", "experimenter", "admin"
@@ -53,6 +53,13 @@ FORBIDDEN = {
 }
 
 
+def require_change(user, experiment) -> None:
+    """PermissionDenied (403 with the reason, in pages and the API alike) unless the user may
+    change the experiment."""
+    if not may_change(user, experiment):
+        raise PermissionDenied(FORBIDDEN["change"])
+
+
 def role_required(check, why: str):
     """A view decorator: 403 with `why` unless check(request.user) (the view is login_required)."""
 
@@ -60,7 +67,7 @@ def role_required(check, why: str):
         @wraps(view)
         def guarded(request, *args, **kwargs):
             if not check(request.user):
-                return HttpResponseForbidden(why)
+                raise PermissionDenied(why)
             return view(request, *args, **kwargs)
 
         return guarded

@@ -5,7 +5,7 @@ import uuid
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpResponseForbidden, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils.module_loading import import_string
@@ -22,7 +22,7 @@ from .metrics import LABELS, METRIC_NAMES
 from .models import Engine, Experiment, Host, Run, Transport
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
-from .roles import FORBIDDEN, may_administer, may_change, may_experiment, role_required
+from .roles import FORBIDDEN, may_administer, may_experiment, require_change, role_required
 from .ssh_keys import SSHKeyError, dashboard_public_key
 
 EXPERIMENTS_PER_PAGE = 50
@@ -74,8 +74,7 @@ def experiment_detail(request, pk: int):
 @require_POST
 def experiment_cancel(request, pk: int):
     experiment = get_object_or_404(Experiment, pk=pk)
-    if not may_change(request.user, experiment):
-        return HttpResponseForbidden(FORBIDDEN["change"])
+    require_change(request.user, experiment)
     count = services.cancel_experiment(experiment.pk, user=request.user)
     messages.info(request, f"Cancelled {count} run{'s' if count != 1 else ''}.")
     return redirect(experiment)
@@ -114,8 +113,7 @@ def run_live(request, pk: int):
 @require_POST
 def run_exclude(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
-    if not may_change(request.user, run.experiment):
-        return HttpResponseForbidden(FORBIDDEN["change"])
+    require_change(request.user, run.experiment)
     try:
         services.exclude_run(run.pk, request.POST.get("reason", ""), user=request.user)
     except ValueError as exc:
@@ -127,8 +125,7 @@ def run_exclude(request, pk: int):
 @require_POST
 def run_include(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
-    if not may_change(request.user, run.experiment):
-        return HttpResponseForbidden(FORBIDDEN["change"])
+    require_change(request.user, run.experiment)
     services.include_run(run.pk)
     return redirect(run)
 
@@ -144,8 +141,7 @@ def run_file(request, pk: int, name: str):
 @require_POST
 def run_reparse(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
-    if not may_change(request.user, run.experiment):
-        return HttpResponseForbidden(FORBIDDEN["change"])
+    require_change(request.user, run.experiment)
     services.reparse_run(run.pk)
     return redirect(run)
 
@@ -164,9 +160,8 @@ def host_list(request):
 
 @login_required
 @require_POST
+@role_required(may_administer, FORBIDDEN["admin"])
 def host_probe(request, pk: int):
-    if not may_administer(request.user):
-        return HttpResponseForbidden(FORBIDDEN["admin"])
     host = get_object_or_404(Host, pk=pk)
     found = import_string(PROBE_HOST)(host.pk)
     if "error" in found:
@@ -235,13 +230,11 @@ def planner_page(request):
     context = {"form": form}
     if request.GET and form.is_valid():
         try:
-            answer = plan_from(form.cleaned_data).as_dict()
+            answer, points = plan_from(form.cleaned_data)
         except PlanRefused as refused:
             context["refused"] = refused.reason
         else:
-            points = list(
-                Run.objects.filter(id__in=answer["run_ids"]).values("id", "redo_bytes", "downtime_seconds")
-            )
+            answer = answer.as_dict()
             context.update(
                 plan=answer,
                 sentences=pages.plan_sentences(answer, form.cleaned_data),

@@ -91,6 +91,8 @@ def test_a_viewer_reads_everything_and_gets_403_on_every_write(world, client):
     client.force_login(viewer)
     for method, path in page_writes(world):
         assert getattr(client, method)(path).status_code == 403, (method, path)
+    # the page says why
+    assert b"needs the experimenter role" in client.get("/experiments/new/").content
     for path in [*READS, f"/experiments/{world['experiment'].id}/", f"/runs/{world['run'].id}/"]:
         response = client.get(path)
         assert response.status_code == 200, path

@@ -143,16 +143,14 @@ def _recovery_begins(text: str) -> bool:
 # this tolerance is another excerpt too.
 MAX_STARTUP_SILENCE_S = 2 * 3600
 BACKWARDS_TOLERANCE_S = 1.0
-_BINLOG_RECOVERY_START = re.compile(
-    r"Recovering after a crash using|\] Starting XA crash recovery"
-    r"|(?:\[Server\]|\[Note\]) Starting crash recovery\.\.\."
-)
 # Printed only when the binary log or tc.log was left open: a crash. (The server layer's "Starting
 # crash recovery..." comes from ha_recover() with a list to commit, which only a crash gives; not
 # InnoDB's "Starting crash recovery." and not 8.0.20+'s "Starting XA crash recovery...".)
 _AFTER_CRASH = re.compile(
     r"Recovering after a crash using (\S+)|(?:\[Server\]|\[Note\]) Starting crash recovery\.\.\."
 )
+# The server's own recovery: after a crash, or 8.0.20+'s at every start.
+_BINLOG_RECOVERY_START = re.compile(_AFTER_CRASH.pattern + r"|\] Starting XA crash recovery")
 _BINLOG_RECOVERY_DONE = re.compile(
     r"Crash table recovery finished|Crash recovery finished|XA crash recovery finished"
 )
@@ -203,7 +201,7 @@ class _SourceReader:
         self.parsed = parsed
         self.episode: Episode | None = None
         self._version_rank = 0
-        self._stamped_lines = 0
+        self.stamped_lines = 0
         self._last_moment = None
         self._reset_episode_state()
 
@@ -247,7 +245,7 @@ class _SourceReader:
         # A crash banner may be stamped on another clock (5.7's InnoDB prints local time where
         # the log is in UTC): it neither breaks nor moves this start's time.
         if line.moment is not None and not failure:
-            self._stamped_lines += 1
+            self.stamped_lines += 1
             if note := self._time_break(line.moment):
                 # Two unrelated excerpts glued together: what follows is not this start's.
                 self._new_episode(line, after_break=note)
@@ -563,7 +561,7 @@ class ErrorLogParser:
 
     def finish(self) -> ParsedFile:
         parsed = self.parsed
-        if parsed.episodes and not any(r._stamped_lines for r in self.readers.values()):
+        if parsed.episodes and not any(r.stamped_lines for r in self.readers.values()):
             parsed.warn("no line carries a timestamp: phases are found, their durations are unknown")
             parsed.episodes = [e for e in parsed.episodes if e.began]
             return parsed
@@ -571,7 +569,7 @@ class ErrorLogParser:
         for episode in parsed.episodes:
             if episode.break_note and not (episode in repeats or episode.broke_from in repeats):
                 parsed.warn(episode.break_note)
-        for episode in repeats:
+        for episode in (e for e in parsed.episodes if e in repeats):  # in the log's order
             parsed.warn(
                 f"the lines of the start at {iso(episode.started_at)} are in the log twice (a tail "
                 "pasted again, as `systemctl status` and `journalctl` both print it): counted once"
@@ -585,14 +583,14 @@ class ErrorLogParser:
         return parsed
 
 
-def _repeated(episodes: list[Episode]) -> list[Episode]:
+def _repeated(episodes: list[Episode]) -> set[Episode]:
     """Episodes whose every line is also another's: the same start pasted twice."""
     holders: dict[tuple, list[Episode]] = {}
     for episode in episodes:
         for key in episode.signature:
             holders.setdefault(key, []).append(episode)
     order = {id(e): n for n, e in enumerate(episodes)}
-    repeats = []
+    repeats: set[Episode] = set()  # episodes hash and compare by identity
     for episode in episodes:
         if not episode.signature:
             continue
@@ -602,7 +600,7 @@ def _repeated(episodes: list[Episode]) -> list[Episode]:
                 continue
             # a strict part of another start, or the same lines again later in the log
             if len(episode.signature) < len(other.signature) or order[id(other)] < order[id(episode)]:
-                repeats.append(episode)
+                repeats.add(episode)
                 break
     return repeats
 
