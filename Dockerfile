@@ -1,9 +1,10 @@
 # One image for web, worker and beat. The worker runs benchmark runs on its own container
-# (the "local" host), so the image carries MariaDB, MyRocks and sysbench.
+# (the "local" host), so the image carries MariaDB, MyRocks and sysbench; Chromium prints the
+# reports' PDFs.
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client \
+      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client chromium \
  && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir uv
 WORKDIR /app

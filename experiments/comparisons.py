@@ -171,12 +171,14 @@ def _sentences(
         what = COMPARED_METRICS[metric][0]
         for side, result in block["versus"].items():
             found.append(
-                _sentence(what, side_names[side], side_names[baseline], label, result, subject_first)
+                finding_sentence(what, side_names[side], side_names[baseline], label, result, subject_first)
             )
     return found
 
 
-def _sentence(what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool) -> str:
+def finding_sentence(
+    what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool
+) -> str:
     ratio, ci = result["ratio"], result["ratio_ci"]
     where = f"{label}: " if not subject_first else ""
     tail = f" {label}" if subject_first else ""

@@ -105,6 +105,8 @@ class Experiment(models.Model):
     )
     imported = models.BooleanField(default=False)
     tags = ArrayField(models.CharField(max_length=40), default=list, blank=True)
+    # The question it asks and what the team learnt, in the author's words (the report opens with it).
+    notes = models.TextField(blank=True, max_length=5000)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -221,6 +223,9 @@ class Run(RunMetrics):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     excluded_at = models.DateTimeField(null=True, blank=True)
+    # A team's own words on a run ("disk was shared with a backup"), and labels to find it by.
+    notes = models.TextField(blank=True, max_length=5000)
+    tags = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
     # A run that failed for a passing reason waits until then before it is claimed again.
     not_before = models.DateTimeField(null=True, blank=True)

@@ -7,7 +7,7 @@ from statistics import median
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from . import charts
+from . import charts, reports
 from .cells import ENGINE_NAMES, ROW_FIELDS, SUMMARY_METRICS, Cell, build_cells, settings_text, varied_axes
 from .comparisons import COMPARED_METRICS
 from .models import Experiment, Run, RunStatus
@@ -105,7 +105,7 @@ def summary_table(cells: list[Cell]) -> list[dict]:
 
 
 def experiment_context(experiment: Experiment) -> dict:
-    runs = list(experiment.runs.all())
+    runs = list(experiment.runs.select_related("excluded_by"))
     rows = [row_of(run) for run in runs]
     cells = build_cells(rows)
     axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
@@ -125,6 +125,28 @@ def experiment_context(experiment: Experiment) -> dict:
         "suspect_count": sum(1 for r in runs if r.suspect),
         "excluded_count": sum(1 for r in runs if r.excluded),
     }
+
+
+def report_context(experiment: Experiment) -> dict:
+    """The experiment page's numbers, with the method, the findings in sentences and the caveats."""
+    context = experiment_context(experiment)
+    rows = [row_of(run) for run in context["runs"]]
+    # On paper, a column no setting measured is only noise: leave it out.
+    measured = [
+        index
+        for index, _ in enumerate(SUMMARY_METRICS)
+        if any(line["values"][index]["text"] != "-" for line in context["summary"])
+    ]
+    context["summary_metrics"] = [SUMMARY_METRICS[i] for i in measured]
+    for line in context["summary"]:
+        line["values"] = [line["values"][i] for i in measured]
+    context.update(
+        method=reports.method(experiment, context["runs"]),
+        findings=reports.findings(rows, context["cells"], context["axes"]),
+        caveats=reports.caveats(context["runs"], context["cells"]),
+        generated_at=timezone.now(),
+    )
+    return context
 
 
 def experiment_live(experiment: Experiment, request) -> dict:

@@ -5,7 +5,7 @@ import uuid
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils.module_loading import import_string
@@ -20,6 +20,7 @@ from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
 from .models import Engine, Experiment, Host, Run, Transport
+from .pdf import PDFError, html_to_pdf
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
 from .roles import FORBIDDEN, may_administer, may_experiment, require_change, role_required
@@ -68,6 +69,38 @@ def experiment_new(request):
 def experiment_detail(request, pk: int):
     experiment = get_object_or_404(Experiment, pk=pk)
     return render(request, "experiments/experiment_detail.html", pages.experiment_context(experiment))
+
+
+def _report_html(request, template: str, context: dict) -> str:
+    return render_to_string(template, {**context, "permalink": request.build_absolute_uri()}, request)
+
+
+def _pdf_response(request, html: str, title: str, filename: str) -> HttpResponse:
+    try:
+        pdf = html_to_pdf(html, title)
+    except PDFError as exc:
+        return render(request, "experiments/report_error.html", {"error": str(exc)}, status=503)
+    response = HttpResponse(pdf, content_type="application/pdf")
+    response["Content-Disposition"] = f'inline; filename="{filename}"'
+    return response
+
+
+@login_required
+def experiment_report(request, pk: int):
+    """A printable page for a reader who will not open the dashboard."""
+    experiment = get_object_or_404(Experiment.objects.select_related("created_by"), pk=pk)
+    context = pages.report_context(experiment)
+    return HttpResponse(_report_html(request, "experiments/report.html", context))
+
+
+@login_required
+def experiment_report_pdf(request, pk: int):
+    """The report printed by Chromium, charts included, offline."""
+    experiment = get_object_or_404(Experiment.objects.select_related("created_by"), pk=pk)
+    context = {**pages.report_context(experiment), "printing": True}
+    html = _report_html(request, "experiments/report.html", context)
+    title = f"#{experiment.pk} {experiment.name}"
+    return _pdf_response(request, html, title, f"experiment-{experiment.pk}.pdf")
 
 
 @login_required

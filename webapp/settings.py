@@ -168,6 +168,9 @@ RUN_RETRY_BACKOFF_S = env.float("RUN_RETRY_BACKOFF_S", default=30.0)
 # Beat wakes a host with queued runs and no driver; it sends again only after this long, so a
 # wake waiting behind busy workers is not repeated on every pass.
 WAKE_RESEND_S = env.int("WAKE_RESEND_S", default=300)
+# Reports are printed to PDF by this Chromium (Debian's package), offline, within this time.
+CHROMIUM_PATH = env.str("CHROMIUM_PATH", default="/usr/bin/chromium")
+REPORT_PDF_TIMEOUT_S = env.int("REPORT_PDF_TIMEOUT_S", default=60)
 # Raw files above this size are kept as head + tail, so one runaway log cannot fill the database.
 RAW_FILE_MAX_BYTES = env.int("RAW_FILE_MAX_BYTES", default=32 * 1024 * 1024)
 

@@ -1,0 +1,194 @@
+"""Reports: findings in sentences from seeded runs whose effects are known, the caveats a reader
+must see, the page for every role, and the PDF as Chromium prints it, read back with poppler."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from experiments.cells import build_cells
+from experiments.models import RunStatus
+from experiments.pages import row_of
+from experiments.reports import caveats, findings
+
+from .factories import ExperimentFactory, UserFactory
+from .test_analysis import done_run, noisy
+from .test_browser import ROOT, log_in, screenshot
+
+pytestmark = pytest.mark.django_db
+MB = 1_000_000
+
+
+@pytest.fixture
+def known():
+    """InnoDB and MyRocks, redo log 64M and 1G, five repetitions each. InnoDB recovers 4x slower
+    with the bigger log (it replays 4x the redo at 100 MB/s); MyRocks takes 0.5 s whatever the log."""
+    user = UserFactory(username="carol")
+    experiment = ExperimentFactory(
+        name="Log size vs recovery",
+        created_by=user,
+        notes="Is a 1G redo log worth its recovery time?",
+        definition={
+            "engines": ["innodb", "rocksdb"],
+            "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["64M", "1G"], "insert_rate": [0]},
+            "workload": {
+                "name": "oltp_insert",
+                "tables": 2,
+                "table_size": 1000,
+                "threads": 2,
+                "events": 5000,
+            },
+            "crash": {"method": "sigkill", "when": "after_workload"},
+            "repetitions": 5,
+        },
+    )
+    for log, redo in ((64 * 2**20, 50 * MB), (2**30, 200 * MB)):
+        for seed, seconds in enumerate(noisy(log % 97, 5, redo / (100 * MB))):
+            done_run(
+                experiment,
+                engine="innodb",
+                redo_log_bytes=log,
+                redo_bytes=int(seconds * 100 * MB * (1 + 0.02 * (seed % 3 - 1))),
+                recovery_seconds=seconds,
+                downtime_seconds=seconds + 1,
+                repetition=seed + 1,
+            )
+        for seed, seconds in enumerate(noisy(log % 89, 5, 0.5)):
+            done_run(
+                experiment,
+                engine="rocksdb",
+                redo_log_bytes=log,
+                redo_bytes=None,
+                recovery_seconds=seconds,
+                downtime_seconds=seconds + 0.8,
+                repetition=seed + 1,
+            )
+    return experiment
+
+
+def _findings(experiment) -> list[str]:
+    rows = [row_of(run) for run in experiment.runs.all()]
+    cells = build_cells(rows)
+    return findings(rows, cells, ["redo_log_size", "engine"])
+
+
+def test_findings_state_the_known_effects_with_their_intervals(known):
+    lines = _findings(known)
+    text = "\n".join(lines)
+    # the log size: 4x slower for InnoDB, nothing for MyRocks
+    innodb = next(line for line in lines if line.startswith("InnoDB at") and "log 1G" in line)
+    ratio = float(re.search(r"crash recovery ([0-9.]+)x slower than log 64M", innodb).group(1))
+    assert 3.4 < ratio < 4.6, innodb
+    myrocks = next(line for line in lines if line.startswith("MyRocks at") and "log 1G" in line)
+    assert "no significant difference" in myrocks, myrocks
+    # the apply rate from the fitted line: 100 MB/s inside its interval
+    rate_line = next(line for line in lines if "replayed redo at about" in line)
+    low, high = map(float, re.search(r"95% CI ([0-9.,]+)-([0-9.,]+)\)", rate_line).groups())
+    assert low < 100 < high, rate_line
+    # the engines at the same settings, and the headline per engine
+    assert re.search(r"MyRocks: crash recovery [0-9.]+x faster than InnoDB at .*log 1G", text), text
+    assert re.search(r"^InnoDB: crash recovery took [0-9.]+ s to [0-9.]+ s across 2 settings", text, re.M)
+
+
+def test_caveats_name_failed_suspect_and_excluded_runs_and_thin_cells(known):
+    admin = UserFactory(username="boss", is_staff=True)
+    failed = done_run(known, status=RunStatus.FAILED, error="server never ready after the crash\ntail...")
+    suspect = done_run(known, suspect=True, suspect_reason="recovery longer than the downtime")
+    excluded = done_run(known, excluded=True, excluded_reason="disk shared with a backup", excluded_by=admin)
+    done_run(known, engine="innodb", redo_log_bytes=16 * 2**20)  # a setting with one run
+    runs = list(known.runs.select_related("excluded_by"))
+    rows = [row_of(run) for run in runs]
+    lines = caveats(runs, build_cells(rows))
+    text = "\n".join(lines)
+    assert f"run {failed.id}: server never ready after the crash" in text
+    assert "tail..." not in text  # the first line of the error, not the whole tail
+    assert f"Run {suspect.id} is suspect and left out of the statistics: recovery longer" in text
+    assert f"Run {excluded.id} was excluded by boss: disk shared with a backup" in text
+    assert re.search(r"InnoDB · .*log 16M.*: recovery: .*read its values as rough", text), text
+
+
+def test_a_complete_experiment_has_no_caveat(known):
+    runs = list(known.runs.all())
+    assert caveats(runs, build_cells([row_of(r) for r in runs])) == []
+
+
+def test_the_report_page_has_question_method_findings_summary_and_caveats(client, known):
+    client.force_login(UserFactory(username="reader", role="viewer"))  # viewers read reports
+    page = client.get(f"/experiments/{known.id}/report/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for section in ("question", "method", "findings", "report-charts", "summary", "caveats", "runs"):
+        assert f'id="{section}"' in html
+    assert "Is a 1G redo log worth its recovery time?" in html
+    assert "oltp_insert: tables 2, table_size 1000, threads 2, events 5000" in html
+    assert "20 of 20 runs done" in html
+    assert f'href="http://testserver/experiments/{known.id}/report/"' in html  # its permalink
+
+
+def test_reports_need_a_login_and_an_experiment(client, known):
+    assert client.get(f"/experiments/{known.id}/report/").status_code == 302
+    client.force_login(UserFactory(username="reader", role="viewer"))
+    assert client.get("/experiments/999999/report/").status_code == 404
+    assert client.get("/experiments/999999/report.pdf").status_code == 404
+
+
+def test_without_chromium_the_pdf_says_why(client, known, settings):
+    settings.CHROMIUM_PATH = "/nonexistent/chromium"
+    client.force_login(UserFactory(username="reader", role="viewer"))
+    answer = client.get(f"/experiments/{known.id}/report.pdf")
+    assert answer.status_code == 503
+    assert "no Chromium at /nonexistent/chromium" in answer.content.decode()
+
+
+def _coloured_pixels(ppm: Path, colour: tuple[int, int, int]) -> int:
+    """Pixels within a small distance of a colour in a binary PPM (pdftoppm's output)."""
+    data = ppm.read_bytes()
+    header = data.split(b"\n", 3)  # P6, width height, maxval, pixels
+    pixels = memoryview(header[3])
+    r, g, b = colour
+    return sum(
+        1
+        for i in range(0, len(pixels) - 2, 3)
+        if abs(pixels[i] - r) < 12 and abs(pixels[i + 1] - g) < 12 and abs(pixels[i + 2] - b) < 12
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_report_prints_to_a_pdf_with_its_charts_and_tables(page, live_server, known, tmp_path):
+    from experiments.vocabulary import ENGINE_COLOURS
+
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/experiments/{known.id}/report/")
+    page.wait_for_function("document.body.dataset.chartsReady === 'yes'")
+    drawn = page.locator("figure.report-chart .main-svg").count()
+    assert drawn >= 4  # every chart of the experiment page, drawn
+    screenshot(page, "report.png")
+
+    answer = page.request.get(f"{live_server.url}/experiments/{known.id}/report.pdf")
+    assert answer.status == 200 and answer.headers["content-type"] == "application/pdf"
+    pdf = ROOT / "test-artifacts" / "report.pdf"
+    pdf.write_bytes(answer.body())
+
+    text = subprocess.run(
+        ["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True
+    ).stdout
+    for heading in ("The question", "Method", "Findings", "Charts", "Summary per setting", "Caveats"):
+        assert heading in text
+    assert "Is a 1G redo log worth its recovery time?" in text
+    assert "Recovery time against redo to replay" in text  # a chart's title, drawn into the PDF
+    assert re.search(r"page 1 of [2-9]", text)
+    run_ids = [str(run.id) for run in known.runs.all()]
+    assert all(re.search(rf"^\s*{run_id}\s+InnoDB|^\s*{run_id}\s+MyRocks", text, re.M) for run_id in run_ids)
+
+    subprocess.run(["pdftoppm", "-r", "60", pdf, tmp_path / "page"], check=True)
+    pages = sorted(tmp_path.glob("page-*.ppm"))
+    assert len(pages) >= 3
+    subprocess.run(["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / "report-page"], check=True)
+    # The engines' colours (markers and lines) are on the chart pages, not on the first page of text.
+    innodb = tuple(int(ENGINE_COLOURS["innodb"][i : i + 2], 16) for i in (1, 3, 5))
+    myrocks = tuple(int(ENGINE_COLOURS["rocksdb"][i : i + 2], 16) for i in (1, 3, 5))
+    assert _coloured_pixels(pages[0], innodb) == 0
+    assert max(_coloured_pixels(p, innodb) for p in pages) > 200
+    assert max(_coloured_pixels(p, myrocks) for p in pages) > 200
