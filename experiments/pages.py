@@ -149,6 +149,35 @@ def report_context(experiment: Experiment) -> dict:
     return context
 
 
+def compare_report_context(result: dict) -> dict:
+    """A comparison for paper: its table, chart and findings, and each experiment's method and
+    caveats (a ratio means little without how each side was measured)."""
+    experiments = {
+        e.pk: e for e in Experiment.objects.filter(pk__in=result["experiments"]).select_related("created_by")
+    }
+    sides = []
+    for experiment_id in result["experiments"]:
+        experiment = experiments[experiment_id]
+        runs = list(experiment.runs.select_related("excluded_by"))
+        cells = build_cells([row_of(run) for run in runs])
+        sides.append(
+            {
+                "experiment": experiment,
+                "method": reports.method(experiment, runs),
+                "caveats": reports.caveats(runs, cells),
+            }
+        )
+    figure = charts.compare_chart(result)
+    return {
+        "result": result,
+        "table": comparison_table(result),
+        "figures": {"compare": figure} if figure["data"] else {},
+        "sides": sides,
+        "any_caveats": any(side["caveats"] for side in sides),
+        "generated_at": timezone.now(),
+    }
+
+
 def experiment_live(experiment: Experiment, request) -> dict:
     """The JSON that keeps an open experiment page current without reloading it (zoom kept)."""
     context = experiment_context(experiment)

@@ -4,10 +4,12 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.db.models import Count, Q
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_POST
 
@@ -71,8 +73,9 @@ def experiment_detail(request, pk: int):
     return render(request, "experiments/experiment_detail.html", pages.experiment_context(experiment))
 
 
-def _report_html(request, template: str, context: dict) -> str:
-    return render_to_string(template, {**context, "permalink": request.build_absolute_uri()}, request)
+def _report_html(request, template: str, context: dict, page: str) -> str:
+    """The report as HTML; `page` is the address of its web version (the PDF names it too)."""
+    return render_to_string(template, {**context, "permalink": request.build_absolute_uri(page)}, request)
 
 
 def _pdf_response(request, html: str, title: str, filename: str) -> HttpResponse:
@@ -90,7 +93,8 @@ def experiment_report(request, pk: int):
     """A printable page for a reader who will not open the dashboard."""
     experiment = get_object_or_404(Experiment.objects.select_related("created_by"), pk=pk)
     context = pages.report_context(experiment)
-    return HttpResponse(_report_html(request, "experiments/report.html", context))
+    page = reverse("experiment-report", args=[pk])
+    return HttpResponse(_report_html(request, "experiments/report.html", context, page))
 
 
 @login_required
@@ -98,7 +102,7 @@ def experiment_report_pdf(request, pk: int):
     """The report printed by Chromium, charts included, offline."""
     experiment = get_object_or_404(Experiment.objects.select_related("created_by"), pk=pk)
     context = {**pages.report_context(experiment), "printing": True}
-    html = _report_html(request, "experiments/report.html", context)
+    html = _report_html(request, "experiments/report.html", context, reverse("experiment-report", args=[pk]))
     title = f"#{experiment.pk} {experiment.name}"
     return _pdf_response(request, html, title, f"experiment-{experiment.pk}.pdf")
 
@@ -275,6 +279,35 @@ def planner_page(request):
                 api_query=request.GET.urlencode(),
             )
     return render(request, "experiments/planner.html", context, status=400 if form.errors else 200)
+
+
+def _compared(request) -> list[int]:
+    """The experiments a compare report is about, from ?experiments=A,B (400 with the reason on a
+    bad list or an unknown id)."""
+    try:
+        return parse_experiment_ids(request.GET.get("experiments", ""))
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def _compare_page(ids: list[int]) -> str:
+    return f"{reverse('compare-report')}?experiments={','.join(map(str, ids))}"
+
+
+@login_required
+def compare_report(request):
+    ids = _compared(request)
+    context = pages.compare_report_context(comparison(ids))
+    return HttpResponse(_report_html(request, "experiments/compare_report.html", context, _compare_page(ids)))
+
+
+@login_required
+def compare_report_pdf(request):
+    ids = _compared(request)
+    context = {**pages.compare_report_context(comparison(ids)), "printing": True}
+    html = _report_html(request, "experiments/compare_report.html", context, _compare_page(ids))
+    title = "Comparison of " + " and ".join(f"#{i}" for i in ids)
+    return _pdf_response(request, html, title, f"compare-{'-'.join(map(str, ids))}.pdf")
 
 
 @login_required

@@ -192,3 +192,61 @@ def test_the_report_prints_to_a_pdf_with_its_charts_and_tables(page, live_server
     assert _coloured_pixels(pages[0], innodb) == 0
     assert max(_coloured_pixels(p, innodb) for p in pages) > 200
     assert max(_coloured_pixels(p, myrocks) for p in pages) > 200
+
+
+@pytest.fixture
+def two_versions():
+    """The same setting on two server versions; the second recovers 2x slower."""
+    before = ExperimentFactory(name="Before 10.11.19", notes="Did 10.11.19 slow recovery down?")
+    after = ExperimentFactory(name="After 10.11.19")
+    for seconds in noisy(1, 5, 1.0):
+        done_run(before, recovery_seconds=seconds, server_version="10.11.18")
+    for seconds in noisy(2, 5, 2.0):
+        done_run(after, recovery_seconds=seconds, server_version="10.11.19")
+    return before, after
+
+
+def test_the_comparison_report_states_the_slowdown_and_each_side_s_method(client, two_versions):
+    before, after = two_versions
+    client.force_login(UserFactory(username="reader", role="viewer"))
+    html = client.get("/compare/report/", {"experiments": f"{before.id},{after.id}"}).content.decode()
+    assert "Did 10.11.19 slow recovery down?" in html
+    assert html.count('<table class="method">') == 2
+    regressions = html[html.index('id="regressions"') : html.index("</ul>", html.index('id="regressions"'))]
+    assert re.search(
+        r"crash recovery [0-9.]+x slower in #\d+ \(10\.11\.19\) than in #\d+ \(10\.11\.18\)", regressions
+    )
+    assert "(baseline)" in html and 'id="compare-table"' in html
+
+
+def test_a_comparison_report_of_a_bad_list_is_a_400_with_the_reason(client, two_versions):
+    client.force_login(UserFactory(username="reader", role="viewer"))
+    answer = client.get("/compare/report/", {"experiments": "1"})
+    assert answer.status_code == 400
+    assert client.get("/compare/report.pdf", {"experiments": "999998,999999"}).status_code == 400
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_comparison_report_prints_to_a_pdf(page, live_server, two_versions):
+    before, after = two_versions
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/compare/?experiments={before.id},{after.id}")
+    page.click("#compare-report-link")
+    page.wait_for_function("document.body.dataset.chartsReady === 'yes'")
+    assert page.locator("#figure-compare .main-svg").count() >= 1
+    screenshot(page, "compare-report.png")
+    answer = page.request.get(live_server.url + page.locator("#report-pdf").get_attribute("href"))
+    assert answer.status == 200
+    pdf = ROOT / "test-artifacts" / "compare-report.pdf"
+    pdf.write_bytes(answer.body())
+    text = subprocess.run(
+        ["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "Slower beyond the noise" in text and "Matched cells" in text
+    # the web version, not the PDF (the address may wrap at its "?")
+    assert f"/compare/report/?experiments={before.id},{after.id}" in re.sub(r"\?\n", "?", text)
+    assert re.search(r"Comparison of #\d+ and #\d+\s+page 1 of \d", text)
+    subprocess.run(
+        ["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / "compare-report-page"], check=True
+    )
