@@ -1,5 +1,6 @@
 """REST API (DESIGN.md, "Commands and API that scripts rely on")."""
 
+from django.db.models import Count
 from django.http import HttpResponse
 from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
@@ -16,7 +17,7 @@ from .comparisons import compare_experiments
 from .definition import DefinitionError
 from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
 from .export import explore_csv, runs_csv
-from .filters import AnalysisFilter, RunFilter
+from .filters import AnalysisFilter, ExperimentFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
 from .models import Experiment, Host, HostStatus, Run, RunAttempt, Transport
@@ -76,6 +77,8 @@ class RunSerializer(serializers.ModelSerializer):
             "suspect_reason",
             "excluded",
             "excluded_reason",
+            "notes",
+            "tags",
             "started_at",
             "finished_at",
         ]
@@ -86,6 +89,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 class ExperimentSerializer(serializers.ModelSerializer):
     runs = RunSerializer(many=True, read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Experiment
@@ -95,11 +99,34 @@ class ExperimentSerializer(serializers.ModelSerializer):
             "status",
             "definition",
             "imported",
+            "notes",
             "tags",
+            "created_by",
             "created_at",
             "finished_at",
             "runs",
         ]
+
+
+class AnnotationSerializer(serializers.Serializer):
+    """What a team may change on an experiment or a run: its notes and tags (never a metric)."""
+
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=5000, trim_whitespace=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=12)
+
+
+def annotated(request, target, experiment) -> Response | None:
+    """PATCH {"notes", "tags"} on an experiment or a run: its author or an admin; 400 per field."""
+    roles.require_change(request.user, experiment)
+    body = AnnotationSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    try:
+        services.annotate(
+            target, notes=body.validated_data.get("notes"), tags=body.validated_data.get("tags")
+        )
+    except services.AnnotationRejected as exc:
+        return Response({k: [v] for k, v in exc.errors.items()}, status=status.HTTP_400_BAD_REQUEST)
+    return None
 
 
 class DefinitionSerializer(serializers.Serializer):
@@ -113,13 +140,31 @@ class DefinitionSerializer(serializers.Serializer):
     workload = serializers.DictField(required=False)
     crash = serializers.DictField(required=False)
     repetitions = serializers.IntegerField(required=False)
+    description = serializers.CharField(required=False, help_text="the question it asks (its notes)")
+    tags = serializers.ListField(child=serializers.CharField(), required=False)
 
 
 class ExperimentViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
+    """Experiments, filtered and sorted like the /experiments/ page (`?sort=-created`, `?tag=`,
+    `?engine=`, ...). PATCH changes only notes and tags."""
+
     serializer_class = ExperimentSerializer
-    queryset = Experiment.objects.prefetch_related("runs")
+    filterset_class = ExperimentFilter
+    queryset = Experiment.objects.select_related("created_by").prefetch_related("runs")
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if self.action == "list":  # sortable by run count
+            queryset = queryset.annotate(run_count=Count("runs"))
+        return queryset
+
+    @extend_schema(request=AnnotationSerializer, responses={200: ExperimentSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        experiment = self.get_object()
+        refused = annotated(request, experiment, experiment)
+        return refused or Response(self.get_serializer(self.get_queryset().get(pk=experiment.pk)).data)
 
     @extend_schema(
         request=DefinitionSerializer,
@@ -182,6 +227,13 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    @extend_schema(request=AnnotationSerializer, responses={200: RunSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        """Notes and tags on a run: the experiment's author or an admin. Metrics never change here."""
+        run = self.get_object()
+        refused = annotated(request, run, run.experiment)
+        return refused or Response(RunSerializer(Run.objects.get(pk=run.pk)).data)
 
     def list(self, request, *args, **kwargs):
         if wants_csv(request):

@@ -29,6 +29,9 @@ MAX_RUNS = 200
 
 EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
 HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._:+#/-]{0,39}$")
+MAX_TAGS = 12
+MAX_NOTES = 5000
 
 
 class DefinitionError(Exception):
@@ -160,6 +163,9 @@ class ExperimentDefinition:
     workload: Workload
     crash: CrashPlan
     repetitions: int
+    # Not part of the matrix: the question it asks and labels to find it by (editable later).
+    description: str = ""
+    tags: list[str] = field(default_factory=list)
     run_count: int = field(init=False)
 
     def __post_init__(self):
@@ -367,6 +373,40 @@ def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str],
         )
 
 
+def clean_tags(raw: object) -> list[str]:
+    """Tags as a list or comma-separated text -> a list without repeats, in order; ValueError
+    naming the first bad one."""
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    if not isinstance(raw, list | tuple):
+        raise ValueError("a list of tags, or tags separated by commas")
+    tags: list[str] = []
+    for tag in raw:
+        if not isinstance(tag, str):
+            raise ValueError(f"{tag!r} is not a tag: tags are text")
+        tag = " ".join(tag.split())
+        if not tag:
+            continue
+        if not TAG.match(tag):
+            raise ValueError(
+                f"{tag!r} is not a tag: 1-40 letters, digits, spaces and . _ : + # / -, starting with a "
+                "letter or digit"
+            )
+        if tag not in tags:
+            tags.append(tag)
+    if len(tags) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    return tags
+
+
+def clean_notes(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise ValueError("notes are text")
+    if len(raw) > MAX_NOTES:
+        raise ValueError(f"at most {MAX_NOTES} characters ({len(raw)} given)")
+    return raw.strip()
+
+
 def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDefinition:
     """Check a user's definition and return it normalized, or raise DefinitionError."""
     errors = _Collector()
@@ -382,6 +422,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
         "crash",
         "repetitions",
         "description",
+        "tags",
     }
     for key in raw:
         if key not in known:
@@ -406,6 +447,15 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
         repetitions = int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))
     except ValueError as exc:
         errors.add("repetitions", str(exc))
+    description, tags = "", []
+    try:
+        description = clean_notes(raw.get("description", ""))
+    except ValueError as exc:
+        errors.add("description", str(exc))
+    try:
+        tags = clean_tags(raw.get("tags", []))
+    except ValueError as exc:
+        errors.add("tags", str(exc))
 
     if errors.errors:
         raise DefinitionError(errors.errors)
@@ -418,6 +468,8 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
         workload=workload,
         crash=crash,
         repetitions=repetitions,
+        description=description,
+        tags=tags,
     )
     if definition.run_count > MAX_RUNS:
         raise DefinitionError(

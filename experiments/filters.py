@@ -2,8 +2,9 @@
 (django-filter, so they appear in the OpenAPI schema)."""
 
 import django_filters as filters
+from django.db.models import Exists, OuterRef, Q
 
-from .models import Engine, Run, RunStatus
+from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 
 
 class CharInFilter(filters.BaseInFilter, filters.CharFilter):
@@ -24,7 +25,7 @@ class RunFilter(filters.FilterSet):
     server_version = CharInFilter(help_text="server versions as the runs report them, comma-separated")
     status = filters.ChoiceFilter(choices=RunStatus.choices)
     imported = filters.BooleanFilter(help_text="true: runs imported from logs; false: runs done here")
-    tag = filters.CharFilter(method="filter_tag", help_text="runs of experiments with this tag")
+    tag = filters.CharFilter(method="filter_tag", help_text="runs with this tag, or of experiments with it")
     since = filters.DateFilter(
         field_name="finished_at", lookup_expr="date__gte", help_text="finished on or after"
     )
@@ -39,7 +40,8 @@ class RunFilter(filters.FilterSet):
         fields = []
 
     def filter_tag(self, queryset, name, value):
-        return queryset.filter(experiment__tags__contains=[value])
+        """The run's own tag, or its experiment's."""
+        return queryset.filter(Q(tags__contains=[value]) | Q(experiment__tags__contains=[value]))
 
 
 class AnalysisFilter(RunFilter):
@@ -59,3 +61,62 @@ class AnalysisFilter(RunFilter):
         if not self.form.cleaned_data.get("include_excluded"):
             queryset = queryset.filter(excluded=False)
         return queryset
+
+
+# What the experiment list's runs-based filters look at, by parameter name.
+RUN_FIELDS = {"engine": "engine", "host": "host_label", "server_version": "server_version"}
+
+
+class ExperimentFilter(filters.FilterSet):
+    """The team's history: GET /api/experiments/ and the /experiments/ page (whose address holds
+    every filter, the sort and the page: a permalink)."""
+
+    q = filters.CharFilter(method="search", help_text="words in the name or notes, a tag, or an id")
+    engine = CharInFilter(method="with_runs", help_text="experiments with runs of these engines")
+    host = CharInFilter(method="with_runs", help_text="experiments with runs on these hosts or import labels")
+    server_version = CharInFilter(method="with_runs", help_text="experiments with runs of these versions")
+    tag = CharInFilter(method="with_tags", help_text="experiments with every one of these tags")
+    author = filters.CharFilter(field_name="created_by__username", help_text="the author's user name")
+    status = filters.MultipleChoiceFilter(choices=ExperimentStatus.choices)
+    imported = filters.BooleanFilter(help_text="true: made of imported runs")
+    since = filters.DateFilter(
+        field_name="created_at", lookup_expr="date__gte", help_text="created on or after"
+    )
+    until = filters.DateFilter(
+        field_name="created_at", lookup_expr="date__lte", help_text="created on or before"
+    )
+    sort = filters.OrderingFilter(
+        fields=(
+            ("created_at", "created"),
+            ("finished_at", "finished"),
+            ("name", "name"),
+            ("status", "status"),
+            ("run_count", "runs"),
+            ("id", "id"),
+        ),
+        help_text="created (default -created), finished, name, status, runs or id; - for descending",
+    )
+
+    class Meta:
+        model = Experiment
+        fields = []
+
+    def search(self, queryset, name, value):
+        words = value.strip()
+        match = Q(name__icontains=words) | Q(notes__icontains=words) | Q(tags__contains=[words])
+        if words.isdigit():
+            match |= Q(pk=int(words))
+        return queryset.filter(match)
+
+    def with_runs(self, queryset, name, value):
+        runs = Run.objects.filter(experiment=OuterRef("pk"), **{f"{RUN_FIELDS[name]}__in": value})
+        return queryset.filter(Exists(runs))
+
+    def with_tags(self, queryset, name, value):
+        return queryset.filter(tags__contains=list(value))
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        if not self.form.cleaned_data.get("sort"):
+            return queryset.order_by("-created_at", "-id")
+        return queryset.order_by(*queryset.query.order_by, "-id")  # equal values: a stable page order

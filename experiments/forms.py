@@ -28,6 +28,13 @@ def _number_or_text(text: str):
 
 class ExperimentForm(forms.Form):
     name = forms.CharField(max_length=200)
+    description = forms.CharField(
+        required=False,
+        label="Question",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="what this experiment asks; its report opens with it",
+    )
+    tags = forms.CharField(required=False, help_text="comma-separated labels to find it by: baseline, nvme")
     hosts = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     engines = forms.MultipleChoiceField(
         choices=choices(ENGINES, RUNNABLE_ENGINES),
@@ -125,6 +132,8 @@ class ExperimentForm(forms.Form):
             },
             "crash": crash,
             "repetitions": data["repetitions"],
+            "description": data.get("description") or "",
+            "tags": data.get("tags") or "",
         }
 
     def add_definition_errors(self, errors: dict[str, list[str]]) -> None:

@@ -4,13 +4,14 @@ endpoint that keeps it live. Reads only."""
 from dataclasses import dataclass
 from statistics import median
 
+from django.db.models import F, Func
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from . import charts, reports
 from .cells import ENGINE_NAMES, ROW_FIELDS, SUMMARY_METRICS, Cell, build_cells, settings_text, varied_axes
 from .comparisons import COMPARED_METRICS
-from .models import Experiment, Run, RunStatus
+from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 from .units import format_size
 
 
@@ -261,3 +262,29 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
             f"pages per MB of redo{rate} ({row['runs']} runs)."
         )
     return sentences
+
+
+def history_choices() -> dict:
+    """What the experiment list's filters offer: the values that exist."""
+    runs = Run.objects.order_by()
+    return {
+        "engine_choices": Engine.choices,
+        "status_choices": ExperimentStatus.choices,
+        "host_choices": sorted(set(runs.values_list("host_label", flat=True).distinct())),
+        "version_choices": sorted(
+            set(runs.exclude(server_version="").values_list("server_version", flat=True).distinct())
+        ),
+        "tag_choices": list(
+            Experiment.objects.annotate(tag=Func(F("tags"), function="unnest"))
+            .order_by("tag")
+            .values_list("tag", flat=True)
+            .distinct()
+        ),
+        "author_choices": sorted(
+            set(
+                Experiment.objects.exclude(created_by=None)
+                .values_list("created_by__username", flat=True)
+                .distinct()
+            )
+        ),
+    }

@@ -5,7 +5,8 @@ import uuid
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
-from django.db.models import Count, Q
+from django.core.paginator import Paginator
+from django.db.models import Count
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -17,7 +18,7 @@ from . import charts, pages, services
 from .api import PROBE_HOST, comparison, parse_experiment_ids
 from .definition import DefinitionError
 from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
-from .filters import AnalysisFilter
+from .filters import AnalysisFilter, ExperimentFilter
 from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
@@ -25,26 +26,45 @@ from .models import Engine, Experiment, Host, Run, Transport
 from .pdf import PDFError, html_to_pdf
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
-from .roles import FORBIDDEN, may_administer, may_experiment, require_change, role_required
+from .roles import FORBIDDEN, may_administer, may_change, may_experiment, require_change, role_required
 from .ssh_keys import SSHKeyError, dashboard_public_key
 
-EXPERIMENTS_PER_PAGE = 50
+EXPERIMENTS_PER_PAGE = 25
+# The list's columns: the sort key behind each header ("" = not sortable).
+SORT_COLUMNS = (
+    ("id", "#"),
+    ("name", "Name"),
+    ("", "Tags"),
+    ("status", "Status"),
+    ("runs", "Runs"),
+    ("", "By"),
+    ("created", "Created"),
+)
 
 
 @login_required
 def experiment_list(request):
-    search = request.GET.get("q", "").strip()
+    """The team's history: searched, filtered, sorted and paged from the address (a permalink)."""
     experiments = Experiment.objects.select_related("created_by").annotate(run_count=Count("runs"))
-    if search:
-        experiments = experiments.filter(Q(name__icontains=search) | Q(tags__contains=[search]))
-    # annotate(Count) groups by the row: say the order again or it is lost.
-    total = experiments.count()
-    experiments = experiments.order_by("-created_at", "-id")[:EXPERIMENTS_PER_PAGE]
-    return render(
-        request,
-        "experiments/experiment_list.html",
-        {"experiments": experiments, "q": search, "total": total, "shown": EXPERIMENTS_PER_PAGE},
-    )
+    found = ExperimentFilter(request.GET, queryset=experiments)
+    if not found.is_valid():
+        return render(
+            request,
+            "experiments/experiment_list.html",
+            {**pages.history_choices(), "filter": found},
+            status=400,
+        )
+    page = Paginator(found.qs, EXPERIMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        **pages.history_choices(),
+        "filter": found,
+        "page": page,
+        "experiments": page.object_list,
+        "filtered": any(value for key, value in request.GET.items() if key not in ("page", "sort")),
+        "sort": request.GET.get("sort", ""),
+        "sort_columns": SORT_COLUMNS,
+    }
+    return render(request, "experiments/experiment_list.html", context)
 
 
 @login_required
@@ -70,7 +90,34 @@ def experiment_new(request):
 @login_required
 def experiment_detail(request, pk: int):
     experiment = get_object_or_404(Experiment, pk=pk)
-    return render(request, "experiments/experiment_detail.html", pages.experiment_context(experiment))
+    context = {**pages.experiment_context(experiment), "can_change": may_change(request.user, experiment)}
+    return render(request, "experiments/experiment_detail.html", context)
+
+
+def _annotate(request, target, experiment):
+    require_change(request.user, experiment)
+    try:
+        services.annotate(target, notes=request.POST.get("notes"), tags=request.POST.get("tags"))
+    except services.AnnotationRejected as exc:
+        for field_name, message in exc.errors.items():
+            messages.error(request, f"{field_name}: {message} (nothing was saved)")
+    else:
+        messages.info(request, "Notes and tags saved.")
+    return redirect(target)
+
+
+@login_required
+@require_POST
+def experiment_annotate(request, pk: int):
+    experiment = get_object_or_404(Experiment, pk=pk)
+    return _annotate(request, experiment, experiment)
+
+
+@login_required
+@require_POST
+def run_annotate(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    return _annotate(request, run, run.experiment)
 
 
 def _report_html(request, template: str, context: dict, page: str) -> str:
@@ -136,7 +183,8 @@ def _run_context(run: Run) -> dict:
 @login_required
 def run_detail(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
-    return render(request, "experiments/run_detail.html", _run_context(run))
+    context = {**_run_context(run), "can_change": may_change(request.user, run.experiment)}
+    return render(request, "experiments/run_detail.html", context)
 
 
 @login_required

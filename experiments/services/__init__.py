@@ -15,7 +15,7 @@ from .dispatch import (
     retry_run,
     wake_hosts,
 )
-from .experiments import IDEMPOTENCY_KEY, create_experiment
+from .experiments import IDEMPOTENCY_KEY, AnnotationRejected, annotate, create_experiment
 from .hosts import (
     SSH_HOST,
     SSH_USER,
@@ -46,6 +46,7 @@ from .runs import (
 )
 
 __all__ = [
+    "AnnotationRejected",
     "DRIVE_HOST_TASK",
     "IDEMPOTENCY_KEY",
     "SSH_HOST",
@@ -55,6 +56,7 @@ __all__ = [
     "Bundle",
     "DefinitionError",
     "active_host_names",
+    "annotate",
     "apply_metrics",
     "cancel_experiment",
     "claim_next_run",

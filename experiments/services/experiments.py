@@ -4,7 +4,7 @@ import re
 
 from django.db import IntegrityError, transaction
 
-from ..definition import ExperimentDefinition, validate_definition
+from ..definition import ExperimentDefinition, clean_notes, clean_tags, validate_definition
 from ..models import Experiment, Host, Run
 from ..units import parse_size
 from .dispatch import wake_hosts
@@ -35,6 +35,8 @@ def create_experiment(
             experiment = Experiment.objects.create(
                 name=definition.name,
                 definition=definition.as_dict(),
+                notes=definition.description,
+                tags=definition.tags,
                 created_by=user,
                 idempotency_key=idempotency_key,
             )
@@ -65,3 +67,34 @@ def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> li
         )
         for spec in definition.expand()
     )
+
+
+class AnnotationRejected(ValueError):
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def annotate(target: Experiment | Run, notes: object = None, tags: object = None) -> Experiment | Run:
+    """Set an experiment's or a run's notes and tags (None leaves one as it is). ValueError with
+    {"notes"|"tags": message} when a value is refused; nothing is saved then."""
+    errors, fields = {}, []
+    if notes is not None:
+        try:
+            target.notes = clean_notes(notes)
+            fields.append("notes")
+        except ValueError as exc:
+            errors["notes"] = str(exc)
+    if tags is not None:
+        try:
+            target.tags = clean_tags(tags)
+            fields.append("tags")
+        except ValueError as exc:
+            errors["tags"] = str(exc)
+    if errors:
+        target.refresh_from_db(fields=["notes", "tags"])
+        raise AnnotationRejected(errors)
+    if fields:
+        target.save(update_fields=fields)
+    return target
+
