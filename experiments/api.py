@@ -1,7 +1,10 @@
 """REST API (DESIGN.md, "Commands and API that scripts rely on")."""
 
+import tempfile
+
+from django.conf import settings
 from django.db.models import Count
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -12,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import roles, services
+from .archive import ArchiveRejected, export_experiment, import_experiment
 from .cells import ROW_FIELDS
 from .comparisons import compare_experiments
 from .definition import DefinitionError
@@ -129,6 +133,23 @@ def annotated(request, target, experiment) -> Response | None:
     return None
 
 
+class ExperimentArchiveSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="an experiment exported by GET /api/experiments/{id}/export/")
+
+
+def archive_response(experiment: Experiment) -> FileResponse:
+    """The export as a download, spooled to disk past 64 MB (raw files can be large)."""
+    spool = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+    export_experiment(experiment, spool, settings.INSTALLATION_NAME)
+    spool.seek(0)
+    return FileResponse(
+        spool,
+        as_attachment=True,
+        filename=f"experiment-{experiment.pk}.tar.gz",
+        content_type="application/gzip",
+    )
+
+
 class DefinitionSerializer(serializers.Serializer):
     """Documents the definition's shape for the schema; validation is validate_definition's."""
 
@@ -192,6 +213,40 @@ class ExperimentViewSet(
         experiment = self.get_queryset().get(pk=experiment.pk)
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(self.get_serializer(experiment).data, status=code)
+
+    @extend_schema(
+        responses={(200, "application/gzip"): OpenApiTypes.BINARY},
+        description="The experiment as one .tar.gz (definition, runs with every metric, attempts, raw "
+        "files) for POST /api/experiments/import/ on another installation. 409 while runs still go.",
+    )
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        experiment = self.get_object()
+        try:
+            return archive_response(experiment)
+        except ArchiveRejected as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+    @extend_schema(
+        request={"multipart/form-data": ExperimentArchiveSerializer},
+        responses={201: ExperimentSerializer},
+        description="Store an export of another installation as a new experiment. 409 names the "
+        "experiment when this installation has it already; 400 says what is wrong with the archive.",
+    )
+    @action(detail=False, methods=["post"], url_path="import", parser_classes=[MultiPartParser])
+    def import_archive(self, request):
+        body = ExperimentArchiveSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            experiment = import_experiment(body.validated_data["file"], user=request.user)
+        except ArchiveRejected as exc:
+            code = status.HTTP_409_CONFLICT if exc.duplicate else status.HTTP_400_BAD_REQUEST
+            answer = {"detail": str(exc)}
+            if exc.duplicate:
+                answer["existing"] = exc.duplicate.pk
+            return Response(answer, status=code)
+        experiment = self.get_queryset().get(pk=experiment.pk)
+        return Response(self.get_serializer(experiment).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: ExperimentSerializer})
     @action(detail=True, methods=["post"])

@@ -1,3 +1,5 @@
+import uuid
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -98,6 +100,9 @@ class ExperimentStatus(models.TextChoices):
 
 
 class Experiment(models.Model):
+    # Which experiment this is across installations: an export carries it, and an installation
+    # that has it already refuses the import.
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
     definition = models.JSONField(help_text="The normalized definition it was created from.")
     status = models.CharField(
@@ -112,6 +117,8 @@ class Experiment(models.Model):
     )
     # The client's Idempotency-Key: a POST sent again with the same key returns this experiment.
     idempotency_key = models.CharField(max_length=100, blank=True)
+    # Where an imported export came from: {"installation", "id", "author", "exported_at"}.
+    origin = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

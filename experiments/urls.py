@@ -5,6 +5,7 @@ from . import views
 urlpatterns = [
     path("experiments/", views.experiment_list, name="experiment-list"),
     path("experiments/new/", views.experiment_new, name="experiment-new"),
+    path("experiments/import/", views.experiment_import, name="experiment-import"),
     path("experiments/<int:pk>/", views.experiment_detail, name="experiment-detail"),
     path("experiments/<int:pk>/report/", views.experiment_report, name="experiment-report"),
     path("experiments/<int:pk>/report.pdf", views.experiment_report_pdf, name="experiment-report-pdf"),

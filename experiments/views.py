@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from . import charts, pages, services
 from .api import PROBE_HOST, comparison, parse_experiment_ids
+from .archive import ArchiveRejected, import_experiment
 from .definition import DefinitionError
 from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
 from .filters import AnalysisFilter, ExperimentFilter
@@ -252,6 +253,33 @@ def host_probe(request, pk: int):
     if "error" in found:
         messages.error(request, f"{host.name}: {found['error']}")
     return redirect("host-list")
+
+
+@login_required
+@role_required(may_experiment, FORBIDDEN["experiment"])
+def experiment_import(request):
+    """An experiment exported by another installation, uploaded and stored here."""
+    error, existing = "", None
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        if upload is None:
+            error = "choose the .tar.gz file another installation exported"
+        else:
+            try:
+                experiment = import_experiment(upload, user=request.user)
+            except ArchiveRejected as exc:
+                error, existing = str(exc), exc.duplicate
+            else:
+                messages.info(
+                    request, f"Imported from {experiment.origin.get('installation') or 'elsewhere'}."
+                )
+                return redirect(experiment)
+    return render(
+        request,
+        "experiments/experiment_import.html",
+        {"error": error, "existing": existing},
+        status=409 if existing else 400 if error else 200,
+    )
 
 
 @login_required

@@ -4,6 +4,7 @@ Every value has a development default that works on a machine set up by `make se
 that is present but malformed stops start-up with ImproperlyConfigured instead of being guessed.
 """
 
+import socket
 from pathlib import Path
 
 import environ
@@ -168,6 +169,8 @@ RUN_RETRY_BACKOFF_S = env.float("RUN_RETRY_BACKOFF_S", default=30.0)
 # Beat wakes a host with queued runs and no driver; it sends again only after this long, so a
 # wake waiting behind busy workers is not repeated on every pass.
 WAKE_RESEND_S = env.int("WAKE_RESEND_S", default=300)
+# This installation's name in the experiments it exports (where an imported one came from).
+INSTALLATION_NAME = env.str("INSTALLATION_NAME", default=socket.gethostname())
 # Reports are printed to PDF by this Chromium (Debian's package), offline, within this time.
 CHROMIUM_PATH = env.str("CHROMIUM_PATH", default="/usr/bin/chromium")
 REPORT_PDF_TIMEOUT_S = env.int("REPORT_PDF_TIMEOUT_S", default=60)

@@ -1,0 +1,263 @@
+"""Moving an experiment between installations: exported as one file, imported into a fresh
+database (a real second PostgreSQL database, through the management commands) it charts the same;
+a duplicate is refused, naming its copy; a bad archive stores nothing and says why."""
+
+import io
+import json
+import os
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from experiments.archive import export_experiment, import_experiment
+from experiments.models import Experiment, Run, RunAttempt, RunFile, RunStatus
+from experiments.pages import experiment_context
+
+from .factories import ExperimentFactory, UserFactory
+from .test_analysis import done_run, noisy
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parent.parent
+REAL_LOG = ROOT / "tests" / "data" / "mariadb-10.11" / "innodb_after_workload" / "error.log"
+
+
+def charted(experiment_id: int) -> str:
+    """What the experiment page charts and summarises, with each run id replaced by its place
+    in the matrix (ids differ between installations; the matrix does not)."""
+    experiment = Experiment.objects.get(pk=experiment_id)
+    place = dict(experiment.runs.values_list("id", "matrix_index"))
+    context = experiment_context(experiment)
+
+    figures = json.loads(json.dumps(context["figures"], default=str))  # a copy to renumber
+    for figure in figures.values():
+        for trace in figure["data"]:
+            if "customdata" in trace:
+                trace["customdata"] = [
+                    place.get(i, i) if isinstance(i, int) else i for i in trace["customdata"]
+                ]
+    summary = [
+        [cell["cell"].label, cell["n"], [v["text"] for v in cell["values"]]] for cell in context["summary"]
+    ]
+    text = json.dumps({"figures": figures, "summary": summary}, sort_keys=True, default=str)
+    # hover texts name runs by id too
+    return re.sub(r"run (\d+) \\u00b7", lambda m: f"run @{place[int(m.group(1))]} \\u00b7", text)
+
+
+@pytest.fixture
+def finished():
+    """Two log sizes x InnoDB/MyRocks x 3 repetitions with phases, a real error log, an attempt,
+    a suspect run and an excluded one."""
+    author = UserFactory(username="dana")
+    experiment = ExperimentFactory(
+        name="Move me", created_by=author, tags=["baseline"], notes="Does the log size matter?", status="done"
+    )
+    index = 0
+    for engine in ("innodb", "rocksdb"):
+        for log, typical in ((64 * 2**20, 0.4), (512 * 2**20, 1.6)):
+            for repetition, seconds in enumerate(noisy(index, 3, typical), start=1):
+                run = done_run(
+                    experiment,
+                    matrix_index=index,
+                    engine=engine,
+                    redo_log_bytes=log,
+                    repetition=repetition,
+                    recovery_seconds=seconds,
+                    downtime_seconds=seconds + 0.7,
+                    redo_bytes=int(seconds * 80e6),
+                    phases={"redo_scan": seconds / 4, "redo_apply": seconds * 3 / 4},
+                    host_facts={"os": "Debian GNU/Linux 12", "cpu_count": 2},
+                    finished_at=timezone.now(),
+                )
+                RunAttempt.objects.create(
+                    run=run, number=1, worker="w1", started_at=timezone.now(), outcome="done"
+                )
+                RunFile.objects.create(
+                    run=run,
+                    name="error.log",
+                    content=REAL_LOG.read_bytes(),
+                    size_bytes=REAL_LOG.stat().st_size,
+                )
+                index += 1
+    Run.objects.filter(experiment=experiment, matrix_index=1).update(suspect=True, suspect_reason="too fast")
+    Run.objects.filter(experiment=experiment, matrix_index=2).update(
+        excluded=True, excluded_reason="shared disk", excluded_by=author
+    )
+    return experiment
+
+
+def exported(experiment) -> bytes:
+    out = io.BytesIO()
+    export_experiment(experiment, out, "lab-a")
+    return out.getvalue()
+
+
+def test_an_export_imported_again_charts_the_same_and_keeps_every_value(finished):
+    before = charted(finished.id)
+    columns = [f.name for f in Run._meta.concrete_fields if f.name not in ("id", "experiment", "host")]
+    values_before = list(finished.runs.order_by("matrix_index").values(*columns))
+    archive = exported(finished)
+    finished.delete()  # this database no longer has it: as a fresh one
+
+    imported = import_experiment(io.BytesIO(archive), user=UserFactory(username="erin"))
+    assert charted(imported.id) == before
+    assert list(imported.runs.order_by("matrix_index").values(*columns)) == values_before
+    assert (imported.name, imported.notes, imported.tags) == (
+        "Move me",
+        "Does the log size matter?",
+        ["baseline"],
+    )
+    assert imported.origin["installation"] == "lab-a" and imported.origin["author"] == "dana"
+    assert imported.created_by.username == "erin"
+    files = RunFile.objects.filter(run__experiment=imported)
+    assert files.count() == 12 and all(bytes(f.content) == REAL_LOG.read_bytes() for f in files)
+    assert RunAttempt.objects.filter(run__experiment=imported, worker="w1").count() == 12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_imported_into_a_fresh_database_charts_the_same(finished, tmp_path):
+    """The literal case: a second, empty PostgreSQL database migrated and filled by the commands
+    users run (exportexperiment here, importexperiment there)."""
+    archive = tmp_path / "move-me.tar.gz"
+    manage = [str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "manage.py")]
+    base = settings.DATABASES["default"]
+    fresh = f"{connection.settings_dict['NAME']}_fresh"
+    admin = f"postgresql://{base['USER']}@{base['HOST']}:{base['PORT']}/postgres"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    env["DATABASE_URL"] = f"postgres://{base['USER']}@{base['HOST']}:{base['PORT']}/{fresh}"
+    here = {
+        **env,
+        "DATABASE_URL": f"postgres://{base['USER']}@{base['HOST']}:{base['PORT']}/{connection.settings_dict['NAME']}",
+    }
+    subprocess.run([*manage, "exportexperiment", str(finished.id), "-o", str(archive)], env=here, check=True)
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f'DROP DATABASE IF EXISTS "{fresh}"')
+        db.execute(f'CREATE DATABASE "{fresh}"')
+    try:
+        subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True)
+        done = subprocess.run(
+            [*manage, "importexperiment", str(archive)], env=env, check=True, capture_output=True, text=True
+        )
+        assert "imported as experiment" in done.stdout
+        new_id = int(done.stdout.split("imported as experiment ")[1].split(":")[0])
+        show = f"from tests.test_archive import charted; print(charted({new_id}))"
+        there = subprocess.run(
+            [*manage, "shell", "-v", "0", "-c", show],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        assert json.loads(there) == json.loads(charted(finished.id))
+        again = subprocess.run(
+            [*manage, "importexperiment", str(archive)], env=env, capture_output=True, text=True
+        )
+        assert again.returncode == 1 and f"has this experiment already: #{new_id} Move me" in again.stderr
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
+
+
+def test_a_duplicate_is_refused_with_the_experiment_it_duplicates(api, finished):
+    answer = api.post(
+        "/api/experiments/import/", {"file": io.BytesIO(exported(finished))}, format="multipart"
+    )
+    assert answer.status_code == 409
+    assert answer.json() == {
+        "detail": f"this installation has this experiment already: #{finished.id} Move me",
+        "existing": finished.id,
+    }
+    assert Experiment.objects.count() == 1
+
+
+def test_the_api_exports_and_imports_and_viewers_may_only_export(api, client, finished):
+    download = api.get(f"/api/experiments/{finished.id}/export/")
+    assert download.status_code == 200 and download["Content-Type"] == "application/gzip"
+    archive = b"".join(download.streaming_content)
+    finished.delete()
+    client.force_login(UserFactory(username="viewer", role="viewer"))
+    assert client.get("/experiments/").status_code == 200
+    assert client.post("/api/experiments/import/", {"file": io.BytesIO(archive)}).status_code == 403
+    answer = api.post("/api/experiments/import/", {"file": io.BytesIO(archive)}, format="multipart")
+    assert answer.status_code == 201 and len(answer.json()["runs"]) == 12
+
+
+def test_the_import_page_stores_it_and_shows_a_refusal(client, user, finished):
+    archive = exported(finished)
+    client.force_login(user)
+    refused = client.post("/experiments/import/", {"file": io.BytesIO(archive)})
+    assert refused.status_code == 409
+    assert f'href="/experiments/{finished.id}/"' in refused.content.decode()
+    finished.delete()
+    page = client.post("/experiments/import/", {"file": io.BytesIO(archive)})
+    imported = Experiment.objects.get()
+    assert page.status_code == 302 and page["Location"] == f"/experiments/{imported.id}/"
+    assert "Imported from lab-a, where it was" in client.get(page["Location"]).content.decode()
+
+
+def test_an_experiment_with_runs_still_going_is_not_exported(api, finished):
+    done_run(finished, status=RunStatus.QUEUED)
+    answer = api.get(f"/api/experiments/{finished.id}/export/")
+    assert answer.status_code == 409 and "still has 1 run queued or running" in answer.json()["detail"]
+
+
+def _archive(manifest: dict | None, extra: dict[str, bytes] | None = None) -> io.BytesIO:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in {
+            **({"experiment.json": json.dumps(manifest).encode()} if manifest else {}),
+            **(extra or {}),
+        }.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    out.seek(0)
+    return out
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m.update(version=99), "format version 99; this installation reads version 1"),
+        (lambda m: m.update(format="something"), "not an export of Recovery Lab"),
+        (
+            lambda m: m["runs"][3].update(status="exploded"),
+            "run 4 of the archive: status: Value 'exploded' is not a valid choice.",
+        ),
+        (
+            lambda m: m["runs"][0].update(recovery_seconds="fast"),
+            "run 1 of the archive: recovery_seconds: “fast” value must be a float.",
+        ),
+        (lambda m: m["runs"][0].update(warp_factor=9), "run 1 of the archive: unknown columns warp_factor"),
+        (
+            lambda m: m["runs"][5]["files"][0].update(member="files/99/missing"),
+            "the archive has no file files/99/missing",
+        ),
+    ],
+)
+def test_a_bad_archive_stores_nothing_and_says_why(api, finished, change, message):
+    manifest = json.loads(
+        tarfile.open(fileobj=io.BytesIO(exported(finished))).extractfile("experiment.json").read()
+    )
+    members = {f["member"]: REAL_LOG.read_bytes() for run in manifest["runs"] for f in run["files"]}
+    finished.delete()
+    change(manifest)
+    answer = api.post("/api/experiments/import/", {"file": _archive(manifest, members)}, format="multipart")
+    assert answer.status_code == 400
+    assert message in answer.json()["detail"]
+    assert not Experiment.objects.exists() and not Run.objects.exists() and not RunFile.objects.exists()
+
+
+def test_a_file_that_is_not_an_export_is_refused(api):
+    answer = api.post("/api/experiments/import/", {"file": io.BytesIO(b"hello")}, format="multipart")
+    assert answer.status_code == 400 and "not a .tar.gz archive" in answer.json()["detail"]
+    answer = api.post(
+        "/api/experiments/import/", {"file": _archive(None, {"notes.txt": b"hi"})}, format="multipart"
+    )
+    assert answer.status_code == 400 and "the archive has no file experiment.json" in answer.json()["detail"]
