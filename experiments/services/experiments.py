@@ -76,21 +76,17 @@ class AnnotationRejected(ValueError):
 
 
 def annotate(target: Experiment | Run, notes: object = None, tags: object = None) -> Experiment | Run:
-    """Set an experiment's or a run's notes and tags (None leaves one as it is). ValueError with
-    {"notes"|"tags": message} when a value is refused; nothing is saved then."""
+    """Set an experiment's or a run's notes and tags (None leaves one as it is). AnnotationRejected
+    with {"notes"|"tags": message} when a value is refused; nothing is saved then."""
     errors, fields = {}, []
-    if notes is not None:
+    for name, value, clean in (("notes", notes, clean_notes), ("tags", tags, clean_tags)):
+        if value is None:
+            continue
         try:
-            target.notes = clean_notes(notes)
-            fields.append("notes")
+            setattr(target, name, clean(value))
+            fields.append(name)
         except ValueError as exc:
-            errors["notes"] = str(exc)
-    if tags is not None:
-        try:
-            target.tags = clean_tags(tags)
-            fields.append("tags")
-        except ValueError as exc:
-            errors["tags"] = str(exc)
+            errors[name] = str(exc)
     if errors:
         target.refresh_from_db(fields=["notes", "tags"])
         raise AnnotationRejected(errors)
