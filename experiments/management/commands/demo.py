@@ -3,6 +3,7 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
 from experiments import services
 from experiments.models import ExperimentStatus, Transport
@@ -58,5 +59,6 @@ class Command(BaseCommand):
         done = experiment.runs.filter(status="done").count()
         self.stdout.write(f"{done} of {experiment.runs.count()} runs done ({experiment.status}).")
         self.stdout.write(f"Results: {url}{experiment.get_absolute_url()}")
+        self.stdout.write(f"Report (and its PDF): {url}{reverse('experiment-report', args=[experiment.pk])}")
         if experiment.status == ExperimentStatus.FAILED:
             raise CommandError("every run failed; their errors are on the page above")
