@@ -28,7 +28,7 @@ from .models import Experiment, Host, HostStatus, Run, RunAttempt, Transport
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
 from .ssh_keys import dashboard_public_key
-from .vocabulary import ENGINES
+from .vocabulary import ENGINES, RUNNABLE_ENGINES
 
 PROBE_HOST = "workers.probing.probe_host"
 
@@ -155,7 +155,7 @@ class DefinitionSerializer(serializers.Serializer):
 
     name = serializers.CharField()
     hosts = serializers.ListField(child=serializers.CharField())
-    engines = serializers.ListField(child=serializers.ChoiceField(choices=["innodb", "rocksdb"]))
+    engines = serializers.ListField(child=serializers.ChoiceField(choices=list(RUNNABLE_ENGINES)))
     parameters = serializers.DictField(required=False)
     server_options = serializers.DictField(required=False)
     workload = serializers.DictField(required=False)

@@ -27,6 +27,19 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# Served over TLS (directly or behind a proxy that terminates it): secure cookies, redirects to
+# https and HSTS. Off by default: `make demo` serves plain http on loopback.
+HTTPS = env.bool("HTTPS", default=False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Behind a proxy that terminates TLS, Django learns the scheme from the proxy's header (only set
+# this when the proxy always sets or strips it).
+if env.bool("BEHIND_TLS_PROXY", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -124,6 +137,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name per set of choices in the schema (several models have an engine or a status).
+    "ENUM_NAME_OVERRIDES": {
+        "EngineEnum": "experiments.models.Engine",
+        "RunnableEngineEnum": "experiments.vocabulary.RUNNABLE_ENGINES",
+        "ExperimentStatusEnum": "experiments.models.ExperimentStatus",
+        "RunStatusEnum": "experiments.models.RunStatus",
+        "HostStatusEnum": "experiments.models.HostStatus",
+        "AttemptOutcomeEnum": "experiments.models.AttemptOutcome",
+    },
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
