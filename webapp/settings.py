@@ -5,6 +5,7 @@ that is present but malformed stops start-up with ImproperlyConfigured instead o
 """
 
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -36,8 +37,27 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 # Behind a proxy that terminates TLS, Django learns the scheme from the proxy's header (only set
 # this when the proxy always sets or strips it).
-if env.bool("BEHIND_TLS_PROXY", default=False):
+BEHIND_TLS_PROXY = env.bool("BEHIND_TLS_PROXY", default=False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Password guessing (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user name
+# from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES (429 and a page that says
+# so); a success resets the count. The address is the peer's, or the one the proxy in front
+# (only one, trusted) put in X-Forwarded-For: a header a client sets itself changes nothing.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+if BEHIND_TLS_PROXY:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_TLS_PROXY else None
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 SESSION_COOKIE_HTTPONLY = True
 
 INSTALLED_APPS = [
@@ -49,6 +69,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_filters",
+    "axes",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -65,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -205,4 +227,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # axes says hello at every start of every command; its lockouts are warnings and still shown
+    "loggers": {"axes.apps": {"level": "WARNING"}},
 }
