@@ -125,9 +125,8 @@ def annotated(request, target, experiment) -> Response | None:
     body = AnnotationSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     try:
-        services.annotate(
-            target, notes=body.validated_data.get("notes"), tags=body.validated_data.get("tags")
-        )
+        data = body.validated_data
+        services.annotate(target, notes=data.get("notes"), tags=data.get("tags"), user=request.user)
     except services.AnnotationRejected as exc:
         return Response({k: [v] for k, v in exc.errors.items()}, status=status.HTTP_400_BAD_REQUEST)
     return None
@@ -316,7 +315,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         """Take the run back into analysis. The experiment's author or an admin only."""
         run = self.get_object()
         roles.require_change(request.user, run.experiment)
-        return Response(RunSerializer(services.include_run(run.pk)).data)
+        return Response(RunSerializer(services.include_run(run.pk, user=request.user)).data)
 
 
 class ExploreSeriesSerializer(serializers.Serializer):
@@ -490,7 +489,7 @@ class HostSerializer(serializers.ModelSerializer):
 
     def create(self, validated_data):
         try:
-            return services.register_host(**validated_data)
+            return services.register_host(**validated_data, user=self.context["request"].user)
         except ValueError as exc:
             raise serializers.ValidationError({"name": [str(exc)]}) from None
 

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .models import Experiment, Run, RunAttempt, RunFile, RunStatus
+from .services.audit import audited_by
 
 FORMAT = "recovery-lab-experiment"
 VERSION = 1
@@ -206,7 +207,7 @@ def import_experiment(upload: BinaryIO, user=None) -> Experiment:
             "author": exported.pop("author", None),
             "exported_at": manifest.get("exported_at"),
         }
-        with transaction.atomic():
+        with transaction.atomic(), audited_by(user):
             experiment = _build(
                 Experiment,
                 {name: exported[name] for name in EXPERIMENT_FIELDS if name in exported},

@@ -98,7 +98,9 @@ def experiment_detail(request, pk: int):
 def _annotate(request, target, experiment):
     require_change(request.user, experiment)
     try:
-        services.annotate(target, notes=request.POST.get("notes"), tags=request.POST.get("tags"))
+        services.annotate(
+            target, notes=request.POST.get("notes"), tags=request.POST.get("tags"), user=request.user
+        )
     except services.AnnotationRejected as exc:
         for field_name, message in exc.errors.items():
             messages.error(request, f"{field_name}: {message} (nothing was saved)")
@@ -212,7 +214,7 @@ def run_exclude(request, pk: int):
 def run_include(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
     require_change(request.user, run.experiment)
-    services.include_run(run.pk)
+    services.include_run(run.pk, user=request.user)
     return redirect(run)
 
 

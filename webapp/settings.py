@@ -41,6 +41,25 @@ BEHIND_TLS_PROXY = env.bool("BEHIND_TLS_PROXY", default=False)
 if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# The audit trail (django-auditlog, read in /admin/auditlog/): who registered or changed a host,
+# excluded or annotated a run, changed or deleted an experiment, changed a user's roles, and when.
+# Services name the user themselves where the API's token (not the page's session) says who.
+# Addresses are not recorded: the one a request carries can be forged.
+AUDITLOG_DISABLE_REMOTE_ADDR = True
+AUDITLOG_INCLUDE_TRACKING_MODELS = (
+    {
+        "model": "auth.user",
+        "include_fields": ["username", "is_staff", "is_superuser", "is_active"],
+        "m2m_fields": ["groups"],
+    },
+    {
+        "model": "experiments.host",
+        "exclude_fields": ["status", "facts", "last_seen", "last_error", "wake_sent_at"],
+    },
+    {"model": "experiments.experiment", "include_fields": ["name", "notes", "tags", "created_by", "origin"]},
+    {"model": "experiments.run", "include_fields": ["excluded", "excluded_reason", "notes", "tags"]},
+)
+
 # Password guessing (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user name
 # from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES (429 and a page that says
 # so); a success resets the count. The address is the peer's, or the one the proxy in front
@@ -70,6 +89,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_filters",
     "axes",
+    "auditlog",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -84,6 +104,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "auditlog.middleware.AuditlogMiddleware",  # the page's user on every audit entry
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login
@@ -227,6 +248,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # axes says hello at every start of every command; its lockouts are warnings and still shown
-    "loggers": {"axes.apps": {"level": "WARNING"}},
+    # axes says hello at every start and logs every login; its lockouts are warnings, still shown
+    "loggers": {"axes": {"level": "WARNING"}},
 }

@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from ..definition import ExperimentDefinition, clean_notes, clean_tags, validate_definition
 from ..models import Experiment, Host, Run
 from ..units import parse_size
+from .audit import audited_by
 from .dispatch import wake_hosts
 from .hosts import active_host_names
 
@@ -31,7 +32,7 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     try:
-        with transaction.atomic():
+        with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
                 name=definition.name,
                 definition=definition.as_dict(),
@@ -75,7 +76,9 @@ class AnnotationRejected(ValueError):
         self.errors = errors
 
 
-def annotate(target: Experiment | Run, notes: object = None, tags: object = None) -> Experiment | Run:
+def annotate(
+    target: Experiment | Run, notes: object = None, tags: object = None, user=None
+) -> Experiment | Run:
     """Set an experiment's or a run's notes and tags (None leaves one as it is). AnnotationRejected
     with {"notes"|"tags": message} when a value is refused; nothing is saved then."""
     errors, fields = {}, []
@@ -91,6 +94,6 @@ def annotate(target: Experiment | Run, notes: object = None, tags: object = None
         target.refresh_from_db(fields=["notes", "tags"])
         raise AnnotationRejected(errors)
     if fields:
-        target.save(update_fields=fields)
+        with audited_by(user):
+            target.save(update_fields=fields)
     return target
-

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from ..definition import HOST_NAME
 from ..models import Host, HostStatus, Transport
+from .audit import audited_by
 
 SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")
@@ -20,6 +21,7 @@ def register_host(
     ssh_host: str = "",
     ssh_port: int = 22,
     work_dir: str = "/var/tmp/recovery-lab",
+    user=None,
 ) -> Host:
     """Create or update a host. Running it twice with the same values changes nothing; a new
     address forgets the pinned host key (the next probe pins the new machine's)."""
@@ -37,7 +39,7 @@ def register_host(
     if not WORK_DIR.match(work_dir or "") or ".." in work_dir:
         raise ValueError(f"work_dir {work_dir!r}: an absolute path of letters, digits, '.', '_', '-', '/'")
     address = {"ssh_user": ssh_user, "ssh_host": ssh_host, "ssh_port": int(ssh_port)}
-    with transaction.atomic():
+    with transaction.atomic(), audited_by(user):
         host = Host.objects.select_for_update().filter(name=name).first()
         if host is None:
             return Host.objects.create(name=name, transport=transport, work_dir=work_dir, **address)

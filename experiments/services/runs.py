@@ -14,6 +14,7 @@ from workers.runner.contract import RunSpec
 from ..analysis import analyse_run
 from ..metrics import METRIC_NAMES
 from ..models import AttemptOutcome, Experiment, ExperimentStatus, Run, RunAttempt, RunFile, RunStatus
+from .audit import audit, audited_by
 
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
 
@@ -168,18 +169,21 @@ def exclude_run(run_id: int, reason: str, user=None) -> Run:
     reason = " ".join((reason or "").split())[:500]
     if not reason:
         raise ValueError("say why the run is left out, so others can judge it")
-    Run.objects.filter(id=run_id).update(
-        excluded=True, excluded_reason=reason, excluded_by=user, excluded_at=timezone.now()
-    )
-    return Run.objects.get(id=run_id)
+    with transaction.atomic(), audited_by(user):  # saved, not updated: the audit trail sees it
+        run = Run.objects.select_for_update().get(id=run_id)
+        run.excluded, run.excluded_reason, run.excluded_by = True, reason, user
+        run.excluded_at = timezone.now()
+        run.save(update_fields=["excluded", "excluded_reason", "excluded_by", "excluded_at"])
+    return run
 
 
-def include_run(run_id: int) -> Run:
+def include_run(run_id: int, user=None) -> Run:
     """Undo exclude_run. Idempotent."""
-    Run.objects.filter(id=run_id).update(
-        excluded=False, excluded_reason="", excluded_by=None, excluded_at=None
-    )
-    return Run.objects.get(id=run_id)
+    with transaction.atomic(), audited_by(user):
+        run = Run.objects.select_for_update().get(id=run_id)
+        run.excluded, run.excluded_reason, run.excluded_by, run.excluded_at = False, "", None, None
+        run.save(update_fields=["excluded", "excluded_reason", "excluded_by", "excluded_at"])
+    return run
 
 
 def end_attempt(attempt_id: int, outcome: str, error: str = "", transient: bool = False) -> None:
@@ -217,6 +221,8 @@ def cancel_experiment(experiment_id: int, user=None) -> int:
             not_before=None,
             finished_at=timezone.now(),
         )
+        if cancelled:
+            audit(Experiment.objects.get(id=experiment_id), user, f"cancelled {cancelled} runs")
     refresh_experiment_status(experiment_id)
     return cancelled
 
