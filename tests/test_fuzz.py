@@ -1,0 +1,138 @@
+"""Fuzzing with fixed budgets (derandomized, so CI runs the same examples every time):
+schemathesis sends what the OpenAPI schema allows and much it does not to every API operation of
+a live server, and no answer is a server error; hypothesis feeds the definition and import
+validators any JSON and they answer with a value or their own error, never an exception."""
+
+import pytest
+import schemathesis
+from drf_spectacular.generators import SchemaGenerator
+from hypothesis import HealthCheck, given
+from hypothesis import settings as budget
+from hypothesis import strategies as st
+from rest_framework.authtoken.models import Token
+
+from experiments.definition import (
+    PARAMETERS,
+    SERVER_OPTIONS,
+    DefinitionError,
+    clean_tags,
+    validate_definition,
+)
+from experiments.imports import ImportRejected, validate_import
+
+from .factories import ExperimentFactory, HostFactory, UserFactory
+from .test_analysis import done_run
+
+# Probing connects over SSH to whatever address it is given: not something to fuzz.
+SCHEMA = schemathesis.openapi.from_dict(SchemaGenerator().get_schema(request=None, public=True)).exclude(
+    path_regex=r"/probe/$"
+)
+API_BUDGET = budget(
+    max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
+)
+
+
+@pytest.fixture
+def served(live_server, transactional_db, broker):
+    """A live server with an admin's token and a row of each kind for the ids to hit; the
+    session's queue is emptied after (created experiments wake hosts through it)."""
+    admin = UserFactory(username="fuzzer", is_staff=True, is_superuser=True)
+    HostFactory(name="local")
+    done_run(ExperimentFactory(created_by=admin))
+    return live_server.url, {"Authorization": f"Token {Token.objects.create(user=admin).key}"}
+
+
+@SCHEMA.parametrize()
+@API_BUDGET
+def test_no_request_makes_the_api_fail(case, served):
+    base_url, headers = served
+    response = case.call(base_url=base_url, headers=headers)
+    assert response.status_code < 500, (
+        f"{case.method} {case.formatted_path} answered {response.status_code}: {response.text[:800]}"
+    )
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+SIZES = st.sampled_from(["64M", "1G", "0M", "1T", "9999999G", "12", "abc", " 256m ", ""]) | JSON
+DEFINITIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.text(max_size=40) | JSON,
+        "hosts": st.lists(st.sampled_from(["local", "LOCAL", "db2", "../x"]), max_size=3) | JSON,
+        "engines": st.lists(st.sampled_from(["innodb", "rocksdb", "tokudb", "myisam"]), max_size=3) | JSON,
+        "parameters": st.dictionaries(
+            st.sampled_from([*PARAMETERS, "x"]), st.lists(SIZES, max_size=3) | JSON
+        ),
+        "server_options": st.dictionaries(
+            st.sampled_from([*SERVER_OPTIONS, "init_file"]), st.lists(JSON) | JSON
+        ),
+        "workload": st.dictionaries(
+            st.sampled_from(
+                ["name", "tables", "table_size", "threads", "events", "time_seconds", "warmup_max_seconds"]
+            ),
+            st.sampled_from(["oltp_insert", "oltp_write_only"]) | st.integers(-5, 10**9) | JSON,
+        ),
+        "crash": st.dictionaries(
+            st.sampled_from(["method", "when", "after_seconds", "redo_bytes", "open_rows"]),
+            st.sampled_from(
+                ["sigkill", "power_loss", "after_workload", "at_redo_bytes", "during_transaction"]
+            )
+            | SIZES,
+        ),
+        "repetitions": JSON,
+        "description": JSON,
+        "tags": JSON,
+    },
+)
+
+
+@given(raw=DEFINITIONS | JSON)
+@budget(max_examples=400, deadline=None, derandomize=True, database=None)
+def test_the_definition_validator_answers_any_input_with_a_definition_or_its_errors(raw):
+    try:
+        definition = validate_definition(raw, ["local", "db2"])
+    except DefinitionError as refused:
+        assert refused.errors and all(isinstance(m, list) and m for m in refused.errors.values())
+    else:
+        assert 1 <= definition.run_count == len(list(definition.expand()))
+
+
+@given(
+    data=st.dictionaries(
+        st.sampled_from(
+            [
+                "engine",
+                "buffer_pool_size",
+                "redo_log_size",
+                "insert_rate",
+                "host_label",
+                "server_version",
+                "timezone",
+                "redo_bytes",
+                "x",
+            ]
+        ),
+        SIZES | st.sampled_from(["innodb", "rocksdb", "UTC", "Mars/Olympus", "prod-1"]),
+    )
+)
+@budget(max_examples=300, deadline=None, derandomize=True, database=None)
+def test_the_import_parameters_answer_any_input_with_values_or_their_errors(data):
+    try:
+        validate_import(data)
+    except ImportRejected as refused:
+        assert refused.errors
+
+
+@given(raw=JSON)
+@budget(max_examples=200, deadline=None, derandomize=True, database=None)
+def test_tags_are_cleaned_or_refused_with_a_reason(raw):
+    try:
+        tags = clean_tags(raw)
+    except ValueError as refused:
+        assert str(refused)
+    else:
+        assert len(tags) == len(set(tags)) <= 12 and all(tag == tag.strip() and tag for tag in tags)
