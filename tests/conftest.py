@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 import redis
 from django.conf import settings
@@ -167,3 +168,38 @@ def staff_api(db):
     client = APIClient()
     client.force_authenticate(UserFactory(username="ops", is_staff=True))
     return client
+
+
+MANAGE = [
+    str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"),
+    str(Path(__file__).resolve().parent.parent / "manage.py"),
+]
+
+
+def database_url(name: str) -> str:
+    base = settings.DATABASES["default"]
+    return f"postgres://{base['USER']}@{base['HOST']}:{base['PORT']}/{name}"
+
+
+def manage_env(database: str) -> dict:
+    """The environment for a `manage.py` process of ours working on that database (the test
+    session's settings otherwise)."""
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": database_url(database)}
+
+
+@pytest.fixture
+def fresh_database(transactional_db):
+    """A second, empty PostgreSQL database (not migrated) beside the test database; dropped after."""
+    from django.db import connection
+
+    name = f"{connection.settings_dict['NAME']}_fresh"
+    with psycopg.connect(
+        database_url("postgres").replace("postgres://", "postgresql://"), autocommit=True
+    ) as db:
+        db.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        db.execute(f'CREATE DATABASE "{name}"')
+    yield name
+    with psycopg.connect(
+        database_url("postgres").replace("postgres://", "postgresql://"), autocommit=True
+    ) as db:
+        db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

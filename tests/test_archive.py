@@ -4,15 +4,12 @@ a duplicate is refused, naming its copy; a bad archive stores nothing and says w
 
 import io
 import json
-import os
 import re
 import subprocess
 import tarfile
 from pathlib import Path
 
-import psycopg
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -20,6 +17,7 @@ from experiments.archive import export_experiment, import_experiment
 from experiments.models import Experiment, Run, RunAttempt, RunFile, RunStatus
 from experiments.pages import experiment_context
 
+from .conftest import MANAGE, database_url, manage_env
 from .factories import ExperimentFactory, UserFactory
 from .test_analysis import done_run, noisy
 
@@ -120,48 +118,47 @@ def test_an_export_imported_again_charts_the_same_and_keeps_every_value(finished
     assert RunAttempt.objects.filter(run__experiment=imported, worker="w1").count() == 12
 
 
-@pytest.mark.django_db(transaction=True)
-def test_an_export_imported_into_a_fresh_database_charts_the_same(finished, tmp_path):
+def charted_there(database: str, experiment_id: int) -> str:
+    """charted() as a manage.py process working on another database answers it."""
+    show = f"from tests.test_archive import charted; print(charted({experiment_id}))"
+    return subprocess.run(
+        [*MANAGE, "shell", "-v", "0", "-c", show],
+        env=manage_env(database),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def test_an_export_imported_into_a_fresh_database_charts_the_same(finished, fresh_database, tmp_path):
     """The literal case: a second, empty PostgreSQL database migrated and filled by the commands
     users run (exportexperiment here, importexperiment there)."""
     archive = tmp_path / "move-me.tar.gz"
-    manage = [str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "manage.py")]
-    base = settings.DATABASES["default"]
-    fresh = f"{connection.settings_dict['NAME']}_fresh"
-    admin = f"postgresql://{base['USER']}@{base['HOST']}:{base['PORT']}/postgres"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    env["DATABASE_URL"] = f"postgres://{base['USER']}@{base['HOST']}:{base['PORT']}/{fresh}"
-    here = {
-        **env,
-        "DATABASE_URL": f"postgres://{base['USER']}@{base['HOST']}:{base['PORT']}/{connection.settings_dict['NAME']}",
-    }
-    subprocess.run([*manage, "exportexperiment", str(finished.id), "-o", str(archive)], env=here, check=True)
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f'DROP DATABASE IF EXISTS "{fresh}"')
-        db.execute(f'CREATE DATABASE "{fresh}"')
-    try:
-        subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True)
-        done = subprocess.run(
-            [*manage, "importexperiment", str(archive)], env=env, check=True, capture_output=True, text=True
-        )
-        assert "imported as experiment" in done.stdout
-        new_id = int(done.stdout.split("imported as experiment ")[1].split(":")[0])
-        show = f"from tests.test_archive import charted; print(charted({new_id}))"
-        there = subprocess.run(
-            [*manage, "shell", "-v", "0", "-c", show],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        assert json.loads(there) == json.loads(charted(finished.id))
-        again = subprocess.run(
-            [*manage, "importexperiment", str(archive)], env=env, capture_output=True, text=True
-        )
-        assert again.returncode == 1 and f"has this experiment already: #{new_id} Move me" in again.stderr
-    finally:
-        with psycopg.connect(admin, autocommit=True) as db:
-            db.execute(f'DROP DATABASE IF EXISTS "{fresh}" WITH (FORCE)')
+    here = manage_env(connection.settings_dict["NAME"])
+    subprocess.run([*MANAGE, "exportexperiment", str(finished.id), "-o", str(archive)], env=here, check=True)
+    there = manage_env(fresh_database)
+    subprocess.run([*MANAGE, "migrate", "-v", "0"], env=there, check=True)
+    done = subprocess.run(
+        [*MANAGE, "importexperiment", str(archive)], env=there, check=True, capture_output=True, text=True
+    )
+    new_id = int(re.search(r"imported as experiment (\d+): Move me", done.stdout).group(1))
+    assert json.loads(charted_there(fresh_database, new_id)) == json.loads(charted(finished.id))
+    again = subprocess.run(
+        [*MANAGE, "importexperiment", str(archive)], env=there, capture_output=True, text=True
+    )
+    assert again.returncode == 1 and f"has this experiment already: #{new_id} Move me" in again.stderr
+
+
+def test_a_backup_restored_into_a_fresh_database_charts_the_same(finished, fresh_database, tmp_path):
+    """docs/operations.md's backup and restore, as written there: pg_dump -Fc, pg_restore."""
+    dump = tmp_path / "recovery-lab.dump"
+    subprocess.run(
+        ["pg_dump", "-Fc", "-f", str(dump), database_url(connection.settings_dict["NAME"])], check=True
+    )
+    subprocess.run(["pg_restore", "--no-owner", "-d", database_url(fresh_database), str(dump)], check=True)
+    assert json.loads(charted_there(fresh_database, finished.id)) == json.loads(charted(finished.id))
+    # and the restored installation is at this code's schema: nothing left to migrate
+    subprocess.run([*MANAGE, "migrate", "-v", "0", "--check"], env=manage_env(fresh_database), check=True)
 
 
 def test_a_duplicate_is_refused_with_the_experiment_it_duplicates(api, finished):
