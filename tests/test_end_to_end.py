@@ -371,3 +371,16 @@ def test_a_runner_signalled_with_its_worker_stops_everything_it_started(tmp_path
     assert runner.wait(timeout=30) == 128 + 15
     runner.stdin.close()
     wait_for(lambda: not [p for p in runner_processes() if str(work) in p], 10, "the runner's processes")
+
+
+def test_a_runner_killed_with_sigkill_takes_its_server_and_sysbench_with_it(tmp_path):
+    """SIGKILL reaches no handler: the kernel ends what the runner started (parent-death signal)."""
+    work = settings.RUNNER_WORK_DIR / "sigkilled"  # where runner_processes() looks
+    spec = insert_spec("64M", work)
+    spec["workload"].update(events=0, time_seconds=600)
+    runner = runner_in_its_workload(tmp_path, spec)
+    ours = [p for p in runner_processes() if str(work) in p]
+    assert any("mariadbd" in p for p in ours) and any("sysbench" in p for p in ours)
+    runner.kill()
+    assert runner.wait(timeout=30) == -9
+    wait_for(lambda: not [p for p in runner_processes() if str(work) in p], 10, "the runner's processes")

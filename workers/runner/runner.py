@@ -80,7 +80,15 @@ STARTED: list[subprocess.Popen] = []
 HELD: list = []  # the work directory's lock file, open for the whole run
 
 
+# util-linux's setpriv asks the kernel to SIGKILL a process when the one that started it dies,
+# then execs it (same pid): a runner killed with SIGKILL, which no handler sees, takes its server
+# and sysbench with it. Where setpriv is missing they are still stopped on every other way out.
+SETPRIV = shutil.which("setpriv")
+
+
 def spawn(args: list[str], **options) -> subprocess.Popen:
+    if SETPRIV:
+        args = [SETPRIV, "--pdeathsig", "KILL", "--", *args]
     process = subprocess.Popen(args, **options)
     STARTED.append(process)
     return process
