@@ -67,45 +67,57 @@ def runner_processes() -> list[str]:
     return found
 
 
-@pytest.fixture
-def celery_worker_process(transactional_db, broker):
-    """A real Celery worker in its own process, on the test database and broker."""
+def start_celery_worker() -> subprocess.Popen:
+    """A real Celery worker in its own process (and process group), on the test database and
+    broker; its log goes to test-artifacts/worker.log."""
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
-    log = (ROOT / "test-artifacts" / "worker.log").open("ab")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "webapp",
-            "worker",
-            "-c",
-            "2",
-            "-l",
-            "info",
-            "--without-heartbeat",
-            "--without-mingle",
-            "--without-gossip",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    yield process
+    with (ROOT / "test-artifacts" / "worker.log").open("ab") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "webapp",
+                "worker",
+                "-c",
+                "2",
+                "-l",
+                "info",
+                "--without-heartbeat",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_celery_worker(process: subprocess.Popen) -> None:
+    """A warm shutdown of the whole worker, forced after a minute."""
+    if process.poll() is not None:
+        return
     os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    log.close()
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, broker):
+    """A real Celery worker in its own process, on the test database and broker."""
+    process = start_celery_worker()
+    yield process
+    stop_celery_worker(process)
 
 
 def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.5):

@@ -1,0 +1,66 @@
+"""Faults injected for real, with a real Celery worker, private mariadbd servers and sysbench:
+after each, no run is lost, none stays `running`, no process of ours is left on the host, and the
+next run starts."""
+
+import os
+import signal
+
+import pytest
+
+from experiments import services
+from experiments.models import Run, RunStatus
+from workers import tasks
+
+from .conftest import runner_processes, start_celery_worker, stop_celery_worker, wait_for
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
+
+# Two runs on one host; the workload lasts long enough to be caught under way.
+DEFINITION = {
+    "name": "fault: worker killed",
+    "hosts": ["local"],
+    "engines": ["innodb"],
+    "parameters": {"buffer_pool_size": ["64M"], "redo_log_size": ["64M"], "insert_rate": [0]},
+    "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 4000, "threads": 2, "events": 40000},
+    "crash": {"method": "sigkill", "when": "after_workload"},
+    "repetitions": 2,
+}
+
+
+def under_way(experiment_id: int) -> Run | None:
+    """The run whose server and sysbench are both up."""
+    run = Run.objects.filter(experiment_id=experiment_id, status=RunStatus.RUNNING).first()
+    found = runner_processes()
+    if run and any("mariadbd" in p for p in found) and any("sysbench" in p and " run" in p for p in found):
+        return run
+    return None
+
+
+def test_the_worker_killed_with_sigkill_mid_run_loses_nothing_and_leaves_no_process(local_host, broker):
+    worker = start_celery_worker()
+    try:
+        experiment, _ = services.create_experiment(DEFINITION)
+        victim = wait_for(lambda: under_way(experiment.id), 300, "a run with its server and workload up")
+        os.killpg(worker.pid, signal.SIGKILL)  # the worker and its pool, at once: no handler runs
+        worker.wait()
+        # the runner went with its worker (killed with the group, or its stdin closed), and its
+        # server and sysbench with it
+        wait_for(lambda: not runner_processes(), 30, "the killed run's mariadbd and sysbench to go")
+        victim.refresh_from_db()
+        assert victim.status == RunStatus.RUNNING  # nobody has said otherwise yet
+
+        worker = start_celery_worker()
+        tasks.wake_hosts_task.run()  # what beat does every 30 s
+        wait_for(
+            lambda: not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists(),
+            900,
+            "both runs done",
+            interval_s=1,
+        )
+    finally:
+        stop_celery_worker(worker)
+    victim.refresh_from_db()
+    outcomes = list(victim.attempt_rows.order_by("number").values_list("outcome", "error"))
+    assert outcomes[0] == ("lost", "its worker stopped during the run") and outcomes[-1][0] == "done"
+    assert victim.recovery_seconds > 0 and victim.verified is True
+    assert runner_processes() == []
