@@ -64,3 +64,26 @@ def test_the_worker_killed_with_sigkill_mid_run_loses_nothing_and_leaves_no_proc
     assert outcomes[0] == ("lost", "its worker stopped during the run") and outcomes[-1][0] == "done"
     assert victim.recovery_seconds > 0 and victim.verified is True
     assert runner_processes() == []
+
+
+def test_queued_runs_survive_the_broker_losing_its_messages_and_each_runs_once(local_host, broker, settings):
+    """Redis here keeps nothing on disk: a restart empties it. The runs are rows in PostgreSQL;
+    beat wakes their host again once the unanswered wake is old enough (WAKE_RESEND_S)."""
+    experiment, _ = services.create_experiment({**DEFINITION, "name": "fault: broker emptied"})
+    assert broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE) == 1  # the host's wake-up, waiting
+    broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)  # what a restart of this Redis does to it
+    worker = start_celery_worker()
+    try:
+        settings.WAKE_RESEND_S = 0  # the test does not wait the five minutes
+        assert tasks.wake_hosts_task.run() == [local_host.id]  # beat's pass
+        wait_for(
+            lambda: not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists(),
+            900,
+            "both runs done",
+            interval_s=1,
+        )
+    finally:
+        stop_celery_worker(worker)
+    for run in Run.objects.filter(experiment=experiment):
+        assert list(run.attempt_rows.values_list("outcome", flat=True)) == ["done"]  # once each
+    assert runner_processes() == []
