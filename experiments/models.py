@@ -288,6 +288,9 @@ class RunAttempt(models.Model):
     outcome = models.CharField(max_length=10, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
     error = models.TextField(blank=True)
     transient = models.BooleanField(default=False)
+    # Its driver's last sign of life (every few seconds while the run goes): a run whose driver
+    # lost its database connection, and with it the host's lock, is still alive, not lost.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["run_id", "number"]

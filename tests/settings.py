@@ -13,6 +13,7 @@ os.environ.setdefault("RUNNER_START_TIMEOUT_S", "120")
 os.environ.setdefault("SSH_KEY_SECRET", "dGVzdHMtb25seS1zc2gta2V5LXNlY3JldC0zMmJ5dGU=")
 os.environ.setdefault("SSH_CONNECT_TIMEOUT_S", "5")
 os.environ.setdefault("RUN_RETRY_BACKOFF_S", "0.5")
+os.environ.setdefault("RUN_LOST_AFTER_S", "8")
 # Playwright's sync API runs an event loop in the test thread; Django's ORM calls made by the
 # tests around it are still synchronous (Django documents this switch for such cases).
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -12,6 +12,7 @@ from datetime import timedelta
 import asyncssh
 import pytest
 from celery import current_app
+from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
@@ -185,6 +186,12 @@ def test_a_second_driver_for_a_held_host_returns_at_once(local_host):
 # Lost workers and beat --------------------------------------------------------------------------
 
 
+def went_silent(run) -> None:
+    """The run's driver gave its last sign of life longer ago than RUN_LOST_AFTER_S."""
+    long_ago = timezone.now() - timedelta(seconds=settings.RUN_LOST_AFTER_S + 1)
+    RunAttempt.objects.filter(run=run).update(started_at=long_ago, heartbeat_at=long_ago)
+
+
 def test_a_run_left_running_by_a_lost_worker_is_woken_once_and_retried_by_the_next_driver(local_host, broker):
     run = RunFactory(host=local_host)
     services.claim_next_run(local_host.id, "celery@gone")  # its worker died: nobody holds the host
@@ -192,6 +199,10 @@ def test_a_run_left_running_by_a_lost_worker_is_woken_once_and_retried_by_the_ne
     tasks.wake_hosts_task.run()  # the next pass does not send it again
     assert queued_messages(broker) == 1
 
+    assert services.release_lost_runs(local_host.id) == []  # its driver may only be reconnecting
+    assert services.has_live_run(local_host.id)
+    went_silent(run)
+    assert not services.has_live_run(local_host.id)
     assert services.release_lost_runs(local_host.id) == [run.id]
     run.refresh_from_db()
     attempt = run.attempt_rows.get()
@@ -203,6 +214,7 @@ def test_a_run_left_running_by_a_lost_worker_is_woken_once_and_retried_by_the_ne
 def test_a_run_lost_three_times_fails_with_the_reason(local_host):
     run = RunFactory(host=local_host, attempts=2)
     services.claim_next_run(local_host.id, "celery@gone")
+    went_silent(run)
     services.release_lost_runs(local_host.id)
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED
@@ -346,3 +358,18 @@ def test_beat_probes_every_active_host_except_those_a_driver_holds(broker):
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in messages] == [
         ("workers.tasks.probe_host_task", f"({idle.id},)")
     ]
+
+
+def test_a_driver_finding_a_live_run_on_its_host_starts_nothing_beside_it(local_host, broker):
+    """The run's own driver lost the host's lock with its database connection but still beats:
+    the next driver leaves the run alone, starts no second one, and looks again later."""
+    from workers.dispatch import drive_host
+
+    running, waiting = RunFactory(host=local_host), RunFactory(host=local_host)
+    services.claim_next_run(local_host.id, "celery@elsewhere")
+    assert drive_host(local_host.id, "celery@here") is False
+    running.refresh_from_db()
+    waiting.refresh_from_db()
+    assert running.status == RunStatus.RUNNING and running.attempt_rows.count() == 1
+    assert waiting.status == RunStatus.QUEUED
+    assert queued_messages(broker) == 1  # its wake for later

@@ -87,3 +87,36 @@ def test_queued_runs_survive_the_broker_losing_its_messages_and_each_runs_once(l
     for run in Run.objects.filter(experiment=experiment):
         assert list(run.attempt_rows.values_list("outcome", flat=True)) == ["done"]  # once each
     assert runner_processes() == []
+
+
+def test_postgresql_dropping_the_worker_s_connections_mid_run_stores_the_result_once(local_host, broker):
+    """To a client, a PostgreSQL restart is its connections dropped: the worker's, and with them
+    the host's advisory lock. The run goes on and is stored once; the other run waits its turn."""
+    from django.db import connection
+
+    worker = start_celery_worker()
+    try:
+        experiment, _ = services.create_experiment({**DEFINITION, "name": "fault: connections dropped"})
+        victim = wait_for(lambda: under_way(experiment.id), 300, "a run with its server and workload up")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            assert cursor.fetchone()[0] >= 1
+        tasks.wake_hosts_task.run()  # beat's next pass: the host looks free now
+        wait_for(
+            lambda: not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists(),
+            900,
+            "both runs done",
+            interval_s=1,
+        )
+    finally:
+        stop_celery_worker(worker)
+    victim.refresh_from_db()
+    assert list(victim.attempt_rows.values_list("outcome", flat=True)) == ["done"], list(
+        victim.attempt_rows.values_list("outcome", "error")
+    )
+    other = Run.objects.filter(experiment=experiment).exclude(id=victim.id).get()
+    assert other.started_at >= victim.finished_at  # never two runs at once on the host
+    assert runner_processes() == []

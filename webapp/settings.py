@@ -231,6 +231,12 @@ RUNNER_REUSE_DATASETS = env.bool("RUNNER_REUSE_DATASETS", default=True)
 # RUN_MAX_ATTEMPTS tries in all; a permanent failure fails it at once.
 RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
 RUN_RETRY_BACKOFF_S = env.float("RUN_RETRY_BACKOFF_S", default=30.0)
+# A running run whose driver gave no sign of life for this long is lost (its worker died); its
+# driver beats four times as often. A driver that only lost its database connection (and the
+# host's lock with it) keeps beating once reconnected, so its run is neither retried nor joined.
+RUN_LOST_AFTER_S = env.int("RUN_LOST_AFTER_S", default=60)
+# How long a driver keeps trying to reach PostgreSQL again (a restart) before it gives up.
+DB_RECONNECT_S = env.int("DB_RECONNECT_S", default=120)
 # Beat wakes a host with queued runs and no driver; it sends again only after this long, so a
 # wake waiting behind busy workers is not repeated on every pass.
 WAKE_RESEND_S = env.int("WAKE_RESEND_S", default=300)

@@ -28,13 +28,16 @@ def _connect() -> psycopg.Connection:
 @contextlib.contextmanager
 def host_lock(host_id: int):
     """Yields True if this process now holds the host, False if another does."""
-    with _connect() as conn:
+    conn = _connect()
+    with contextlib.closing(conn):
         acquired = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_NAMESPACE, host_id)).fetchone()[0]
         try:
             yield acquired
         finally:
             if acquired:
-                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_NAMESPACE, host_id))
+                # A connection dropped during the run (PostgreSQL restarted) took the lock with it.
+                with contextlib.suppress(psycopg.OperationalError):
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", (_NAMESPACE, host_id))
 
 
 def busy_host_ids() -> set[int]:

@@ -7,9 +7,11 @@ One module per area; each is the only writer of its rows.
 from ..definition import DefinitionError
 from .dispatch import (
     DRIVE_HOST_TASK,
+    beat,
     claim_next_run,
     driver_started,
     has_claimable_run,
+    has_live_run,
     hosts_to_wake,
     release_lost_runs,
     retry_run,
@@ -58,6 +60,7 @@ __all__ = [
     "active_host_names",
     "annotate",
     "apply_metrics",
+    "beat",
     "cancel_experiment",
     "claim_next_run",
     "create_experiment",
@@ -66,6 +69,7 @@ __all__ = [
     "exclude_run",
     "forget_host_key",
     "has_claimable_run",
+    "has_live_run",
     "hosts_to_wake",
     "include_run",
     "ingest_bundle",

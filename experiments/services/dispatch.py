@@ -141,14 +141,37 @@ def retry_run(run_id: int, error: str, attempt_id: int | None = None, lost: bool
     return pause
 
 
+def beat(attempt_id: int) -> None:
+    """The attempt's driver is alive (called every few seconds while it runs)."""
+    RunAttempt.objects.filter(id=attempt_id, ended_at__isnull=True).update(heartbeat_at=timezone.now())
+
+
+def _alive_since(now) -> Q:
+    """An open attempt whose driver gave a sign of life (or started) within RUN_LOST_AFTER_S."""
+    since = now - timedelta(seconds=settings.RUN_LOST_AFTER_S)
+    return Q(heartbeat_at__gte=since) | Q(heartbeat_at__isnull=True, started_at__gte=since)
+
+
+def has_live_run(host_id: int) -> bool:
+    """A run of this host is still under way with a live driver, whatever the host's lock says
+    (the lock goes with a dropped database connection; the run does not)."""
+    return RunAttempt.objects.filter(
+        _alive_since(timezone.now()),
+        ended_at__isnull=True,
+        run__host_id=host_id,
+        run__status=RunStatus.RUNNING,
+    ).exists()
+
+
 def release_lost_runs(host_id: int) -> list[int]:
-    """Runs left running on a host that no driver holds: their worker stopped mid-run. Called by
-    the host's next driver (which holds the host, so nothing else can be running there); each is
+    """Runs left running on a host that no driver holds and whose driver gave no sign of life for
+    RUN_LOST_AFTER_S: their worker stopped mid-run. Called by the host's next driver; each is
     retried or, past the limit, failed. Returns their ids."""
+    alive = RunAttempt.objects.filter(_alive_since(timezone.now()), ended_at__isnull=True)
     lost = list(
-        Run.objects.filter(host_id=host_id, status=RunStatus.RUNNING, imported=False).values_list(
-            "id", flat=True
-        )
+        Run.objects.filter(host_id=host_id, status=RunStatus.RUNNING, imported=False)
+        .exclude(id__in=alive.values("run_id"))
+        .values_list("id", flat=True)
     )
     reason = "its worker stopped during the run"
     for run_id in lost:
