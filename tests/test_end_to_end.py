@@ -384,3 +384,21 @@ def test_a_runner_killed_with_sigkill_takes_its_server_and_sysbench_with_it(tmp_
     runner.kill()
     assert runner.wait(timeout=30) == -9
     wait_for(lambda: not [p for p in runner_processes() if str(work) in p], 10, "the runner's processes")
+
+
+def test_a_full_work_directory_fails_the_run_saying_so_and_leaves_nothing(tmp_path):
+    """The work directory on a file system of the test's own, too small for a server (40 MB)."""
+    mount = settings.RUNNER_WORK_DIR / "full-disk"
+    mount.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)], check=True)
+    try:
+        spec = insert_spec("16M", mount / "work")
+        code, last = run_runner(tmp_path, spec)
+        assert code == 1 and last["event"] == "failed"
+        assert "the file system of the work directory" in last["error"] and "is full" in last["error"]
+        assert runner_processes() == []
+        assert not list((mount / "work").glob("run-*"))  # the run's half-made files are gone
+        result = json.loads((tmp_path / "bundle" / "result.json").read_text())
+        assert result["status"] == "failed" and result["error"] == last["error"]
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)

@@ -124,6 +124,25 @@ def watch_stdin() -> None:
     threading.Thread(target=watch, daemon=True, name="stdin-watchdog").start()
 
 
+# A file system with less free space than this (or 1% of its size) is called full in a failure.
+FULL_BELOW_BYTES = 64 * 1024 * 1024
+
+
+def disk_full(path: Path) -> str:
+    """Why a step failed, when the cause was no space left: the server and its tools say it in
+    lines a failure's tail may not show."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return ""
+    if usage.free >= FULL_BELOW_BYTES and usage.free >= usage.total / 100:
+        return ""
+    return (
+        f"the file system of the work directory {path} is full ({usage.free / 2**20:.0f} MiB free of "
+        f"{usage.total / 2**20:.0f} MiB): free space there, or give the host another work_dir"
+    )
+
+
 def hold_work_dir(base: Path) -> None:
     """One runner at a time per work directory, whichever dashboard sent it: a crash cycle must
     not share a machine. The lock goes with this process (kill -9 included)."""
@@ -946,6 +965,9 @@ def main(argv: list[str] | None = None) -> int:
         error = f"runner error: {exc.__class__.__name__}: {exc}"
     finally:
         stop_started()
+        if status != "done" and work is not None:  # measured before the run's files are removed
+            full = disk_full(work.parent)
+            error = f"{full}; {error}" if full else error
         if work is not None and not args.keep:
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)
