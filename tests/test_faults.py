@@ -4,14 +4,19 @@ next run starts."""
 
 import os
 import signal
+import socket
+import subprocess
 
 import pytest
+import requests
+from django.db import connection
+from rest_framework.authtoken.models import Token
 
 from experiments import services
 from experiments.models import Run, RunStatus
 from workers import tasks
 
-from .conftest import runner_processes, start_celery_worker, stop_celery_worker, wait_for
+from .conftest import ROOT, manage_env, runner_processes, start_celery_worker, stop_celery_worker, wait_for
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -119,4 +124,77 @@ def test_postgresql_dropping_the_worker_s_connections_mid_run_stores_the_result_
     )
     other = Run.objects.filter(experiment=experiment).exclude(id=victim.id).get()
     assert other.started_at >= victim.finished_at  # never two runs at once on the host
+    assert runner_processes() == []
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_web(port: int) -> subprocess.Popen:
+    """The real web process (gunicorn, as `make start` runs it) on the test database."""
+    env = {**manage_env(connection.settings_dict["NAME"]), "ALLOWED_HOSTS": "127.0.0.1"}
+    return subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "gunicorn"), "webapp.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def answering(url: str, token: str):
+    """The API's answer, or None while nothing listens (the first request also loads the app)."""
+    try:
+        return requests.get(url, headers={"Authorization": f"Token {token}"}, timeout=30)
+    except requests.ConnectionError:
+        return None
+
+
+def test_the_web_process_restarted_during_an_experiment_changes_nothing_for_its_runs(
+    local_host, broker, user
+):
+    """The experiment is made through the real web process, which is stopped and started again
+    while the runs go: they finish as if nothing happened, and the API answers again."""
+    port = free_port()
+    token = Token.objects.create(user=user).key
+    api = f"http://127.0.0.1:{port}/api"
+    web, worker = start_web(port), start_celery_worker()
+    try:
+        wait_for(lambda: answering(f"{api}/hosts/", token), 60, "the web process to answer")
+        created = requests.post(
+            f"{api}/experiments/",
+            json={**DEFINITION, "name": "fault: web restarted"},
+            headers={"Authorization": f"Token {token}"},
+            timeout=30,
+        )
+        assert created.status_code == 201, created.text
+        experiment_id = created.json()["id"]
+        wait_for(lambda: under_way(experiment_id), 300, "a run with its server and workload up")
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=60)
+        assert answering(f"{api}/hosts/", token) is None  # down
+        web = start_web(port)
+        wait_for(
+            lambda: (
+                not Run.objects.filter(experiment_id=experiment_id).exclude(status=RunStatus.DONE).exists()
+            ),
+            900,
+            "both runs done",
+            interval_s=1,
+        )
+        body = wait_for(
+            lambda: answering(f"{api}/experiments/{experiment_id}/", token), 60, "the API again"
+        ).json()
+    finally:
+        stop_celery_worker(worker)
+        if web.poll() is None:
+            os.killpg(web.pid, signal.SIGTERM)
+            web.wait(timeout=60)
+    assert [run["status"] for run in body["runs"]] == ["done", "done"]
+    for run in Run.objects.filter(experiment_id=experiment_id):
+        assert list(run.attempt_rows.values_list("outcome", flat=True)) == ["done"]
     assert runner_processes() == []
