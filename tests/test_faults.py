@@ -146,6 +146,12 @@ def start_web(port: int) -> subprocess.Popen:
     )
 
 
+def stop_web(web: subprocess.Popen) -> None:
+    if web.poll() is None:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=60)
+
+
 def answering(url: str, token: str):
     """The API's answer, or None while nothing listens (the first request also loads the app)."""
     try:
@@ -191,9 +197,7 @@ def test_the_web_process_restarted_during_an_experiment_changes_nothing_for_its_
         ).json()
     finally:
         stop_celery_worker(worker)
-        if web.poll() is None:
-            os.killpg(web.pid, signal.SIGTERM)
-            web.wait(timeout=60)
+        stop_web(web)
     assert [run["status"] for run in body["runs"]] == ["done", "done"]
     for run in Run.objects.filter(experiment_id=experiment_id):
         assert list(run.attempt_rows.values_list("outcome", flat=True)) == ["done"]

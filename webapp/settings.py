@@ -99,6 +99,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.limits.UploadLimit",  # before anything reads the body
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -245,6 +246,9 @@ INSTALLATION_NAME = env.str("INSTALLATION_NAME", default=socket.gethostname())
 # Reports are printed to PDF by this Chromium (Debian's package), offline, within this time.
 CHROMIUM_PATH = env.str("CHROMIUM_PATH", default="/usr/bin/chromium")
 REPORT_PDF_TIMEOUT_S = env.int("REPORT_PDF_TIMEOUT_S", default=60)
+# The largest request body taken (imports of big error logs, exported experiments); files in it
+# are streamed to temporary files, not kept in memory.
+UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=4 * 1024**3)
 # Raw files above this size are kept as head + tail, so one runaway log cannot fill the database.
 RAW_FILE_MAX_BYTES = env.int("RAW_FILE_MAX_BYTES", default=32 * 1024 * 1024)
 

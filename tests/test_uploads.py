@@ -1,0 +1,76 @@
+"""Uploads: a body over UPLOAD_MAX_BYTES is refused before it is read (413, nothing stored);
+a large one is streamed to disk: the real web process's peak memory hardly moves."""
+
+import re
+from pathlib import Path
+
+import pytest
+import requests
+from rest_framework.authtoken.models import Token
+
+from experiments.models import Run
+
+from .conftest import wait_for
+from .factories import UserFactory
+from .test_faults import answering, free_port, start_web, stop_web
+from .test_imports import parameters, upload
+
+pytestmark = pytest.mark.django_db
+REAL_LOG = Path(__file__).parent / "data" / "mariadb-10.11" / "innodb_after_workload" / "error.log"
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(api, client, user, settings):
+    settings.UPLOAD_MAX_BYTES = 1024 * 1024
+    big = upload(b"x" * (2 * 1024 * 1024))
+    answer = api.post("/api/imports/", {**parameters(), "error_log": big}, format="multipart")
+    assert answer.status_code == 413
+    assert re.match(r"the request is 2 MiB; this installation takes at most 1 MiB", answer.json()["detail"])
+    client.force_login(user)
+    page = client.post("/imports/new/", {**parameters(), "error_log": upload(b"x" * (2 * 1024 * 1024))})
+    assert page.status_code == 413 and b"UPLOAD_MAX_BYTES" in page.content
+    assert not Run.objects.exists()
+
+
+def peak_rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"^VmHWM:\s+(\d+) kB", status, re.M).group(1))
+
+
+def gunicorn_worker(master_pid: int) -> int:
+    children = Path(f"/proc/{master_pid}/task/{master_pid}/children").read_text().split()
+    return int(children[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_200_mb_import_is_streamed_to_disk_not_held_by_the_web_process(tmp_path):
+    user = UserFactory(username="importer")
+    token = Token.objects.create(user=user).key
+    port = free_port()
+    web = start_web(port)
+    try:
+        hosts = wait_for(
+            lambda: answering(f"http://127.0.0.1:{port}/api/hosts/", token), 60, "the web process"
+        )
+        assert hosts.status_code == 200  # the app is loaded: what follows is the upload's cost
+        before = peak_rss_kib(gunicorn_worker(web.pid))
+        log = tmp_path / "error.log"
+        padding = b"2026-11-01  3:00:00 0 [Note] a line of a busy server's log, repeated to make it large\n"
+        with log.open("wb") as out:
+            for _ in range(200 * 1024 * 1024 // (len(padding) * 1000)):
+                out.write(padding * 1000)
+            out.write(REAL_LOG.read_bytes())
+        with log.open("rb") as body:
+            answer = requests.post(
+                f"http://127.0.0.1:{port}/api/imports/",
+                data=parameters(),
+                files={"error_log": ("error.log", body)},
+                headers={"Authorization": f"Token {token}"},
+                timeout=300,
+            )
+        assert answer.status_code == 201, answer.text[:500]
+        grown_mib = (peak_rss_kib(gunicorn_worker(web.pid)) - before) / 1024
+    finally:
+        stop_web(web)
+    assert grown_mib < 64, f"the web process grew by {grown_mib:.0f} MiB for a 200 MB upload"
+    run = Run.objects.get()
+    assert run.recovery_seconds is not None  # the recovery at the end of the 200 MB was read
