@@ -358,31 +358,26 @@ def test_this_hosts_server_reports_the_redo_log_size_asked_for(tmp_path):
     assert "--innodb-log-file-size=128M" in result["server_args"]
 
 
-def test_a_runner_signalled_with_its_worker_stops_everything_it_started(tmp_path):
-    """A stopped service signals the worker's whole process group, the runner included: its
-    servers (in sessions of their own) must not outlive it."""
-    work = settings.RUNNER_WORK_DIR / "signalled"  # where runner_processes() looks
+@pytest.mark.parametrize(
+    ("stop", "exit_code"),
+    [
+        # A stopped service signals the worker's whole process group, the runner included: it
+        # stops its servers (in sessions of their own) itself.
+        ("terminate", 128 + 15),
+        # SIGKILL reaches no handler: the kernel ends what the runner started (parent-death signal).
+        ("kill", -9),
+    ],
+)
+def test_a_runner_stopped_by_a_signal_takes_everything_it_started_with_it(tmp_path, stop, exit_code):
+    work = settings.RUNNER_WORK_DIR / f"signalled-{stop}"  # where runner_processes() looks
     spec = insert_spec("64M", work)
     spec["workload"].update(events=0, time_seconds=600)
     runner = runner_in_its_workload(tmp_path, spec)
     ours = [p for p in runner_processes() if str(work) in p]
     assert any("mariadbd" in p for p in ours) and any("sysbench" in p for p in ours)
-    runner.terminate()
-    assert runner.wait(timeout=30) == 128 + 15
+    getattr(runner, stop)()
+    assert runner.wait(timeout=30) == exit_code
     runner.stdin.close()
-    wait_for(lambda: not [p for p in runner_processes() if str(work) in p], 10, "the runner's processes")
-
-
-def test_a_runner_killed_with_sigkill_takes_its_server_and_sysbench_with_it(tmp_path):
-    """SIGKILL reaches no handler: the kernel ends what the runner started (parent-death signal)."""
-    work = settings.RUNNER_WORK_DIR / "sigkilled"  # where runner_processes() looks
-    spec = insert_spec("64M", work)
-    spec["workload"].update(events=0, time_seconds=600)
-    runner = runner_in_its_workload(tmp_path, spec)
-    ours = [p for p in runner_processes() if str(work) in p]
-    assert any("mariadbd" in p for p in ours) and any("sysbench" in p for p in ours)
-    runner.kill()
-    assert runner.wait(timeout=30) == -9
     wait_for(lambda: not [p for p in runner_processes() if str(work) in p], 10, "the runner's processes")
 
 

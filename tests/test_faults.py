@@ -32,6 +32,15 @@ DEFINITION = {
 }
 
 
+def all_done(experiment_id: int) -> None:
+    wait_for(
+        lambda: not Run.objects.filter(experiment_id=experiment_id).exclude(status=RunStatus.DONE).exists(),
+        900,
+        "every run of the experiment done",
+        interval_s=1,
+    )
+
+
 def under_way(experiment_id: int) -> Run | None:
     """The run whose server and sysbench are both up."""
     run = Run.objects.filter(experiment_id=experiment_id, status=RunStatus.RUNNING).first()
@@ -56,12 +65,7 @@ def test_the_worker_killed_with_sigkill_mid_run_loses_nothing_and_leaves_no_proc
 
         worker = start_celery_worker()
         tasks.wake_hosts_task.run()  # what beat does every 30 s
-        wait_for(
-            lambda: not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists(),
-            900,
-            "both runs done",
-            interval_s=1,
-        )
+        all_done(experiment.id)
     finally:
         stop_celery_worker(worker)
     victim.refresh_from_db()
@@ -81,12 +85,7 @@ def test_queued_runs_survive_the_broker_losing_its_messages_and_each_runs_once(l
     try:
         settings.WAKE_RESEND_S = 0  # the test does not wait the five minutes
         assert tasks.wake_hosts_task.run() == [local_host.id]  # beat's pass
-        wait_for(
-            lambda: not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists(),
-            900,
-            "both runs done",
-            interval_s=1,
-        )
+        all_done(experiment.id)
     finally:
         stop_celery_worker(worker)
     for run in Run.objects.filter(experiment=experiment):
@@ -110,12 +109,7 @@ def test_postgresql_dropping_the_worker_s_connections_mid_run_stores_the_result_
             )
             assert cursor.fetchone()[0] >= 1
         tasks.wake_hosts_task.run()  # beat's next pass: the host looks free now
-        wait_for(
-            lambda: not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists(),
-            900,
-            "both runs done",
-            interval_s=1,
-        )
+        all_done(experiment.id)
     finally:
         stop_celery_worker(worker)
     victim.refresh_from_db()
@@ -184,14 +178,7 @@ def test_the_web_process_restarted_during_an_experiment_changes_nothing_for_its_
         web.wait(timeout=60)
         assert answering(f"{api}/hosts/", token) is None  # down
         web = start_web(port)
-        wait_for(
-            lambda: (
-                not Run.objects.filter(experiment_id=experiment_id).exclude(status=RunStatus.DONE).exists()
-            ),
-            900,
-            "both runs done",
-            interval_s=1,
-        )
+        all_done(experiment_id)
         body = wait_for(
             lambda: answering(f"{api}/experiments/{experiment_id}/", token), 60, "the API again"
         ).json()
