@@ -41,6 +41,12 @@ def all_done(experiment_id: int) -> None:
     )
 
 
+def beat_wakes_the_host() -> list[int]:
+    """Beat's passes (every 30 s in service), until one wakes the host: a killed client's
+    connection, and the host's advisory lock on it, go once PostgreSQL notices, not at once."""
+    return wait_for(tasks.wake_hosts_task.run, 60, "beat's pass to wake the host")
+
+
 def under_way(experiment_id: int) -> Run | None:
     """The run whose server and sysbench are both up."""
     run = Run.objects.filter(experiment_id=experiment_id, status=RunStatus.RUNNING).first()
@@ -64,7 +70,7 @@ def test_the_worker_killed_with_sigkill_mid_run_loses_nothing_and_leaves_no_proc
         assert victim.status == RunStatus.RUNNING  # nobody has said otherwise yet
 
         worker = start_celery_worker()
-        tasks.wake_hosts_task.run()  # what beat does every 30 s
+        beat_wakes_the_host()
         all_done(experiment.id)
     finally:
         stop_celery_worker(worker)
@@ -108,7 +114,7 @@ def test_postgresql_dropping_the_worker_s_connections_mid_run_stores_the_result_
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
             assert cursor.fetchone()[0] >= 1
-        tasks.wake_hosts_task.run()  # beat's next pass: the host looks free now
+        beat_wakes_the_host()  # the host looks free now: its lock went with the connections
         all_done(experiment.id)
     finally:
         stop_celery_worker(worker)

@@ -5,7 +5,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from experiments.models import ExperimentStatus, Run, RunStatus
+from experiments.models import Experiment, ExperimentStatus, Run, RunStatus
 from experiments.roles import ADMIN, EXPERIMENTER, VIEWER, role_of
 
 from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory
@@ -80,6 +80,10 @@ def test_a_viewer_reads_everything_and_gets_403_on_every_write(world, client):
         "/api/imports/", {**parameters(), "error_log": upload(sample("production_logs.txt", "D"))}
     )
     assert imported.status_code == 403
+    experiment_id, run_id = world["experiment"].id, world["run"].id
+    for path in (f"/api/experiments/{experiment_id}/", f"/api/runs/{run_id}/"):  # notes and tags
+        assert api.patch(path, {"notes": "mine now"}, format="json").status_code == 403, path
+    assert api.post("/api/experiments/import/", {}, format="multipart").status_code == 403
     for path in (
         "/api/experiments/",
         "/api/runs/",
@@ -89,7 +93,13 @@ def test_a_viewer_reads_everything_and_gets_403_on_every_write(world, client):
         assert api.get(path).status_code == 200, path
 
     client.force_login(viewer)
-    for method, path in page_writes(world):
+    later_writes = [  # notes and tags, exported experiments
+        ("post", f"/experiments/{experiment_id}/annotate/"),
+        ("post", f"/runs/{run_id}/annotate/"),
+        ("get", "/experiments/import/"),
+        ("post", "/experiments/import/"),
+    ]
+    for method, path in [*page_writes(world), *later_writes]:
         assert getattr(client, method)(path).status_code == 403, (method, path)
     # the page says why
     assert b"needs the experimenter role" in client.get("/experiments/new/").content
@@ -103,6 +113,7 @@ def test_a_viewer_reads_everything_and_gets_403_on_every_write(world, client):
     # and nothing changed
     assert not Run.objects.filter(status=RunStatus.CANCELLED).exists()
     assert not Run.objects.filter(excluded=True).exists()
+    assert not Run.objects.exclude(notes="").exists() and not Experiment.objects.exclude(notes="").exists()
 
 
 def test_an_experimenter_cannot_touch_anothers_experiment_or_register_a_host(world, client):
