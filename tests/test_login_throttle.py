@@ -19,6 +19,7 @@ def test_five_wrong_passwords_lock_the_user_name_out_from_that_address(client, s
     locked = attempt(client, "guess")
     assert locked.status_code == 429
     assert "too many wrong passwords" in locked.content.decode()
+    assert f"Try again in {settings.AXES_COOLOFF_TIME.seconds // 60} minutes" in locked.content.decode()
     # now even the right password is refused from here
     assert attempt(client, "correct horse battery").status_code == 429
     # another address, or another user from this one, is not locked out
