@@ -19,7 +19,7 @@ from django.utils import timezone
 from experiments import services
 from experiments.models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport
 from workers import tasks
-from workers.dispatch import drive_host
+from workers.dispatch import drive_host, watch_for_cancel
 from workers.locks import busy_host_ids, host_lock
 from workers.transports import RUNNER_PATH
 
@@ -27,6 +27,7 @@ from .conftest import queued_messages
 from .factories import HostFactory, RunFactory, UserFactory
 from .sshd import free_port
 from .test_definition import definition
+from .test_services import fixture_bundle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -373,3 +374,44 @@ def test_a_driver_finding_a_live_run_on_its_host_starts_nothing_beside_it(local_
     assert running.status == RunStatus.RUNNING and running.attempt_rows.count() == 1
     assert waiting.status == RunStatus.QUEUED
     assert queued_messages(broker) == 1  # its wake for later
+
+
+def test_a_driver_taken_for_lost_brings_back_nothing_and_its_runner_is_stopped(local_host):
+    """A driver that could not reach the database for longer than RUN_LOST_AFTER_S (PostgreSQL
+    restarting) finds, when it is back, its run retried under a new attempt: its bundle, failure,
+    retry and progress change nothing, and its watcher stops its runner. The result is stored
+    once, by the current attempt."""
+    run = RunFactory(host=local_host)
+    _, stale = services.claim_next_run(local_host.id, "celery@cut-off")
+    went_silent(run)
+    assert services.release_lost_runs(local_host.id) == [run.id]
+    Run.objects.filter(id=run.id).update(not_before=None)
+    _, current = services.claim_next_run(local_host.id, "celery@here")
+    services.record_progress(run.id, "running oltp_insert", 40.0, current.id)
+
+    services.ingest_bundle(run.id, fixture_bundle(), stale.id)
+    services.mark_run_failed(run.id, "stale failure", stale.id)
+    assert services.retry_run(run.id, "stale retry", stale.id) is None
+    services.record_progress(run.id, "stale progress", 90.0, stale.id)
+    run.refresh_from_db()
+    assert (run.status, run.progress) == (RunStatus.RUNNING, "running oltp_insert")
+    assert run.progress_percent == 40.0
+    assert run.files.count() == 0 and run.redo_bytes is None
+    assert services.should_stop(run.id, stale.id) and not services.should_stop(run.id, current.id)
+
+    cancelled, finished = threading.Event(), threading.Event()
+    watcher = threading.Thread(target=watch_for_cancel, args=(run.id, stale.id, cancelled, finished))
+    watcher.start()
+    try:
+        assert cancelled.wait(timeout=30), "the stale attempt's runner was not told to stop"
+    finally:
+        finished.set()
+        watcher.join()
+
+    services.ingest_bundle(run.id, fixture_bundle(), current.id)
+    services.ingest_bundle(run.id, fixture_bundle(), current.id)  # a reconnecting driver's second try
+    run.refresh_from_db()
+    outcomes = list(run.attempt_rows.order_by("number").values_list("outcome", flat=True))
+    assert run.status == RunStatus.DONE and run.redo_bytes == 102229397 - 44420
+    assert outcomes == [AttemptOutcome.LOST, AttemptOutcome.DONE]
+    assert run.files.filter(name="error.log").count() == 1

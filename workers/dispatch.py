@@ -77,7 +77,7 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
     try:
         bundle = transport_for(run.host).execute(
             services.run_spec(run),
-            lambda message, percent: with_db(services.record_progress, run.id, message, percent),
+            lambda message, percent: with_db(services.record_progress, run.id, message, percent, attempt.id),
             cancelled,
         )
         with_db(services.record_host_reachable, run.host_id)
@@ -115,9 +115,10 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
 def watch_for_cancel(
     run_id: int, attempt_id: int, cancelled: threading.Event, finished: threading.Event
 ) -> None:
-    """Look at the run's row every second while it runs (a cancel tells the transport to stop
-    the runner, which kills every process it started), and beat for the attempt four times per
-    RUN_LOST_AFTER_S, so the run is not taken for lost."""
+    """Look at the run's row every second while it runs, and stop the runner (which kills every
+    process it started) when the run was cancelled or this attempt superseded: taken for lost
+    while this driver could not reach the database, its run is another attempt's now. Beat for
+    the attempt four times per RUN_LOST_AFTER_S, so the run is not taken for lost."""
     beat_every = settings.RUN_LOST_AFTER_S / 4
     last_beat = 0.0
     try:
@@ -125,7 +126,7 @@ def watch_for_cancel(
             if time.monotonic() - last_beat >= beat_every:
                 with_db(services.beat, attempt_id)
                 last_beat = time.monotonic()
-            if with_db(services.is_cancelled, run_id):
+            if with_db(services.should_stop, run_id, attempt_id):
                 cancelled.set()
                 return
     finally:

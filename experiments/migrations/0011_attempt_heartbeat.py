@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0010_experiment_uid'),
+        ("experiments", "0010_experiment_uid"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='runattempt',
-            name='heartbeat_at',
+            model_name="runattempt",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

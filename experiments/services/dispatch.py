@@ -13,7 +13,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from ..models import AttemptOutcome, Host, Run, RunAttempt, RunStatus
-from .runs import end_attempt, refresh_experiment_status
+from .runs import end_attempt, refresh_experiment_status, superseded
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def retry_run(run_id: int, error: str, attempt_id: int | None = None, lost: bool
     tries. Returns the pause in seconds, or None when the run failed (or was not running)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(id=run_id, status=RunStatus.RUNNING).first()
-        if run is None:
+        if run is None or superseded(attempt_id):
             return None
         outcome = AttemptOutcome.LOST if lost else AttemptOutcome.RETRY
         if run.attempts >= settings.RUN_MAX_ATTEMPTS:

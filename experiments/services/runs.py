@@ -53,12 +53,36 @@ def refresh_experiment_status(experiment_id: int) -> None:
     )
 
 
-def record_progress(run_id: int, message: str, percent: float | None = None) -> None:
-    """The runner's latest step, and how far through the run it is (0-100) when it says."""
+def superseded(attempt_id: int | None) -> bool:
+    """The attempt was ended by someone else than its driver: taken for lost while its driver
+    could not reach the database, and its run retried (or failed) since. Whatever that driver
+    brings back is stale and is dropped, so a run's result is stored once, by its current attempt.
+    Inside a transaction the attempt's row stays locked until it ends."""
+    if attempt_id is None:
+        return False
+    return not RunAttempt.objects.select_for_update().filter(id=attempt_id, ended_at__isnull=True).exists()
+
+
+def should_stop(run_id: int, attempt_id: int) -> bool:
+    """The attempt's runner must stop: its run was cancelled, or the attempt superseded."""
+    return (
+        Run.objects.filter(id=run_id, status=RunStatus.CANCELLED).exists()
+        or not RunAttempt.objects.filter(id=attempt_id, ended_at__isnull=True).exists()
+    )
+
+
+def record_progress(
+    run_id: int, message: str, percent: float | None = None, attempt_id: int | None = None
+) -> None:
+    """The runner's latest step, and how far through the run it is (0-100) when it says. A
+    superseded attempt's runner says nothing about the run any more."""
     fields = {"progress": message[:200]}
     if percent is not None:
         fields["progress_percent"] = max(0.0, min(100.0, float(percent)))
-    Run.objects.filter(id=run_id, status=RunStatus.RUNNING).update(**fields)
+    runs = Run.objects.filter(id=run_id, status=RunStatus.RUNNING)
+    if attempt_id is not None:
+        runs = runs.filter(attempt_rows__id=attempt_id, attempt_rows__ended_at__isnull=True)
+    runs.update(**fields)
 
 
 def run_spec(run: Run) -> RunSpec:
@@ -116,11 +140,14 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
 def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) -> Run:
     """Store a finished run's files and metrics and mark it done (or failed, as the runner said).
 
-    Running it twice with the same bundle leaves the same rows: files are replaced, metrics
-    recomputed from them.
+    Running it twice with the same bundle leaves the same rows: with its attempt, the second call
+    finds the attempt ended and changes nothing; without, files are replaced and metrics
+    recomputed from them. A superseded attempt's bundle is dropped (see superseded()).
     """
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run_id)
+        if superseded(attempt_id):
+            return run
         if run.status == RunStatus.CANCELLED:  # cancelled while its bundle was on the way
             if attempt_id is not None:
                 end_attempt(attempt_id, AttemptOutcome.CANCELLED, run.error)
@@ -196,6 +223,9 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
     """Record a failure in words a user can act on (and end its attempt). Idempotent; a
     finished run stays as it is."""
     with transaction.atomic():
+        Run.objects.select_for_update().filter(id=run_id).first()
+        if superseded(attempt_id):
+            return
         Run.objects.filter(id=run_id).exclude(status__in=[RunStatus.DONE, RunStatus.CANCELLED]).update(
             status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
         )
@@ -225,7 +255,3 @@ def cancel_experiment(experiment_id: int, user=None) -> int:
             audit(Experiment.objects.get(id=experiment_id), user, f"cancelled {cancelled} runs")
     refresh_experiment_status(experiment_id)
     return cancelled
-
-
-def is_cancelled(run_id: int) -> bool:
-    return Run.objects.filter(id=run_id, status=RunStatus.CANCELLED).exists()
