@@ -67,12 +67,12 @@ def runner_processes() -> list[str]:
     return found
 
 
-def start_celery_worker() -> subprocess.Popen:
-    """A real Celery worker in its own process (and process group), on the test database and
-    broker; its log goes to test-artifacts/worker.log."""
+def start_celery_worker(database: str | None = None) -> subprocess.Popen:
+    """A real Celery worker in its own process (and process group), on the test database (or the
+    one at that URL) and broker; its log goes to test-artifacts/worker.log."""
     db = settings.DATABASES["default"]
     env = dict(os.environ)
-    env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env["DATABASE_URL"] = database or f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
     with (ROOT / "test-artifacts" / "worker.log").open("ab") as log:

@@ -2,6 +2,7 @@
 after each, no run is lost, none stays `running`, no process of ours is left on the host, and the
 next run starts."""
 
+import json
 import os
 import signal
 import socket
@@ -16,7 +17,16 @@ from experiments import services
 from experiments.models import Run, RunStatus
 from workers import tasks
 
-from .conftest import ROOT, manage_env, runner_processes, start_celery_worker, stop_celery_worker, wait_for
+from .conftest import (
+    MANAGE,
+    ROOT,
+    manage_env,
+    runner_processes,
+    start_celery_worker,
+    stop_celery_worker,
+    wait_for,
+)
+from .postgres import create_cluster, remove_cluster
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -124,6 +134,100 @@ def test_postgresql_dropping_the_worker_s_connections_mid_run_stores_the_result_
     )
     other = Run.objects.filter(experiment=experiment).exclude(id=victim.id).get()
     assert other.started_at >= victim.finished_at  # never two runs at once on the host
+    assert runner_processes() == []
+
+
+@pytest.fixture
+def private_postgres():
+    """A PostgreSQL cluster of this test's own (tests/postgres.py), to stop and start for real."""
+    cluster = create_cluster()
+    yield cluster
+    remove_cluster(cluster)
+
+
+def manage_on(database_url: str, code: str) -> str:
+    """Python run by `manage.py shell` of ours on that database; returns what it printed."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": database_url}
+    done = subprocess.run(
+        [*MANAGE, "shell", "--no-imports", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_postgresql_restarted_mid_run_the_worker_reconnects_and_stores_the_result_once(
+    private_postgres, broker
+):
+    """The worker's database (a cluster of the test's own) is shut down while a run's workload is
+    under way, and started again once the worker has found it gone. The driver reconnects, the run
+    finishes and is stored once; beat's pass right after the restart (the host's lock went with
+    the server) sends a second driver, which starts nothing beside the run."""
+    with private_postgres.connect("postgres") as db:
+        db.execute("CREATE DATABASE recovery_lab")
+    url = private_postgres.url("recovery_lab")
+    manage_on(url, "from django.core.management import call_command; call_command('migrate', verbosity=0)")
+    definition = {**DEFINITION, "name": "fault: PostgreSQL restarted"}
+    experiment_id = int(
+        manage_on(
+            url,
+            "import json; from experiments import services; "
+            "services.register_host('local', 'local'); "
+            f"print(services.create_experiment(json.loads({json.dumps(json.dumps(definition))}))[0].id)",
+        )
+    )
+    worker_log = ROOT / "test-artifacts" / "worker.log"
+    worker = start_celery_worker(database=url)
+    try:
+
+        def run_under_way() -> int | None:
+            with private_postgres.connect("recovery_lab") as db:
+                row = db.execute(
+                    "SELECT id FROM experiments_run WHERE experiment_id = %s AND status = 'running'",
+                    [experiment_id],
+                ).fetchone()
+            found = runner_processes()
+            workload = any("sysbench" in p and " run" in p for p in found)
+            return row[0] if row and workload and any("mariadbd" in p for p in found) else None
+
+        victim = wait_for(run_under_way, 300, "a run with its server and workload up")
+        seen = worker_log.stat().st_size
+        private_postgres.stop()
+        wait_for(
+            lambda: b"database unreachable" in worker_log.read_bytes()[seen:],
+            60,
+            "the worker to find the database gone",
+        )
+        private_postgres.start()
+        woken = manage_on(url, "from workers import tasks; print(tasks.wake_hosts_task.run())")
+        assert woken.strip() not in ("", "[]"), "beat sent no driver: the host's lock outlived the server"
+
+        def finished() -> bool:
+            with private_postgres.connect("recovery_lab") as db:
+                return not db.execute(
+                    "SELECT 1 FROM experiments_run WHERE experiment_id = %s AND status <> 'done'",
+                    [experiment_id],
+                ).fetchone()
+
+        wait_for(finished, 900, "every run of the experiment done", interval_s=1)
+    finally:
+        stop_celery_worker(worker)
+    with private_postgres.connect("recovery_lab") as db:
+        runs = db.execute(
+            "SELECT id, started_at, finished_at, "
+            "(SELECT array_agg(outcome ORDER BY number) FROM experiments_runattempt a "
+            "WHERE a.run_id = r.id), "
+            "(SELECT count(*) FROM experiments_runfile f WHERE f.run_id = r.id AND f.name = 'error.log') "
+            "FROM experiments_run r WHERE experiment_id = %s ORDER BY started_at",
+            [experiment_id],
+        ).fetchall()
+    assert [(outcomes, error_logs) for _, _, _, outcomes, error_logs in runs] == [(["done"], 1)] * 2, runs
+    assert runs[0][0] == victim
+    assert runs[1][1] >= runs[0][2]  # never two runs at once on the host
     assert runner_processes() == []
 
 
