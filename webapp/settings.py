@@ -177,6 +177,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Recovery Lab API",
     "DESCRIPTION": "Define crash-recovery experiments, follow their runs, import runs done elsewhere.",
     "VERSION": "1",
+    # the schema and its docs page for logged-in users, like the rest of the API
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI from drf-spectacular-sidecar's files: users run this on closed networks.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
