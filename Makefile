@@ -33,6 +33,7 @@ bench: setup
 	@$(PY) scripts/bench_analysis.py
 	@$(PY) scripts/bench_dataset.py
 	@$(PY) scripts/bench_dispatch.py
+	@$(PY) scripts/bench_load.py
 
 lint: setup
 	@.venv/bin/ruff check .

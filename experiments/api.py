@@ -3,7 +3,8 @@
 import tempfile
 
 from django.conf import settings
-from django.db.models import Count
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.db.models import Count, Q
 from django.http import FileResponse, HttpResponse
 from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
@@ -24,7 +25,7 @@ from .export import explore_csv, runs_csv
 from .filters import AnalysisFilter, ExperimentFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
-from .models import Experiment, Host, HostStatus, Run, RunAttempt, Transport
+from .models import Experiment, Host, HostStatus, Run, RunAttempt, RunStatus, Transport
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
 from .ssh_keys import dashboard_public_key
@@ -112,6 +113,39 @@ class ExperimentSerializer(serializers.ModelSerializer):
         ]
 
 
+class ExperimentSummarySerializer(serializers.ModelSerializer):
+    """One line of the team's history (`GET /api/experiments/`): the experiment with its runs
+    counted by status, not listed (`GET /api/experiments/{id}/` or `/api/runs/?experiment=` has
+    them): a page of 100 sweeps of 200 runs would otherwise carry 20,000 runs."""
+
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    run_count = serializers.IntegerField(read_only=True)
+    runs_queued = serializers.IntegerField(read_only=True)
+    runs_running = serializers.IntegerField(read_only=True)
+    runs_done = serializers.IntegerField(read_only=True)
+    runs_failed = serializers.IntegerField(read_only=True)
+    runs_cancelled = serializers.IntegerField(read_only=True)
+    engines = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = Experiment
+        fields = [
+            "id",
+            "name",
+            "status",
+            "definition",
+            "imported",
+            "notes",
+            "tags",
+            "created_by",
+            "created_at",
+            "finished_at",
+            "run_count",
+            *(f"runs_{state}" for state in RunStatus.values),
+            "engines",
+        ]
+
+
 class AnnotationSerializer(serializers.Serializer):
     """What a team may change on an experiment or a run: its notes and tags (never a metric)."""
 
@@ -176,9 +210,15 @@ class ExperimentViewSet(
 
     def get_queryset(self):
         queryset = super().get_queryset()
-        if self.action == "list":  # sortable by run count
-            queryset = queryset.annotate(run_count=Count("runs"))
+        if self.action == "list":  # counted, not listed; sortable by run count
+            counts = {f"runs_{state}": Count("runs", filter=Q(runs__status=state)) for state in RunStatus}
+            queryset = queryset.prefetch_related(None).annotate(
+                run_count=Count("runs"), engines=ArrayAgg("runs__engine", distinct=True, default=[]), **counts
+            )
         return queryset
+
+    def get_serializer_class(self):
+        return ExperimentSummarySerializer if self.action == "list" else ExperimentSerializer
 
     @extend_schema(request=AnnotationSerializer, responses={200: ExperimentSerializer})
     def partial_update(self, request, *args, **kwargs):

@@ -30,22 +30,25 @@ ANALYSED = (
 )
 EXPLORE_SQL = f"SELECT engine, redo_bytes, recovery_seconds, id FROM experiments_run WHERE {ANALYSED}"
 
-FILL_SQL = f"""
+
+def fill_sql(experiments: int, runs_per_experiment: int) -> str:
+    """SQL that fills a migrated, empty database with a team history of generated runs."""
+    return f"""
 INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff,
                        is_active, date_joined)
 VALUES ('!', true, 'bench', '', '', '', true, true, now());
 INSERT INTO experiments_experiment (name, definition, status, imported, tags, idempotency_key, created_at,
-                                    finished_at)
+                                    finished_at, notes, uid, origin)
 SELECT 'bench sweep ' || e, '{{}}'::jsonb, 'done', false, ARRAY['bench'], '', now() - e * interval '1 hour',
-       now()
-FROM generate_series(1, {RUNS // RUNS_PER_EXPERIMENT}) AS e;
+       now(), '', gen_random_uuid(), '{{}}'::jsonb
+FROM generate_series(1, {experiments}) AS e;
 INSERT INTO experiments_run (
     experiment_id, matrix_index, host_label, engine, parameters, server_options, repetition,
     buffer_pool_bytes, redo_log_bytes, insert_rate, status, progress, error, attempts, imported,
     source_sha256, server_version, phases, host_facts, effective_settings, suspect, suspect_reason,
     excluded, excluded_reason, queued_at, started_at, finished_at, redo_bytes, recovery_seconds,
     downtime_seconds, ready_seconds, clean_start_seconds, redo_apply_mb_per_s, workload_tps,
-    achieved_insert_rate)
+    achieved_insert_rate, notes, tags)
 SELECT e.id, r.n, 'bench-' || (r.n % 4), engine, jsonb_build_object(
            'buffer_pool_size', pool || 'M', 'redo_log_size', log_mb || 'M', 'insert_rate', rate),
        '{{}}'::jsonb, 1 + r.n % 3, pool::bigint << 20, log_mb::bigint << 20, rate,
@@ -53,9 +56,9 @@ SELECT e.id, r.n, 'bench-' || (r.n % 4), engine, jsonb_build_object(
        r.n % 997 = 0, CASE WHEN r.n % 997 = 0 THEN 'bench: impossible on purpose' ELSE '' END,
        r.n % 1009 = 0, '', now(), now(), now() - (r.n % 700) * interval '1 hour',
        redo, redo / (apply * 1e6), redo / (apply * 1e6) + 0.2, redo / (apply * 1e6) + 0.15, 0.1,
-       apply, 3000 - rate / 10.0, rate * 0.97
+       apply, 3000 - rate / 10.0, rate * 0.97, '', '{{}}'
 FROM experiments_experiment AS e
-CROSS JOIN generate_series(0, {RUNS_PER_EXPERIMENT - 1}) AS r(n)
+CROSS JOIN generate_series(0, {runs_per_experiment - 1}) AS r(n)
 CROSS JOIN LATERAL (
     SELECT CASE WHEN r.n % 2 = 0 THEN 'innodb' ELSE 'rocksdb' END AS engine,
            (ARRAY[128, 512, 2048])[1 + r.n % 3] AS pool,
@@ -68,10 +71,16 @@ ANALYZE;
 """
 
 
+FILL_SQL = fill_sql(RUNS // RUNS_PER_EXPERIMENT, RUNS_PER_EXPERIMENT)
+
+
 def psql(*args: str, url: str = ADMIN_URL) -> str:
-    return subprocess.run(
-        ["psql", url, "-v", "ON_ERROR_STOP=1", "-qtA", *args], check=True, capture_output=True, text=True
-    ).stdout
+    done = subprocess.run(
+        ["psql", url, "-v", "ON_ERROR_STOP=1", "-qtA", *args], capture_output=True, text=True
+    )
+    if done.returncode:
+        raise SystemExit(f"psql failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def make_database() -> None:

@@ -7,9 +7,9 @@ import html
 import pytest
 from django.utils import timezone
 
-from experiments.models import Experiment, Run
+from experiments.models import Experiment, Run, RunStatus
 
-from .factories import ExperimentFactory, UserFactory
+from .factories import ExperimentFactory, RunFactory, UserFactory
 from .test_analysis import done_run
 
 pytestmark = pytest.mark.django_db
@@ -206,3 +206,15 @@ def test_the_api_patches_notes_and_tags_and_nothing_else(api, user):
     assert api.get("/api/runs/", {"tag": "rerun"}).json()["count"] == 1
     bad = api.patch(f"/api/runs/{run.id}/", {"tags": ["a,b"]}, format="json")
     assert bad.status_code == 400 and "tags" in bad.json()
+
+
+def test_the_api_list_counts_each_experiment_s_runs_and_leaves_them_to_the_detail(api, history):
+    sweep = Experiment.objects.get(pk=history["MyRocks sweep"])
+    RunFactory(experiment=sweep, engine="innodb", status=RunStatus.FAILED)
+    RunFactory(experiment=sweep, engine="innodb", status=RunStatus.QUEUED)
+    listed = {e["id"]: e for e in api.get("/api/experiments/").json()["results"]}[sweep.pk]
+    assert "runs" not in listed
+    counts = [listed[f"runs_{state}"] for state in ("done", "failed", "queued", "running", "cancelled")]
+    assert listed["run_count"] == 4 and counts == [2, 1, 1, 0, 0]
+    assert sorted(listed["engines"]) == ["innodb", "rocksdb"]
+    assert len(api.get(f"/api/experiments/{sweep.pk}/").json()["runs"]) == 4
