@@ -1,3 +1,4 @@
+import contextlib
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import connections
 from playwright.sync_api import sync_playwright
@@ -67,12 +69,14 @@ def runner_processes() -> list[str]:
     return found
 
 
-def start_celery_worker(database: str | None = None) -> subprocess.Popen:
-    """A real Celery worker in its own process (and process group), on the test database (or the
-    one at that URL) and broker; its log goes to test-artifacts/worker.log."""
+def start_celery_worker(database: str | None = None, broker: str | None = None) -> subprocess.Popen:
+    """A real Celery worker in its own process (and process group), on the test database and
+    broker (or the ones at those URLs); its log goes to test-artifacts/worker.log."""
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     env["DATABASE_URL"] = database or f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    if broker:
+        env["CELERY_BROKER_URL"] = broker
     env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
     with (ROOT / "test-artifacts" / "worker.log").open("ab") as log:
@@ -110,6 +114,25 @@ def stop_celery_worker(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+@contextlib.contextmanager
+def celery_broker(url: str):
+    """This process's Celery app sends to the broker at `url` (and back to the tests' after)."""
+    app = current_app._get_current_object()
+    saved = app.conf.broker_write_url
+
+    def reset_pools():
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    app.conf.broker_write_url = url
+    reset_pools()
+    try:
+        yield
+    finally:
+        app.conf.broker_write_url = saved
+        reset_pools()
 
 
 @pytest.fixture

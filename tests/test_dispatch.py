@@ -2,7 +2,6 @@
 attempts, retries with backoff, lost workers, beat's wake-ups, a dead broker, idempotent POSTs.
 The runs here never reach a server; test_hosts_end_to_end.py runs real ones."""
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from workers.dispatch import drive_host, watch_for_cancel
 from workers.locks import busy_host_ids, host_lock
 from workers.transports import RUNNER_PATH
 
-from .conftest import queued_messages
+from .conftest import celery_broker, queued_messages
 from .factories import HostFactory, RunFactory, UserFactory
 from .sshd import free_port
 from .test_definition import definition
@@ -46,23 +45,9 @@ def ssh_host(name="bench1", pinned=True) -> Host:
     )
 
 
-@contextlib.contextmanager
 def broker_unreachable():
-    """Point this process's Celery app at a port where no broker listens, then back."""
-    app = current_app._get_current_object()
-    saved = app.conf.broker_write_url
-
-    def reset_pools():
-        app._pool = None
-        app.amqp._producer_pool = None
-
-    app.conf.broker_write_url = f"redis://127.0.0.1:{free_port()}/0"
-    reset_pools()
-    try:
-        yield
-    finally:
-        app.conf.broker_write_url = saved
-        reset_pools()
+    """This process's Celery app pointed at a port where no broker listens."""
+    return celery_broker(f"redis://127.0.0.1:{free_port()}/0")
 
 
 # Claims -----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from workers import tasks
 from .conftest import (
     MANAGE,
     ROOT,
+    celery_broker,
     manage_env,
     runner_processes,
     start_celery_worker,
@@ -27,6 +28,7 @@ from .conftest import (
     wait_for,
 )
 from .postgres import create_cluster, remove_cluster
+from .redis_server import PrivateRedis
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -91,21 +93,56 @@ def test_the_worker_killed_with_sigkill_mid_run_loses_nothing_and_leaves_no_proc
     assert runner_processes() == []
 
 
-def test_queued_runs_survive_the_broker_losing_its_messages_and_each_runs_once(local_host, broker, settings):
-    """Redis here keeps nothing on disk: a restart empties it. The runs are rows in PostgreSQL;
-    beat wakes their host again once the unanswered wake is old enough (WAKE_RESEND_S)."""
-    experiment, _ = services.create_experiment({**DEFINITION, "name": "fault: broker emptied"})
-    assert broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE) == 1  # the host's wake-up, waiting
-    broker.delete(settings.CELERY_TASK_DEFAULT_QUEUE)  # what a restart of this Redis does to it
-    worker = start_celery_worker()
-    try:
-        settings.WAKE_RESEND_S = 0  # the test does not wait the five minutes
-        assert tasks.wake_hosts_task.run() == [local_host.id]  # beat's pass
-        all_done(experiment.id)
-    finally:
-        stop_celery_worker(worker)
+@pytest.fixture
+def private_redis():
+    """A redis-server of this test's own (tests/redis_server.py), to kill and start for real."""
+    server = PrivateRedis()
+    server.start()
+    wait_for(server.answering, 30, "the test's redis-server to answer")
+    yield server
+    server.kill()
+
+
+def test_redis_killed_and_restarted_twice_loses_no_run_and_runs_none_twice(
+    local_host, private_redis, settings
+):
+    """The broker (a redis-server of the test's own, keeping nothing on disk) is killed and
+    started again twice: once while the host's wake-up waits in it (the message is lost), once
+    mid-run with the worker connected. The runs are rows in PostgreSQL: beat's pass wakes the
+    host again, the worker reconnects, and each run is carried out once."""
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    settings.WAKE_RESEND_S = 0  # beat's pass resends at once: the test does not wait five minutes
+
+    def restart() -> None:
+        private_redis.kill()
+        assert not private_redis.answering()
+        private_redis.start()
+        wait_for(private_redis.answering, 30, "redis-server to answer again")
+
+    with celery_broker(private_redis.url):
+        experiment, _ = services.create_experiment({**DEFINITION, "name": "fault: Redis restarted"})
+        assert private_redis.messages(queue) == 1  # the host's wake-up, waiting for a worker
+        restart()
+        assert private_redis.messages(queue) == 0  # gone with the server
+        worker = start_celery_worker(broker=private_redis.url)
+        try:
+            assert tasks.wake_hosts_task.run() == [local_host.id]  # beat's pass
+            victim = wait_for(lambda: under_way(experiment.id), 300, "a run with its server and workload up")
+            restart()  # mid-run: the worker's connection to the broker breaks
+
+            def beat_until_done() -> bool:
+                assert worker.poll() is None, "the worker exited when Redis went away: see worker.log"
+                tasks.wake_hosts_task.run()  # beat, every 30 s in service
+                return not Run.objects.filter(experiment=experiment).exclude(status=RunStatus.DONE).exists()
+
+            wait_for(beat_until_done, 900, "every run of the experiment done", interval_s=5)
+        finally:
+            stop_celery_worker(worker)
     for run in Run.objects.filter(experiment=experiment):
         assert list(run.attempt_rows.values_list("outcome", flat=True)) == ["done"]  # once each
+    other = Run.objects.filter(experiment=experiment).exclude(id=victim.id).get()
+    victim.refresh_from_db()
+    assert other.started_at >= victim.finished_at
     assert runner_processes() == []
 
 
