@@ -2,8 +2,12 @@
 (private mariadbd, sysbench, kill -9, restart) -> ingest -> metrics."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -124,6 +128,72 @@ def test_server_that_never_comes_back_fails_clearly_and_leaves_no_process(tmp_pa
     result = json.loads((tmp_path / "bundle" / "result.json").read_text())
     assert result["status"] == "failed"
     assert runner_processes() == []
+
+
+def mariadbd_pids(work) -> list[int]:
+    """Processes whose command line starts a mariadbd in that work directory (setpriv before its
+    exec included)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "mariadbd" in line and str(work) in line:
+                found.append(int(proc.name))
+    return found
+
+
+def test_a_server_that_hangs_after_the_crash_fails_the_run_in_bounded_time_with_its_log(tmp_path):
+    """The restarted server is stopped (SIGSTOP) as soon as it appears: it never answers. The
+    runner gives up after start_timeout_s, says so with the tail of the error log, and kills it."""
+    work = settings.RUNNER_WORK_DIR / "hangs-after-crash"
+    spec = {**insert_spec("64M", work), "start_timeout_s": 20}
+    spec["workload"].update(events=2000)
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            str(RUNNER_PATH),
+            "--spec",
+            str(tmp_path / "spec.json"),
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    events = []
+    for line in runner.stdout:
+        events.append(json.loads(line))
+        if events[-1].get("message") == "restarting after the crash":
+            break
+    hung = wait_for(lambda: mariadbd_pids(work), 30, "the restarted server", interval_s=0.005)
+    for pid in hung:
+        os.kill(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    events += [json.loads(line) for line in runner.stdout]
+    assert runner.wait(timeout=120) == 1
+    assert time.monotonic() - started < spec["start_timeout_s"] + 30  # bounded
+    failed = events[-1]
+    assert failed["event"] == "failed", failed
+    assert "never came back: no successful query within 20 s" in failed["error"]
+    assert "Last lines of its error log" in failed["error"] and "[Note]" in failed["error"]
+    result = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert result["status"] == "failed" and result["error"] == failed["error"]
+    assert "killed" in result["times"] and "recovery_first_query" not in result["times"]  # kept
+    assert mariadbd_pids(work) == []  # the stopped server killed too
+
+
+def test_a_server_refusing_an_option_fails_the_run_with_its_own_words(tmp_path):
+    work = settings.RUNNER_WORK_DIR / "bad-option"
+    spec = {**insert_spec("64M", work), "server_options": {"innodb_no_such_option": "1"}}
+    exit_code, last_event = run_runner(tmp_path, spec)
+    assert exit_code == 1 and last_event["event"] == "failed"
+    assert "mariadbd exited with code" in last_event["error"]
+    assert "unknown variable 'innodb_no_such_option=1'" in last_event["error"]  # the log's tail
+    assert mariadbd_pids(work) == []
 
 
 def test_runner_refuses_a_malformed_spec_before_starting_anything(tmp_path):

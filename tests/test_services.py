@@ -69,6 +69,19 @@ def test_failed_bundle_keeps_files_and_says_why(local_host):
     assert run.experiment.status == ExperimentStatus.FAILED
 
 
+def test_a_run_that_failed_after_the_kill_keeps_what_was_measured_before(local_host):
+    """The server never came back: the bundle has the moment of the kill but no restart."""
+    bundle = fixture_bundle(status="failed")
+    bundle.result["times"] = {"killed": 100.0, "recovery_spawned": 100.2}
+    bundle.files["result.json"] = json.dumps(bundle.result).encode()
+    run = RunFactory(host=local_host, status=RunStatus.RUNNING)
+    services.ingest_bundle(run.id, bundle)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and "never came back" in run.error
+    assert run.downtime_seconds is None  # no first query after the restart
+    assert run.redo_bytes == 102229397 - 44420  # read from the snapshot taken before the kill
+
+
 def test_reparse_twice_changes_nothing(local_host):
     run = RunFactory(host=local_host, status=RunStatus.RUNNING)
     services.ingest_bundle(run.id, fixture_bundle())

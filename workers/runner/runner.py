@@ -810,7 +810,9 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     return {"key": key, "reused": False, "seconds": round(time.monotonic() - started, 3)}
 
 
-def execute(spec: dict, work: Path, out: Path) -> dict:
+def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
+    """The run, measured into `result` as it goes: a run that fails part way keeps what was
+    measured before (the moments of the kill and the restart, the counters, the dataset)."""
     clock = Clock()
     timeout = float(spec.get("start_timeout_s", 600))
     stamper = LogStamper(work / "error.log", work / "error.log.stamped", clock)
@@ -819,7 +821,7 @@ def execute(spec: dict, work: Path, out: Path) -> dict:
     crash = spec["crash"]
     engine = spec["engine"]
     times: dict[str, float] = {}
-    result: dict = {"times": times, "port": server.port, "server_args": server.server_args()}
+    result.update(times=times, port=server.port, server_args=server.server_args())
     stamper.start()
     try:
         result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
@@ -953,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
         hold_work_dir(base)
         work = Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base))
         result["facts"] = host_facts(str(base))
-        result.update(execute(spec, work, out))
+        execute(spec, work, out, result)
         status = "done"
     except RunFailed as exc:
         error, permanent = str(exc), exc.permanent
