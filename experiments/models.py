@@ -186,6 +186,19 @@ class RunMetrics(models.Model):
         abstract = True
 
 
+def without_nul(value):
+    """The value with every NUL character removed (in strings, and inside dicts and lists):
+    PostgreSQL stores none in text or jsonb, and a crashed server's files can hold them (blocks
+    that were never written read back as zeros), so a runner's error or a parsed string may too."""
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {without_nul(key): without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_nul(item) for item in value)
+    return value
+
+
 class Run(RunMetrics):
     """One combination x repetition of an experiment. Its row is the truth about it."""
 
@@ -252,6 +265,13 @@ class Run(RunMetrics):
 
     def __str__(self):
         return f"run {self.pk} ({self.engine} on {self.host_label})"
+
+    def save(self, *args, **kwargs):
+        """Text and JSON values as PostgreSQL can store them (see without_nul)."""
+        for field in self._meta.concrete_fields:
+            if isinstance(field, models.CharField | models.TextField | models.JSONField | ArrayField):
+                setattr(self, field.attname, without_nul(getattr(self, field.attname)))
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self):
         return reverse("run-detail", args=[self.pk])

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.db import ProgrammingError, connection
 
 from experiments import services
 from experiments.models import ExperimentStatus, RunStatus
@@ -80,6 +81,54 @@ def test_a_run_that_failed_after_the_kill_keeps_what_was_measured_before(local_h
     assert run.status == RunStatus.FAILED and "never came back" in run.error
     assert run.downtime_seconds is None  # no first query after the restart
     assert run.redo_bytes == 102229397 - 44420  # read from the snapshot taken before the kill
+
+
+def test_nul_bytes_from_a_crashed_server_s_files_are_dropped_not_fatal(local_host):
+    """Blocks never written read back as zeros: a runner's error quoting the log's tail, and the
+    log itself, may hold NUL bytes, which PostgreSQL stores in no text or jsonb value."""
+    bundle = fixture_bundle(status="failed")
+    bundle.result["error"] = "the server never came back. Its log:\n\x00\x00\x002026 [Note] x"
+    bundle.files["error.log"] += b"\x00" * 4096 + b"2026-11-01  3:00:00 0 [Note] after the hole\n"
+    run = RunFactory(host=local_host, status=RunStatus.RUNNING)
+    services.ingest_bundle(run.id, bundle)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert run.error == "the server never came back. Its log:\n2026 [Note] x"
+    assert b"\x00" in run.files.get(name="error.log").content  # the raw file is kept as it was
+    other = RunFactory(host=local_host, status=RunStatus.RUNNING)
+    services.record_progress(other.id, "running\x00")
+    services.mark_run_failed(other.id, "dropped\x00 mid-run")
+    other.refresh_from_db()
+    assert other.error == "dropped mid-run"
+
+
+def test_an_ingest_the_database_refuses_half_way_leaves_nothing_of_it(local_host):
+    """All or nothing: the database refuses the run's row after its files were written (a
+    trigger of the test's, raising on that update): no file, metric or status of the bundle is
+    left, the run is still running, and the same ingest afterwards stores it all."""
+    run = RunFactory(host=local_host, status=RunStatus.RUNNING)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION refuse_run() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_run BEFORE UPDATE ON experiments_run FOR EACH ROW "
+            "WHEN (NEW.status = 'done') EXECUTE FUNCTION refuse_run()"
+        )
+    try:
+        with pytest.raises(ProgrammingError, match="refused by the test"):
+            services.ingest_bundle(run.id, fixture_bundle())
+        run.refresh_from_db()
+        assert run.status == RunStatus.RUNNING and run.redo_bytes is None and run.finished_at is None
+        assert run.files.count() == 0
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER refuse_run ON experiments_run")
+            cursor.execute("DROP FUNCTION refuse_run()")
+    services.ingest_bundle(run.id, fixture_bundle())
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and run.files.count() == 4
 
 
 def test_reparse_twice_changes_nothing(local_host):

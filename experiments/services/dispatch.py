@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
-from ..models import AttemptOutcome, Host, Run, RunAttempt, RunStatus
+from ..models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, without_nul
 from .runs import end_attempt, refresh_experiment_status, superseded
 
 logger = logging.getLogger(__name__)
@@ -114,6 +114,7 @@ def retry_run(run_id: int, error: str, attempt_id: int | None = None, lost: bool
     worker): the run goes back to the queue and is claimed again after a pause that doubles with
     each try (RUN_RETRY_BACKOFF_S), or fails with the reason once it has had RUN_MAX_ATTEMPTS
     tries. Returns the pause in seconds, or None when the run failed (or was not running)."""
+    error = without_nul(error)
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(id=run_id, status=RunStatus.RUNNING).first()
         if run is None or superseded(attempt_id):

@@ -13,7 +13,16 @@ from workers.runner.contract import RunSpec
 
 from ..analysis import analyse_run
 from ..metrics import METRIC_NAMES
-from ..models import AttemptOutcome, Experiment, ExperimentStatus, Run, RunAttempt, RunFile, RunStatus
+from ..models import (
+    AttemptOutcome,
+    Experiment,
+    ExperimentStatus,
+    Run,
+    RunAttempt,
+    RunFile,
+    RunStatus,
+    without_nul,
+)
 from .audit import audit, audited_by
 
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
@@ -76,7 +85,7 @@ def record_progress(
 ) -> None:
     """The runner's latest step, and how far through the run it is (0-100) when it says. A
     superseded attempt's runner says nothing about the run any more."""
-    fields = {"progress": message[:200]}
+    fields = {"progress": without_nul(message)[:200]}
     if percent is not None:
         fields["progress_percent"] = max(0.0, min(100.0, float(percent)))
     runs = Run.objects.filter(id=run_id, status=RunStatus.RUNNING)
@@ -114,6 +123,7 @@ def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int
     run.files.all().delete()
     rows = []
     for name, content in sorted(files.items()):
+        name = without_nul(name)
         size = (original_sizes or {}).get(name, len(content))
         kept = content
         if len(content) > limit:
@@ -215,7 +225,7 @@ def include_run(run_id: int, user=None) -> Run:
 
 def end_attempt(attempt_id: int, outcome: str, error: str = "", transient: bool = False) -> None:
     RunAttempt.objects.filter(id=attempt_id, ended_at__isnull=True).update(
-        outcome=outcome, error=error[:5000], transient=transient, ended_at=timezone.now()
+        outcome=outcome, error=without_nul(error)[:5000], transient=transient, ended_at=timezone.now()
     )
 
 
@@ -227,7 +237,7 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
         if superseded(attempt_id):
             return
         Run.objects.filter(id=run_id).exclude(status__in=[RunStatus.DONE, RunStatus.CANCELLED]).update(
-            status=RunStatus.FAILED, error=error[:5000], progress="", finished_at=timezone.now()
+            status=RunStatus.FAILED, error=without_nul(error)[:5000], progress="", finished_at=timezone.now()
         )
         if attempt_id is not None:
             end_attempt(attempt_id, AttemptOutcome.FAILED, error)
