@@ -143,6 +143,10 @@ def analyse_run(
             analysis.warnings.append(note)
     if "verified" in result:
         metrics["verified"] = result["verified"]
+    durability = result.get("durability") or {}
+    for key in ("acknowledged_commits", "lost_commits"):
+        if isinstance(durability.get(key), int):
+            metrics[key] = durability[key]
     analysis.server_version = result.get("server_version") or analysis.server_version
     analysis.suspect_reasons = impossible_values(metrics, crash, same_clock=engine != "rocksdb")
     if engine == "innodb":

@@ -40,6 +40,7 @@ SUMMARY_METRICS = (
     ("redo_bytes", "redo (MB)"),
     ("redo_apply_mb_per_s", "apply rate (MB/s)"),
     ("rows_undone", "rows undone"),
+    ("lost_commits", "acknowledged commits lost"),
     ("workload_tps", "TPS"),
     ("achieved_insert_rate", "insert rate reached (rows/s)"),
 )

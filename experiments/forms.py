@@ -8,6 +8,8 @@ from django import forms
 
 from .definition import SERVER_OPTIONS
 from .vocabulary import (
+    CRASH_METHOD_NAMES,
+    CRASH_METHODS,
     CRASH_WHEN,
     CRASH_WHEN_NAMES,
     ENGINES,
@@ -67,6 +69,12 @@ class ExperimentForm(forms.Form):
         "back to 90% throughput; 0 = off",
     )
     events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
+    crash_method = forms.ChoiceField(
+        choices=choices(CRASH_METHODS, CRASH_METHOD_NAMES),
+        initial="sigkill",
+        help_text="power loss mounts a layer over the datadir that drops unsynced writes at the crash "
+        "(slower I/O before the crash); the run also counts acknowledged commits lost",
+    )
     crash_when = forms.ChoiceField(choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES))
     after_seconds = forms.IntegerField(
         required=False, help_text="with 'during the workload': seconds into it"
@@ -88,6 +96,7 @@ class ExperimentForm(forms.Form):
         "workload.threads": "threads",
         "workload.events": "events",
         "workload.warmup_max_seconds": "warmup_max_seconds",
+        "crash.method": "crash_method",
         "crash.when": "crash_when",
         "crash.after_seconds": "after_seconds",
         "crash.redo_bytes": "redo_bytes",
@@ -107,7 +116,7 @@ class ExperimentForm(forms.Form):
             if line.strip():
                 name, _, values = line.partition("=")
                 options[name.strip()] = [_number_or_text(v) for v in _split(values)]
-        crash = {"method": "sigkill", "when": data["crash_when"]}
+        crash = {"method": data["crash_method"], "when": data["crash_when"]}
         for key in ("after_seconds", "redo_bytes", "open_rows"):
             if data.get(key) not in (None, ""):
                 crash[key] = data[key]

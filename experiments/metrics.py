@@ -13,6 +13,8 @@ INTEGER_METRICS = (
     "data_bytes_written",
     "checkpoint_age_bytes",
     "rows_inserted",
+    "acknowledged_commits",
+    "lost_commits",
 )
 FLOAT_METRICS = (
     "recovery_seconds",
@@ -54,6 +56,8 @@ LABELS = {
     "achieved_insert_rate": "achieved insert rate (rows/s)",
     "rows_inserted": "rows inserted by the workload",
     "warmup_seconds": "back to 90% throughput (s)",
+    "acknowledged_commits": "commits acknowledged before the crash",
+    "lost_commits": "acknowledged commits lost",
 }
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 

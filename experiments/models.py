@@ -181,6 +181,10 @@ class RunMetrics(models.Model):
     checkpoint_age_bytes = models.BigIntegerField(null=True, blank=True)
     achieved_insert_rate = models.FloatField(null=True, blank=True)
     rows_inserted = models.BigIntegerField(null=True, blank=True)
+    # Crash method power_loss: the ledger's commits the server acknowledged before the cut, and
+    # how many of them recovery did not bring back.
+    acknowledged_commits = models.BigIntegerField(null=True, blank=True)
+    lost_commits = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True

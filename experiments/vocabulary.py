@@ -32,7 +32,10 @@ WORKLOADS = (
     Term("oltp_update_index", "sysbench oltp_update_index"),
     Term("oltp_update_non_index", "sysbench oltp_update_non_index"),
 )
-CRASH_METHODS = (Term("sigkill", "kill -9 (SIGKILL)"),)
+CRASH_METHODS = (
+    Term("sigkill", "kill -9 (SIGKILL): the OS keeps every write"),
+    Term("power_loss", "power loss: kill -9, and every write not yet synced is lost"),
+)
 CRASH_WHEN = (
     Term("after_workload", "after the workload"),
     Term("during_workload", "during the workload (after_seconds)"),

@@ -22,6 +22,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
+import mfusepy
 from django.conf import settings
 
 from experiments.models import Host, Transport
@@ -73,6 +74,7 @@ def runner_zip() -> bytes:
         archive.writestr(
             "__main__.py", "import sys\nfrom recovery_lab_runner.runner import main\nsys.exit(main())\n"
         )
+        archive.write(mfusepy.__file__, "mfusepy.py")  # the power-cut layer's FUSE binding (ISC)
     return buffer.getvalue()
 
 

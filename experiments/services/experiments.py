@@ -4,7 +4,7 @@ import re
 
 from django.db import IntegrityError, transaction
 
-from ..definition import ExperimentDefinition, clean_notes, clean_tags, validate_definition
+from ..definition import DefinitionError, ExperimentDefinition, clean_notes, clean_tags, validate_definition
 from ..models import Experiment, Host, Run
 from ..units import parse_size
 from .audit import audited_by
@@ -31,6 +31,7 @@ def create_experiment(
         if earlier is not None:
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
+    _check_hosts_can_crash_so(definition)
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -48,6 +49,22 @@ def create_experiment(
         # The same key sent twice at once: the other request made it.
         return Experiment.objects.get(created_by=user, idempotency_key=idempotency_key), False
     return experiment, True
+
+
+def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
+    """A power cut needs FUSE on the host: a host whose last probe found it missing is refused
+    here, with what to install, rather than failing each of its runs later. A host never probed
+    is let through (its runner says the same if it cannot)."""
+    if definition.crash.method != "power_loss":
+        return
+    refused = []
+    for host in Host.objects.filter(name__in=definition.hosts):
+        ready = (host.facts or {}).get("power_loss")
+        if ready is not None and not ready.get("ready"):
+            missing = ", ".join(ready.get("missing", []))
+            refused.append(f"host {host.name} cannot cut power: missing {missing}")
+    if refused:
+        raise DefinitionError({"crash.method": refused})
 
 
 def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> list[Run]:

@@ -24,7 +24,9 @@ WORKLOADS = (
     "oltp_update_index",
     "oltp_update_non_index",
 )
-CRASH_METHODS = ("sigkill",)  # the seam where power_loss goes (runner.crash_server)
+# sigkill: the server is killed, the operating system keeps what it wrote. power_loss: killed
+# under the power-cut layer (powercut.py), which then drops every write not yet synced.
+CRASH_METHODS = ("sigkill", "power_loss")
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
 MAX_OPEN_ROWS = 10_000_000
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

@@ -66,6 +66,25 @@ def _disk(work_dir: Path) -> dict:
     return disk
 
 
+def power_loss_ready() -> dict:
+    """Whether this host can run the power_loss crash: /dev/fuse usable, fusermount3 and
+    libfuse3 installed, and the FUSE binding importable (shipped in the runner's zip)."""
+    import ctypes.util
+
+    missing = []
+    if not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        missing.append("/dev/fuse (not there, or not usable)")
+    if not shutil.which("fusermount3"):
+        missing.append("fusermount3 (apt-get install fuse3)")
+    if not ctypes.util.find_library("fuse3"):
+        missing.append("libfuse3 (apt-get install fuse3)")
+    try:
+        import mfusepy  # noqa: F401
+    except (ImportError, OSError) as exc:
+        missing.append(f"the mfusepy module ({exc})")
+    return {"ready": not missing, "missing": missing}
+
+
 def host_facts(work_dir: str) -> dict:
     servers = {}
     for name in ("mariadbd", "mysqld"):
@@ -88,4 +107,5 @@ def host_facts(work_dir: str) -> dict:
         "sysbench": _first_line([sysbench, "--version"]) if sysbench else None,
         "python": platform.python_version(),
         "python_path": sys.executable,
+        "power_loss": power_loss_ready(),
     }

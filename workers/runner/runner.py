@@ -99,6 +99,120 @@ def stop_started() -> None:
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(process.pid, signal.SIGKILL)
+    for mount in MOUNTS:
+        unmount(mount, lazy=True)
+
+
+MOUNTS: list[Path] = []  # power-cut layers this runner mounted and has not unmounted yet
+
+
+def unmount(directory: Path, lazy: bool = False) -> bool:
+    done = subprocess.run(
+        ["fusermount3", "-u", *(["-z"] if lazy else []), str(directory)], capture_output=True, timeout=60
+    )
+    return done.returncode == 0
+
+
+def unmount_stale(base: Path) -> None:
+    """Power-cut layers left mounted under the work directory by a runner that was killed before
+    it could unmount them (this runner holds the work directory now, so none is in use)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[2].startswith("fuse") and fields[1].startswith(f"{base}/"):
+                unmount(Path(fields[1].replace("\\040", " ")), lazy=True)
+
+
+class PowerCutLayer:
+    """The power-cut file system (powercut.py) mounted over a directory, in a process of its own
+    (this runner's package run with -m, from wherever the runner runs: the source tree or its zip)."""
+
+    def __init__(self, directory: Path, log: Path):
+        package = __package__ or "workers.runner"
+        root = Path(__file__).absolute().parents[len(package.split("."))]
+        self.directory = directory
+        with log.open("ab") as errors:
+            self.process = spawn(
+                [sys.executable, "-m", f"{package}.powercut", str(directory)],
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(root)},
+            )
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        said = self.process.stdout.readline().strip() if ready else ""
+        if said != "mounted":
+            self.process.kill()
+            tail = log.read_text(errors="replace")[-600:]
+            said = tail or "no answer in 60 s"
+            raise RunFailed(f"the power-cut layer did not mount over {directory}: {said}")
+        MOUNTS.append(directory)
+
+    def cut(self) -> None:
+        """Drop every write no disk would hold (the server must be dead already)."""
+        from .powercut import CUT_FILE
+
+        fd = os.open(self.directory / CUT_FILE, os.O_WRONLY)
+        try:
+            os.write(fd, b"cut")
+        finally:
+            os.close(fd)
+
+    def unmount(self, timeout: float = 60) -> None:
+        """Unmount, once the dead server's files are released; the layer's process then ends."""
+        deadline = time.monotonic() + timeout
+        while not unmount(self.directory):
+            if time.monotonic() > deadline:
+                unmount(self.directory, lazy=True)
+                break
+            time.sleep(POLL_S)  # the kernel releases the killed server's files shortly
+        MOUNTS.remove(self.directory)
+        self.process.wait(timeout=timeout)
+
+
+LEDGER_TABLE = "recovery_lab.ledger"
+
+
+class Ledger:
+    """Commits the runner knows were acknowledged: one client inserts ids 1, 2, 3... each in its
+    own autocommit transaction, each followed by a SELECT of the id, so an id printed back is a
+    commit the server acknowledged. It runs until the crash; after recovery the ids missing among
+    the acknowledged ones are commits lost (power_loss)."""
+
+    def __init__(self, server: "Server", engine: str):
+        storage = "ROCKSDB" if engine == "rocksdb" else "InnoDB"
+        server.query("CREATE DATABASE IF NOT EXISTS recovery_lab")
+        server.query(f"CREATE TABLE {LEDGER_TABLE} (id BIGINT UNSIGNED PRIMARY KEY) ENGINE={storage}")
+        self.client = server.session()
+        self.acknowledged = 0
+        self.feeder = threading.Thread(target=self._feed, daemon=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.feeder.start()
+        self.reader.start()
+
+    def _feed(self) -> None:
+        number = 0
+        with contextlib.suppress(OSError, ValueError):  # the server (and its client) went away
+            while True:
+                number += 1
+                self.client.stdin.write(f"INSERT INTO {LEDGER_TABLE} VALUES ({number}); SELECT {number};\n")
+
+    def _read(self) -> None:
+        for line in self.client.stdout:
+            if line.strip().isdigit():
+                self.acknowledged = int(line)
+
+    def stop(self) -> int:
+        """After the crash: every acknowledgement the client received is read; returns the last."""
+        self.reader.join(timeout=60)
+        self.client.kill()
+        return self.acknowledged
+
+    @staticmethod
+    def lost(server: "Server", acknowledged: int) -> int:
+        sql = f"SELECT COUNT(*) FROM {LEDGER_TABLE} WHERE id <= {int(acknowledged)}"
+        present = server.query(sql, timeout=3600)
+        return acknowledged - int(present.strip())
 
 
 def watch_stdin() -> None:
@@ -251,6 +365,9 @@ class Server:
     def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper):
         self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
         self.datadir = work / "data"
+        # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
+        # power-cut layer; otherwise beside it.
+        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else work
         self.socket = work / "mysqld.sock"
         self.error_log = work / "error.log"
         self.port = free_port()
@@ -299,7 +416,7 @@ class Server:
             options = {**HOLD_CHECKPOINTS, **options}
         wants_binlog = str(options.pop("log_bin", "0")) == "1" or params.get("binlog_files", 0) > 0
         if wants_binlog and not loading:
-            args += [f"--log-bin={self.work / 'binlog'}", "--server-id=1"]
+            args += [f"--log-bin={self.binlog_dir / 'binlog'}", "--server-id=1"]
         args += [f"--{name}={value}" for name, value in options.items()]
         return args
 
@@ -680,11 +797,18 @@ def wal_sizes(datadir: Path) -> dict:
 OPEN_TRX_TABLE = "sbtest.recovery_lab_open_trx"
 
 
-def crash_server(server: Server, method: str) -> float:
+def crash_server(server: Server, method: str, layer: PowerCutLayer | None = None) -> float:
     """The crash itself; returns its moment. sigkill: the process is killed and the operating
-    system keeps every write it had made. Each method of contract.CRASH_METHODS has its branch."""
+    system keeps every write it had made. power_loss: killed the same way, then every write not
+    yet synced is dropped and the layer unmounted, so the server restarts on what a disk would
+    hold. Each method of contract.CRASH_METHODS has its branch."""
     if method == "sigkill":
         return server.kill9()
+    if method == "power_loss" and layer is not None:
+        moment = server.kill9()
+        layer.cut()
+        layer.unmount()
+        return moment
     raise RunFailed(f"crash method {method!r} is not supported by this runner")
 
 
@@ -825,6 +949,10 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     stamper.start()
     try:
         result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
+        layer = None
+        if crash.get("method") == "power_loss":
+            progress("mounting the power-cut layer over the datadir", 21)
+            layer = PowerCutLayer(server.datadir, work / "powercut.log")
         progress("starting the server on the loaded dataset", 22)
         times["server_spawned"] = server.start()
         times["server_ready"] = server.wait_until_ready(timeout)
@@ -840,6 +968,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         def workload_progress(share: float) -> None:
             progress(f"running {workload}: {min(share, 1.0):.0%}", 25 + 45 * min(share, 1.0))
 
+        ledger = Ledger(server, engine) if layer is not None else None
         times["workload_started"] = clock.now()
         sysbench.start_run()
         checksums = None
@@ -866,8 +995,9 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         result["counters"] = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
 
         progress(f"crashing the server ({crash.get('method', 'sigkill')})", 72)
-        times["killed"] = crash_server(server, crash.get("method", "sigkill"))
-        result["binlog_files_at_crash"] = len(list(work.glob("binlog.[0-9]*")))
+        times["killed"] = crash_server(server, crash.get("method", "sigkill"), layer)
+        acknowledged = ledger.stop() if ledger is not None else None
+        result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
         sysbench.wait(60)
         sysbench.stop_if_running()
         if engine == "rocksdb":
@@ -880,6 +1010,11 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         if engine == "rocksdb":
             # RocksDB starts a new LOG at every open: keep the one of the crash recovery.
             shutil.copyfile(server.datadir / "#rocksdb" / "LOG", work / "rocksdb_LOG")
+        if acknowledged is not None:
+            result["durability"] = {
+                "acknowledged_commits": acknowledged,
+                "lost_commits": Ledger.lost(server, acknowledged),
+            }
         if checksums is not None:
             result["verified"] = checksum_tables(server, spec["workload"]["tables"]) == checksums
             if crash["when"] == "during_transaction":  # and none of the open transaction's rows
@@ -953,6 +1088,7 @@ def main(argv: list[str] | None = None) -> int:
         base = Path(spec["work_dir"])
         base.mkdir(parents=True, exist_ok=True)
         hold_work_dir(base)
+        unmount_stale(base)
         work = Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base))
         result["facts"] = host_facts(str(base))
         execute(spec, work, out, result)

@@ -1,0 +1,116 @@
+"""The power_loss crash with the real server: the runner mounts the power-cut layer over its
+private mariadbd's datadir, runs the workload and the commit ledger, kills the server, drops every
+write not yet synced, and restarts it on what a disk would hold. With the redo log synced at each
+commit no acknowledged commit is lost; with it synced once a second, some are, and the run says
+how many."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from .conftest import runner_processes
+from .test_end_to_end import run_runner
+
+pytestmark = pytest.mark.skipif(not Path("/dev/fuse").exists(), reason="no /dev/fuse here")
+
+
+def power_loss_spec(name: str, engine: str, options: dict) -> dict:
+    return {
+        "run_id": 7,
+        "engine": engine,
+        "parameters": {"buffer_pool_size": "128M", "redo_log_size": "64M", "insert_rate": 0},
+        "server_options": options,
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 1,
+            "table_size": 2000,
+            "threads": 2,
+            "events": 4000,
+        },
+        "crash": {"method": "power_loss", "when": "after_workload"},
+        "work_dir": str(settings.RUNNER_WORK_DIR / name),
+        "start_timeout_s": 120,
+    }
+
+
+def fuse_mounts() -> list[str]:
+    return [line for line in Path("/proc/self/mounts").read_text().splitlines() if " fuse" in line]
+
+
+def power_cut(tmp_path, name: str, engine: str, options: dict) -> dict:
+    spec = power_loss_spec(name, engine, options)
+    exit_code, last_event = run_runner(tmp_path, spec)
+    assert exit_code == 0, last_event
+    result = json.loads((tmp_path / "bundle" / "result.json").read_text())
+    assert result["times"]["recovery_first_query"] > result["times"]["killed"]
+    assert not [m for m in fuse_mounts() if spec["work_dir"] in m]  # the layer is gone
+    assert runner_processes() == []
+    return result
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize(
+    ("engine", "options"),
+    [
+        ("innodb", {"innodb_flush_log_at_trx_commit": 1}),
+        ("rocksdb", {"rocksdb_flush_log_at_trx_commit": 1}),
+    ],
+)
+def test_a_log_synced_at_each_commit_loses_no_acknowledged_commit(tmp_path, engine, options):
+    result = power_cut(tmp_path, f"durable-{engine}", engine, options)
+    durability = result["durability"]
+    assert durability["acknowledged_commits"] > 100, durability
+    assert durability["lost_commits"] == 0, durability
+    assert result["verified"] is True  # and every sysbench transaction is there
+
+
+@pytest.mark.mariadb
+@pytest.mark.parametrize(
+    ("engine", "options"),
+    [
+        # written to the operating system at each commit, synced once a second (or later)
+        ("innodb", {"innodb_flush_log_at_trx_commit": 2, "innodb_flush_log_at_timeout": 2700}),
+        ("rocksdb", {"rocksdb_flush_log_at_trx_commit": 2}),
+    ],
+)
+def test_a_log_synced_once_a_second_loses_the_commits_after_the_last_sync(tmp_path, engine, options):
+    result = power_cut(tmp_path, f"lossy-{engine}", engine, options)
+    durability = result["durability"]
+    assert durability["acknowledged_commits"] > 100, durability
+    assert 0 < durability["lost_commits"] <= durability["acknowledged_commits"], durability
+
+
+def test_the_host_probe_says_whether_a_power_cut_can_run_here():
+    from workers.runner.probe import power_loss_ready
+
+    found = power_loss_ready()
+    assert found == {"ready": True, "missing": []}, found
+    assert os.access("/dev/fuse", os.W_OK)
+
+
+@pytest.mark.django_db
+def test_power_loss_is_a_crash_method_of_the_api_and_a_host_without_fuse_is_refused(api, local_host):
+    from experiments.models import Host
+
+    from .test_roles import DEFINITION
+
+    body = {**DEFINITION, "crash": {"method": "power_loss", "when": "after_workload"}}
+    Host.objects.filter(id=local_host.id).update(
+        facts={"power_loss": {"ready": False, "missing": ["fusermount3 (apt-get install fuse3)"]}}
+    )
+    refused = api.post("/api/experiments/", body, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["crash.method"] == [
+        "host local cannot cut power: missing fusermount3 (apt-get install fuse3)"
+    ]
+    Host.objects.filter(id=local_host.id).update(facts={"power_loss": {"ready": True, "missing": []}})
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["definition"]["crash"]["method"] == "power_loss"
+    bad = api.post(
+        "/api/experiments/", {**body, "crash": {"method": "unplug", "when": "after_workload"}}, format="json"
+    )
+    assert bad.status_code == 400 and "crash.method" in bad.json()
