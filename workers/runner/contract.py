@@ -27,6 +27,8 @@ WORKLOADS = (
 # sigkill: the server is killed, the operating system keeps what it wrote. power_loss: killed
 # under the power-cut layer (powercut.py), which then drops every write not yet synced.
 CRASH_METHODS = ("sigkill", "power_loss")
+# Written to at the top of the power-cut layer's mount, it makes the cut (powercut.py).
+POWER_CUT_FILE = ".recovery-lab-power-cut"
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
 MAX_OPEN_ROWS = 10_000_000
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 
 import mfusepy as fuse
 
-CUT_FILE = ".recovery-lab-power-cut"
+try:
+    from .contract import POWER_CUT_FILE as CUT_FILE
+except ImportError:  # run as a script: python3 powercut.py DIR
+    from contract import POWER_CUT_FILE as CUT_FILE
 SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
 
 
@@ -124,7 +127,9 @@ class PowerCut(fuse.Operations):
     def open(self, path, flags):
         if path == "/" + CUT_FILE:
             return 0
-        fd = os.open(self.rel(path), flags & ~os.O_CREAT, dir_fd=self.root)
+        # O_DIRECT stays between the server and the kernel: below, the layer reads and writes
+        # through its own buffers, which O_DIRECT's alignment rules would refuse.
+        fd = os.open(self.rel(path), flags & ~(os.O_CREAT | os.O_DIRECT), dir_fd=self.root)
         if flags & SYNC_FLAGS:
             self.sync_handles.add(fd)
         return fd

@@ -36,10 +36,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 try:
-    from .contract import CONTRACT_VERSION, RunFailed, RunSpec, size_bytes
+    from .contract import CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
     from .probe import host_facts
 except ImportError:  # run as a script: python3 runner.py
-    from contract import CONTRACT_VERSION, RunFailed, RunSpec, size_bytes
+    from contract import CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
     from probe import host_facts
 
 POLL_S = 0.005
@@ -128,17 +128,15 @@ class PowerCutLayer:
     (this runner's package run with -m, from wherever the runner runs: the source tree or its zip)."""
 
     def __init__(self, directory: Path, log: Path):
-        package = __package__ or "workers.runner"
-        root = Path(__file__).absolute().parents[len(package.split("."))]
+        env = dict(os.environ)
+        if __package__:  # in a package (the source tree, or the runner's zip)
+            env["PYTHONPATH"] = str(Path(__file__).absolute().parents[len(__package__.split("."))])
+            command = [sys.executable, "-m", f"{__package__}.powercut", str(directory)]
+        else:  # run as a script: powercut.py beside it
+            command = [sys.executable, str(Path(__file__).with_name("powercut.py")), str(directory)]
         self.directory = directory
         with log.open("ab") as errors:
-            self.process = spawn(
-                [sys.executable, "-m", f"{package}.powercut", str(directory)],
-                stdout=subprocess.PIPE,
-                stderr=errors,
-                text=True,
-                env={**os.environ, "PYTHONPATH": str(root)},
-            )
+            self.process = spawn(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         said = self.process.stdout.readline().strip() if ready else ""
         if said != "mounted":
@@ -150,9 +148,7 @@ class PowerCutLayer:
 
     def cut(self) -> None:
         """Drop every write no disk would hold (the server must be dead already)."""
-        from .powercut import CUT_FILE
-
-        fd = os.open(self.directory / CUT_FILE, os.O_WRONLY)
+        fd = os.open(self.directory / POWER_CUT_FILE, os.O_WRONLY)
         try:
             os.write(fd, b"cut")
         finally:
