@@ -4,7 +4,7 @@
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client chromium \
+      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client chromium fuse3 \
  && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir uv
 WORKDIR /app

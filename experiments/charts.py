@@ -89,7 +89,11 @@ def axis_value(row: dict, axis: str):
         return row["host_label"]
     if axis == "server_version":
         return row["server_version"] or "unknown"
-    return str(row["server_options"].get(axis, row["parameters"].get(axis, "")))
+    if axis in row["server_options"]:
+        return str(row["server_options"][axis])
+    if axis in row["parameters"]:
+        return str(row["parameters"][axis])
+    return None  # an option this run's engine does not take: not on this axis
 
 
 def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict:
@@ -104,7 +108,8 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
         others, series = [], _split(rows, axis, [])
     traces, xs_all, ys_all = [], [], []
     for index, key in enumerate(sorted(series)):
-        engine, setting = key[0], " · ".join(f"{_short(o)} {v}" for o, v in zip(others, key[1:], strict=True))
+        engine = key[0]
+        setting = " · ".join(f"{_short(o)} {v}" for o, v in zip(others, key[1:], strict=True) if v != "")
         label = ENGINE_NAMES.get(engine, engine) + (f" · {setting}" if setting else "")
         colour_key = engine if not others else f"series-{index}"
         for metric, symbol, what in SERIES:
@@ -146,7 +151,8 @@ def _setting(row: dict, axis: str) -> str:
     """A setting as the user wrote it ("2G", not 2147483648), for a series' name."""
     if axis in row["parameters"]:
         return str(row["parameters"][axis])
-    return str(axis_value(row, axis))
+    value = axis_value(row, axis)
+    return "" if value is None else str(value)
 
 
 def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dict:

@@ -93,6 +93,8 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters.
+# Options named after an engine (innodb_*, rocksdb_*) are that engine's alone.
+ENGINE_OPTION_PREFIXES = ("innodb", "rocksdb")
 SERVER_OPTIONS: dict[str, Callable[[object], object]] = {
     "innodb_flush_log_at_trx_commit": _one_of(0, 1, 2),
     "innodb_doublewrite": _one_of(0, 1),
@@ -170,10 +172,18 @@ class ExperimentDefinition:
 
     def __post_init__(self):
         # Counted, not expanded: a hostile matrix must be refused before it is enumerated.
-        dimensions = [len(self.hosts), len(self.engines), self.repetitions]
-        dimensions += [len(v) for v in self.parameters.values()]
-        dimensions += [len(v) for v in self.server_options.values()]
-        self.run_count = math.prod(dimensions)
+        common = [len(self.hosts), self.repetitions, *(len(v) for v in self.parameters.values())]
+        self.run_count = sum(
+            math.prod([*common, *(len(self.server_options[n]) for n in self.options_for(engine))])
+            for engine in self.engines
+        )
+
+    def options_for(self, engine: str) -> list[str]:
+        """The server options that vary for an engine's runs: an option of another engine
+        (innodb_* for MyRocks, rocksdb_* for InnoDB) is not one of its dimensions, and is not
+        given to its server (an InnoDB server without the MyRocks plugin refuses rocksdb_*)."""
+        others = tuple(f"{other}_" for other in ENGINE_OPTION_PREFIXES if other != engine)
+        return [name for name in self.server_options if not name.startswith(others)]
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -184,15 +194,16 @@ class ExperimentDefinition:
     def expand(self) -> Iterable[RunSpec]:
         """Hosts x engines x parameter values x server option values x repetitions."""
         param_names = list(self.parameters)
-        option_names = list(self.server_options)
-        cells = itertools.product(
-            self.hosts,
-            self.engines,
-            itertools.product(*(self.parameters[n] for n in param_names)),
-            itertools.product(*(self.server_options[n] for n in option_names)),
+        cells = (
+            (host, engine, param_values, option_names, option_values)
+            for host in self.hosts
+            for engine in self.engines
+            for param_values in itertools.product(*(self.parameters[n] for n in param_names))
+            for option_names in [self.options_for(engine)]
+            for option_values in itertools.product(*(self.server_options[n] for n in option_names))
         )
         index = 0
-        for host, engine, param_values, option_values in cells:
+        for host, engine, param_values, option_names, option_values in cells:
             for repetition in range(1, self.repetitions + 1):
                 yield RunSpec(
                     matrix_index=index,

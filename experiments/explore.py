@@ -18,6 +18,7 @@ from .charts import AXIS_TITLES, PARAMETER_UNITS
 from .metrics import LABELS, NUMERIC_METRICS, UNITS
 from .models import Experiment
 from .units import format_size
+from .vocabulary import CRASH_METHOD_LABELS
 
 NUMERIC_PARAMETERS = {
     "buffer_pool_size": F("buffer_pool_bytes"),
@@ -25,10 +26,15 @@ NUMERIC_PARAMETERS = {
     "insert_rate": F("insert_rate"),
     "binlog_files": Cast(KT("parameters__binlog_files"), BigIntegerField()),
 }
-CATEGORIES = {"engine": F("engine"), "server_version": F("server_version"), "host": F("host_label")}
+CATEGORIES = {
+    "engine": F("engine"),
+    "server_version": F("server_version"),
+    "host": F("host_label"),
+    "crash_method": F("crash_method"),
+}
 X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
 Y_AXES = NUMERIC_METRICS
-GROUPS = ("engine", "host", "server_version", "experiment", *NUMERIC_PARAMETERS)
+GROUPS = ("engine", "host", "server_version", "crash_method", "experiment", *NUMERIC_PARAMETERS)
 
 
 class ExploreError(ValueError):
@@ -188,4 +194,6 @@ def _group_names(group: str, keys: list) -> dict:
         return {key: f"#{key} {names.get(key, '')}".strip() for key in keys}
     if group in PARAMETER_UNITS:
         return {key: format_size(key) if key is not None else "not set" for key in keys}
+    if group == "crash_method":
+        return {key: CRASH_METHOD_LABELS.get(key, "imported (unknown)") for key in keys}
     return {key: str(key) if key not in (None, "") else "not set" for key in keys}

@@ -24,6 +24,7 @@ class RunFilter(filters.FilterSet):
     host = CharInFilter(field_name="host_label", help_text="host names or import labels, comma-separated")
     server_version = CharInFilter(help_text="server versions as the runs report them, comma-separated")
     status = filters.ChoiceFilter(choices=RunStatus.choices)
+    crash_method = CharInFilter(help_text="sigkill, power_loss (comma-separated)")
     imported = filters.BooleanFilter(help_text="true: runs imported from logs; false: runs done here")
     tag = filters.CharFilter(method="filter_tag", help_text="runs with this tag, or of experiments with it")
     since = filters.DateFilter(

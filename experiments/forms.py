@@ -72,6 +72,7 @@ class ExperimentForm(forms.Form):
     crash_method = forms.ChoiceField(
         choices=choices(CRASH_METHODS, CRASH_METHOD_NAMES),
         initial="sigkill",
+        required=False,  # left out: kill -9, as before the power cut existed
         help_text="power loss mounts a layer over the datadir that drops unsynced writes at the crash "
         "(slower I/O before the crash); the run also counts acknowledged commits lost",
     )
@@ -116,7 +117,7 @@ class ExperimentForm(forms.Form):
             if line.strip():
                 name, _, values = line.partition("=")
                 options[name.strip()] = [_number_or_text(v) for v in _split(values)]
-        crash = {"method": data["crash_method"], "when": data["crash_when"]}
+        crash = {"method": data.get("crash_method") or "sigkill", "when": data["crash_when"]}
         for key in ("after_seconds", "redo_bytes", "open_rows"):
             if data.get(key) not in (None, ""):
                 crash[key] = data[key]

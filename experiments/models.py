@@ -225,6 +225,9 @@ class Run(RunMetrics):
     attempts = models.PositiveIntegerField(default=0)
     progress_percent = models.FloatField(null=True, blank=True)
     imported = models.BooleanField(default=False)
+    # How it was crashed (contract.CRASH_METHODS): sigkill or power_loss. Runs of one method are a
+    # series of their own in charts; an imported run's is not known ("").
+    crash_method = models.CharField(max_length=20, blank=True, default="", db_index=True)
     # sha256 of an imported error log: the same file is not imported twice.
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     server_version = models.CharField(max_length=120, blank=True)

@@ -63,6 +63,7 @@ def experiment_progress(runs: list[Run]) -> Progress:
 DISPLAY = {
     "redo_bytes": (1e-6, "{:,.1f}"),
     "rows_undone": (1, "{:,.0f}"),
+    "lost_commits": (1, "{:,.0f}"),
     "workload_tps": (1, "{:,.0f}"),
     "achieved_insert_rate": (1, "{:,.0f}"),
     "redo_apply_mb_per_s": (1, "{:,.1f}"),

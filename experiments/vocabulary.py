@@ -36,6 +36,7 @@ CRASH_METHODS = (
     Term("sigkill", "kill -9 (SIGKILL): the OS keeps every write"),
     Term("power_loss", "power loss: kill -9, and every write not yet synced is lost"),
 )
+CRASH_METHOD_LABELS = {"sigkill": "kill -9", "power_loss": "power loss"}
 CRASH_WHEN = (
     Term("after_workload", "after the workload"),
     Term("during_workload", "during the workload (after_seconds)"),

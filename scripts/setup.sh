@@ -12,6 +12,7 @@ command -v psql >/dev/null || need_apt+=(postgresql)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v pdftoppm >/dev/null || need_apt+=(poppler-utils)  # the tests read the PDF reports
+command -v fusermount3 >/dev/null || need_apt+=(fuse3)  # the power_loss crash: its FUSE layer
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # the tests start their own sshd on loopback
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"

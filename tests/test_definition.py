@@ -48,9 +48,32 @@ def test_sizes_need_a_unit_and_round_trip():
 def test_matrix_expands_to_every_combination_times_repetitions():
     checked = validate_definition(definition(), HOSTS)
     runs = list(checked.expand())
-    assert checked.run_count == len(runs) == 1 * 2 * 2 * 2 * 2 * 2 * 3
+    # InnoDB: 2 pools x 2 logs x 2 rates x 2 innodb_flush_log_at_trx_commit x 3; MyRocks the same
+    # without the InnoDB option, which is not one of its dimensions.
+    assert checked.run_count == len(runs) == 2 * 2 * 2 * 2 * 3 + 2 * 2 * 2 * 3
     assert len({r.matrix_index for r in runs}) == len(runs)
-    assert {r.server_options["innodb_flush_log_at_trx_commit"] for r in runs} == {1, 2}
+    innodb = [r for r in runs if r.engine == "innodb"]
+    assert {r.server_options["innodb_flush_log_at_trx_commit"] for r in innodb} == {1, 2}
+    assert all(r.server_options == {} for r in runs if r.engine == "rocksdb")
+
+
+def test_each_engine_varies_only_its_own_options_and_the_shared_ones():
+    raw = definition(
+        parameters={},
+        server_options={
+            "innodb_flush_log_at_trx_commit": [1, 2],
+            "rocksdb_flush_log_at_trx_commit": [1, 2],
+            "sync_binlog": [0, 1],
+        },
+        repetitions=1,
+    )
+    runs = list(validate_definition(raw, HOSTS).expand())
+    assert sorted(tuple(sorted(r.server_options)) for r in runs if r.engine == "innodb") == [
+        ("innodb_flush_log_at_trx_commit", "sync_binlog")
+    ] * 4
+    assert sorted(tuple(sorted(r.server_options)) for r in runs if r.engine == "rocksdb") == [
+        ("rocksdb_flush_log_at_trx_commit", "sync_binlog")
+    ] * 4
 
 
 def test_missing_parameters_take_defaults():

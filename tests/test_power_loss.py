@@ -114,3 +114,57 @@ def test_power_loss_is_a_crash_method_of_the_api_and_a_host_without_fuse_is_refu
         "/api/experiments/", {**body, "crash": {"method": "unplug", "when": "after_workload"}}, format="json"
     )
     assert bad.status_code == 400 and "crash.method" in bad.json()
+
+
+@pytest.mark.browser
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits_per_setting(
+    page, live_server, api, local_host, celery_worker_process
+):
+    """The issue's experiment: InnoDB's and MyRocks' log flushed at each commit (1) or once a
+    second (2), each crashed by a power cut on the local host through the real worker; the page
+    shows recovery and lost commits per setting."""
+    from experiments.models import Run
+
+    from .conftest import wait_for
+    from .test_browser import log_in, screenshot
+
+    body = {
+        "name": "Power loss: log flush at commit",
+        "hosts": ["local"],
+        "engines": ["innodb", "rocksdb"],
+        "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["64M"], "insert_rate": [0]},
+        "server_options": {
+            "innodb_flush_log_at_trx_commit": [1, 2],
+            "rocksdb_flush_log_at_trx_commit": [1, 2],
+        },
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 1,
+            "table_size": 2000,
+            "threads": 2,
+            "events": 3000,
+        },
+        "crash": {"method": "power_loss", "when": "after_workload"},
+        "repetitions": 1,
+    }
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    experiment_id = created.json()["id"]
+    runs = Run.objects.filter(experiment_id=experiment_id)
+    assert runs.count() == 4  # each engine varies its own option only
+    wait_for(lambda: all(r.is_finished for r in runs.all()), 900, "the four runs", interval_s=1)
+    for run in runs.all():
+        assert run.status == "done", run.error
+        assert run.crash_method == "power_loss" and run.acknowledged_commits > 100
+        setting = run.server_options[f"{run.engine}_flush_log_at_trx_commit"]
+        assert (run.lost_commits == 0) == (setting == 1), (run.engine, setting, run.lost_commits)
+        assert run.recovery_seconds is not None or run.downtime_seconds is not None
+
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/experiments/{experiment_id}/")
+    page.wait_for_selector("text=acknowledged commits lost")
+    summary = page.locator("table").filter(has_text="acknowledged commits lost").first.inner_text()
+    assert "innodb_flush_log_at_trx_commit=2" in summary and "rocksdb_flush_log_at_trx_commit=1" in summary
+    screenshot(page, "power-loss-experiment.png")

@@ -82,6 +82,7 @@ def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> li
             buffer_pool_bytes=parse_size(spec.parameters["buffer_pool_size"]),
             redo_log_bytes=parse_size(spec.parameters["redo_log_size"]),
             insert_rate=spec.parameters["insert_rate"],
+            crash_method=definition.crash.method,
         )
         for spec in definition.expand()
     )
