@@ -34,6 +34,7 @@ bench: setup
 	@$(PY) scripts/bench_dataset.py
 	@$(PY) scripts/bench_dispatch.py
 	@$(PY) scripts/bench_load.py
+	@$(PY) scripts/bench_power_loss.py
 
 lint: setup
 	@.venv/bin/ruff check .

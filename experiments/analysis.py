@@ -120,7 +120,10 @@ def analyse_run(
         # measured elsewhere by whoever imported the run (TokuDB logs count entries, not bytes)
         metrics["redo_bytes"] = result["redo_bytes"]
 
-    metrics["downtime_seconds"] = _seconds(times, "killed", "recovery_first_query")
+    # power_loss: from the moment the power is back (the layer's cut and unmount done), so the
+    # downtime is the server's own, comparable with a sigkill run's.
+    start = "power_restored" if "power_restored" in times else "killed"
+    metrics["downtime_seconds"] = _seconds(times, start, "recovery_first_query")
     metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
     if metrics.get("redo_bytes") and metrics.get("recovery_seconds"):
         metrics["redo_apply_mb_per_s"] = round(metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3)

@@ -68,12 +68,14 @@ def test_each_engine_varies_only_its_own_options_and_the_shared_ones():
         repetitions=1,
     )
     runs = list(validate_definition(raw, HOSTS).expand())
-    assert sorted(tuple(sorted(r.server_options)) for r in runs if r.engine == "innodb") == [
-        ("innodb_flush_log_at_trx_commit", "sync_binlog")
-    ] * 4
-    assert sorted(tuple(sorted(r.server_options)) for r in runs if r.engine == "rocksdb") == [
-        ("rocksdb_flush_log_at_trx_commit", "sync_binlog")
-    ] * 4
+    assert (
+        sorted(tuple(sorted(r.server_options)) for r in runs if r.engine == "innodb")
+        == [("innodb_flush_log_at_trx_commit", "sync_binlog")] * 4
+    )
+    assert (
+        sorted(tuple(sorted(r.server_options)) for r in runs if r.engine == "rocksdb")
+        == [("rocksdb_flush_log_at_trx_commit", "sync_binlog")] * 4
+    )
 
 
 def test_missing_parameters_take_defaults():

@@ -992,6 +992,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
 
         progress(f"crashing the server ({crash.get('method', 'sigkill')})", 72)
         times["killed"] = crash_server(server, crash.get("method", "sigkill"), layer)
+        if layer is not None:
+            times["power_restored"] = clock.now()  # what a disk holds is ready: downtime starts
         acknowledged = ledger.stop() if ledger is not None else None
         result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
         sysbench.wait(60)
