@@ -347,7 +347,9 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
     assert [r.status for r in runs] == ["done"] * 12, [r.error for r in runs]
     for engine in ("innodb", "rocksdb"):
         mine = [r for r in runs if r.engine == engine]
-        assert [r.dataset_reused for r in mine] == [False] + [True] * 5  # loaded once per engine
+        # loaded once per engine at most (an earlier test of the session may have cached the same
+        # tables: oltp_insert and oltp_write_only prepare the same dataset), then copied
+        assert [r.dataset_reused for r in mine][1:] == [True] * 5
     for run in runs:
         assert run.achieved_insert_rate is not None and run.achieved_insert_rate > 0, run
         if run.achieved_insert_rate < 0.9 * run.insert_rate:
