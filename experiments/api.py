@@ -92,25 +92,27 @@ class RunSerializer(serializers.ModelSerializer):
         return {name: getattr(run, name) for name in METRIC_NAMES}
 
 
+EXPERIMENT_FIELDS = [
+    "id",
+    "name",
+    "status",
+    "definition",
+    "imported",
+    "notes",
+    "tags",
+    "created_by",
+    "created_at",
+    "finished_at",
+]
+
+
 class ExperimentSerializer(serializers.ModelSerializer):
     runs = RunSerializer(many=True, read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Experiment
-        fields = [
-            "id",
-            "name",
-            "status",
-            "definition",
-            "imported",
-            "notes",
-            "tags",
-            "created_by",
-            "created_at",
-            "finished_at",
-            "runs",
-        ]
+        fields = [*EXPERIMENT_FIELDS, "runs"]
 
 
 class ExperimentSummarySerializer(serializers.ModelSerializer):
@@ -130,16 +132,7 @@ class ExperimentSummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = Experiment
         fields = [
-            "id",
-            "name",
-            "status",
-            "definition",
-            "imported",
-            "notes",
-            "tags",
-            "created_by",
-            "created_at",
-            "finished_at",
+            *EXPERIMENT_FIELDS,
             "run_count",
             *(f"runs_{state}" for state in RunStatus.values),
             "engines",

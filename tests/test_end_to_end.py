@@ -20,18 +20,16 @@ from .conftest import runner_processes, wait_for
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
 
+def runner_command(folder, out: str = "bundle") -> list[str]:
+    """The host runner as a transport starts it, on folder/spec.json, writing folder/<out>."""
+    return [sys.executable, str(RUNNER_PATH), "--spec", str(folder / "spec.json"), "--out", str(folder / out)]
+
+
 def run_runner(folder, spec: dict) -> tuple[int, dict]:
     """Run the host runner as a transport would; its exit code and last event."""
     (folder / "spec.json").write_text(json.dumps(spec))
     done = subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER_PATH),
-            "--spec",
-            str(folder / "spec.json"),
-            "--out",
-            str(folder / "bundle"),
-        ],
+        runner_command(folder),
         capture_output=True,
         text=True,
         timeout=300,
@@ -152,18 +150,7 @@ def test_a_server_that_hangs_after_the_crash_fails_the_run_in_bounded_time_with_
     spec = {**insert_spec("64M", work), "start_timeout_s": 20}
     spec["workload"].update(events=2000)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    runner = subprocess.Popen(
-        [
-            sys.executable,
-            str(RUNNER_PATH),
-            "--spec",
-            str(tmp_path / "spec.json"),
-            "--out",
-            str(tmp_path / "b"),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    runner = subprocess.Popen(runner_command(tmp_path, "b"), stdout=subprocess.PIPE, text=True)
     events = []
     for line in runner.stdout:
         events.append(json.loads(line))
