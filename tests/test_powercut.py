@@ -109,3 +109,20 @@ def test_without_a_cut_every_write_stays_and_files_lock_as_the_server_locks_them
     finally:
         layer.unmount()
     assert (directory / "plain.bin").read_bytes() == b"x" * 100_000
+
+
+def test_a_layer_left_by_a_killed_runner_is_unmounted_by_the_next_one(directory):
+    """Its process killed, the mount is dead (every access fails); the next runner, holding the
+    work directory, unmounts what is left under it before it starts."""
+    from workers.runner.runner import unmount_stale
+
+    base = directory
+    (base / "run-1" / "data").mkdir(parents=True)
+    layer = Layer(base / "run-1" / "data")
+    layer.process.kill()
+    layer.process.wait()
+    with pytest.raises(OSError) as dead:
+        os.listdir(base / "run-1" / "data")
+    assert dead.value.errno == errno.ENOTCONN
+    unmount_stale(base)
+    assert not os.path.ismount(base / "run-1" / "data") and os.listdir(base / "run-1" / "data") == []
