@@ -9,7 +9,18 @@ import json
 from dataclasses import dataclass, field
 
 from django.contrib.postgres.aggregates import RegrIntercept, RegrR2, RegrSlope
-from django.db.models import Aggregate, BigIntegerField, Count, F, QuerySet, TextField
+from django.db.models import (
+    Aggregate,
+    BigIntegerField,
+    Case,
+    CharField,
+    Count,
+    F,
+    QuerySet,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
@@ -34,6 +45,7 @@ CATEGORIES = {
 }
 X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
 Y_AXES = NUMERIC_METRICS
+POWER_CUT_SUFFIX = " · power loss"
 GROUPS = ("engine", "host", "server_version", "crash_method", "experiment", *NUMERIC_PARAMETERS)
 
 
@@ -130,12 +142,24 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
         aggregates.update(
             slope=RegrSlope("_y", "_x"), intercept=RegrIntercept("_y", "_x"), r2=RegrR2("_y", "_x")
         )
+    # Runs crashed by a power cut are a series of their own in any grouping (the layer slows the
+    # workload before the crash; they answer a durability question): "_m" splits them off.
+    power_cut = "" if query.group == "crash_method" else POWER_CUT_SUFFIX
     groups = list(
-        runs.annotate(_x=_expression(query.x), _y=_expression(query.y), _g=_expression(query.group))
+        runs.annotate(
+            _x=_expression(query.x),
+            _y=_expression(query.y),
+            _g=_expression(query.group),
+            _m=Case(
+                When(crash_method="power_loss", then=Value(power_cut)),
+                default=Value(""),
+                output_field=CharField(),
+            ),
+        )
         .filter(_x__isnull=False, _y__isnull=False)
-        .values("_g")
+        .values("_g", "_m")
         .annotate(**aggregates)
-        .order_by("_g")
+        .order_by("_g", "_m")
     )
     names = _group_names(query.group, [g["_g"] for g in groups])
     result = ExploreResult(
@@ -153,11 +177,11 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
         }
     )
     for group in groups:
-        name = names[group["_g"]]
+        name = names[group["_g"]] + group["_m"]
         result.series.append(
             {
                 "name": name,
-                "key": str(group["_g"]),
+                "key": str(group["_g"]) + ("|power_loss" if group["_m"] else ""),
                 "x": group["xs"],
                 "y": group["ys"],
                 "run_ids": group["run_ids"],

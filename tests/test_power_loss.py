@@ -168,3 +168,25 @@ def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits
     summary = page.locator("table").filter(has_text="acknowledged commits lost").first.inner_text()
     assert "innodb_flush_log_at_trx_commit=2" in summary and "rocksdb_flush_log_at_trx_commit=1" in summary
     screenshot(page, "power-loss-experiment.png")
+
+
+@pytest.mark.django_db
+def test_runs_crashed_by_a_power_cut_are_a_series_of_their_own_in_explore(api):
+    from .factories import ExperimentFactory
+    from .test_analysis import done_run
+
+    experiment = ExperimentFactory()
+    for index in range(3):
+        done_run(experiment, engine="innodb", crash_method="sigkill", redo_bytes=(index + 1) * 10**7)
+        done_run(experiment, engine="innodb", crash_method="power_loss", redo_bytes=(index + 1) * 10**7)
+    body = api.get("/api/explore/", {"x": "redo_bytes", "y": "recovery_seconds", "group": "engine"}).json()
+    assert [(s["name"], s["key"], len(s["run_ids"])) for s in body["series"]] == [
+        ("InnoDB", "innodb", 3),
+        ("InnoDB · power loss", "innodb|power_loss", 3),
+    ]
+    by_method = api.get(
+        "/api/explore/", {"x": "redo_bytes", "y": "recovery_seconds", "group": "crash_method"}
+    )
+    assert [s["name"] for s in by_method.json()["series"]] == ["power loss", "kill -9"]
+    only_cut = api.get("/api/runs/", {"crash_method": "power_loss"}).json()
+    assert only_cut["count"] == 3
