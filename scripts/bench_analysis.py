@@ -48,7 +48,7 @@ INSERT INTO experiments_run (
     source_sha256, server_version, phases, host_facts, effective_settings, suspect, suspect_reason,
     excluded, excluded_reason, queued_at, started_at, finished_at, redo_bytes, recovery_seconds,
     downtime_seconds, ready_seconds, clean_start_seconds, redo_apply_mb_per_s, workload_tps,
-    achieved_insert_rate, notes, tags)
+    achieved_insert_rate, notes, tags, crash_method)
 SELECT e.id, r.n, 'bench-' || (r.n % 4), engine, jsonb_build_object(
            'buffer_pool_size', pool || 'M', 'redo_log_size', log_mb || 'M', 'insert_rate', rate),
        '{{}}'::jsonb, 1 + r.n % 3, pool::bigint << 20, log_mb::bigint << 20, rate,
@@ -56,7 +56,7 @@ SELECT e.id, r.n, 'bench-' || (r.n % 4), engine, jsonb_build_object(
        r.n % 997 = 0, CASE WHEN r.n % 997 = 0 THEN 'bench: impossible on purpose' ELSE '' END,
        r.n % 1009 = 0, '', now(), now(), now() - (r.n % 700) * interval '1 hour',
        redo, redo / (apply * 1e6), redo / (apply * 1e6) + 0.2, redo / (apply * 1e6) + 0.15, 0.1,
-       apply, 3000 - rate / 10.0, rate * 0.97, '', '{{}}'
+       apply, 3000 - rate / 10.0, rate * 0.97, '', '{{}}', 'sigkill'
 FROM experiments_experiment AS e
 CROSS JOIN generate_series(0, {runs_per_experiment - 1}) AS r(n)
 CROSS JOIN LATERAL (

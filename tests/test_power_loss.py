@@ -168,6 +168,13 @@ def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits
     summary = page.locator("table").filter(has_text="acknowledged commits lost").first.inner_text()
     assert "innodb_flush_log_at_trx_commit=2" in summary and "rocksdb_flush_log_at_trx_commit=1" in summary
     screenshot(page, "power-loss-experiment.png")
+    lossy = runs.get(engine="innodb", server_options__innodb_flush_log_at_trx_commit=2)
+    page.goto(f"{live_server.url}/runs/{lossy.id}/")
+    page.wait_for_selector("td[data-metric=lost_commits]")
+    assert page.locator("td[data-metric=lost_commits]").inner_text().replace(",", "") == str(
+        lossy.lost_commits
+    )
+    screenshot(page, "power-loss-run.png")
 
 
 @pytest.mark.django_db
