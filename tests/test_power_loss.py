@@ -174,6 +174,7 @@ def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits
     assert page.locator("td[data-metric=lost_commits]").inner_text().replace(",", "") == str(
         lossy.lost_commits
     )
+    assert "crashed by a power cut" in page.locator("h1 + p").inner_text()
     screenshot(page, "power-loss-run.png")
 
 
