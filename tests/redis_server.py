@@ -3,6 +3,7 @@ stack's Redis is run: the queue is not the record, PostgreSQL is), so a test can
 it again for real without touching the machine's Redis that other tests and sessions use."""
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -52,6 +53,10 @@ class PrivateRedis:
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+
+    def remove(self) -> None:
+        self.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def messages(self, queue: str) -> int:
         return redis.Redis.from_url(self.url).llen(queue)

@@ -100,7 +100,7 @@ def private_redis():
     server.start()
     wait_for(server.answering, 30, "the test's redis-server to answer")
     yield server
-    server.kill()
+    server.remove()
 
 
 def test_redis_killed_and_restarted_twice_loses_no_run_and_runs_none_twice(
