@@ -9,6 +9,7 @@ process it started.
 """
 
 import contextlib
+import importlib.util
 import io
 import json
 import logging
@@ -22,7 +23,6 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-import mfusepy
 from django.conf import settings
 
 from experiments.models import Host, Transport
@@ -74,7 +74,9 @@ def runner_zip() -> bytes:
         archive.writestr(
             "__main__.py", "import sys\nfrom recovery_lab_runner.runner import main\nsys.exit(main())\n"
         )
-        archive.write(mfusepy.__file__, "mfusepy.py")  # the power-cut layer's FUSE binding (ISC)
+        # The power-cut layer's FUSE binding (ISC), found without importing it: importing it loads
+        # libfuse3, which the dashboard's own machine need not have.
+        archive.write(importlib.util.find_spec("mfusepy").origin, "mfusepy.py")
     return buffer.getvalue()
 
 
