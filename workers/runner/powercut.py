@@ -56,7 +56,6 @@ class PowerCut(fuse.Operations):
         self.undo: dict[str, Undo] = {}
         self.sync_handles: set[int] = set()
         self.cut_done = False
-        self.undone_bytes = 0
 
     # Paths: every call works below the mount, relative to the directory's descriptor --------
 
@@ -80,10 +79,7 @@ class PowerCut(fuse.Operations):
                 try:
                     for offset, data in reversed(undo.old):
                         os.pwrite(fd, data, offset)
-                        self.undone_bytes += len(data)
-                    size = os.fstat(fd).st_size
-                    if size > undo.durable_size:
-                        self.undone_bytes += size - undo.durable_size
+                    if os.fstat(fd).st_size > undo.durable_size:
                         os.ftruncate(fd, undo.durable_size)
                 finally:
                     os.close(fd)
