@@ -10,6 +10,7 @@ from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
 from .parsers import Episode, ParsedFile, parse_bytes
+from .seconds import SAMPLES_FILE, restart_timeline, sample_series
 from .vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
 
 # Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
@@ -37,6 +38,9 @@ class RunAnalysis:
     suspect_reasons: list[str] = field(default_factory=list)
     # Transactions InnoDB found prepared, which the binary log then committed (XA recovery).
     xa_prepared: int = 0
+    # The seconds before the crash (per-second samples) and after it (the restart's timeline).
+    samples: dict = field(default_factory=dict)
+    timeline: dict = field(default_factory=dict)
 
 
 def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:
@@ -79,7 +83,7 @@ def analyse_run(
     zone = _local_zone(result)
     crash_index = result.get("crash_index", 0)
     for name, content in files.items():
-        if name in ("result.json", "install.log", "sysbench_prepare.txt"):
+        if name in ("result.json", "install.log", "sysbench_prepare.txt", SAMPLES_FILE):
             continue
         analysis.parsed[name] = parse_bytes(name, content, local_tz=zone)
     error_log = analysis.parsed.get("error.log.stamped") or analysis.parsed.get("error.log")
@@ -106,6 +110,8 @@ def analyse_run(
                 recovery_seconds=crash.recovery_seconds,
                 rollback_seconds=crash.rollback_seconds,
             )
+        clean = _after(error_log.episodes, times.get("clean_spawned"))
+        analysis.timeline = restart_timeline(recovery_start, clean, times).to_dict()
         if recovery_start is not None and recovery_start.ready_at is not None:
             spawned = times.get("recovery_spawned")
             metrics["ready_seconds"] = (
@@ -114,6 +120,11 @@ def analyse_run(
                 else recovery_start.ready_seconds
             )
 
+    if SAMPLES_FILE in files:
+        analysis.samples, warnings = sample_series(
+            files[SAMPLES_FILE], times, files.get("sysbench_report.txt", b"")
+        )
+        analysis.warnings += warnings
     if engine == "rocksdb":
         _rocksdb_metrics(result, analysis)
     if metrics.get("redo_bytes") is None and result.get("redo_bytes") is not None:

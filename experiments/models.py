@@ -239,6 +239,10 @@ class Run(RunMetrics):
     dataset_reused = models.BooleanField(null=True, blank=True)
     # Seconds per recovery phase ({"redo_scan": s, "redo_apply": s, ...}), for the breakdown.
     phases = models.JSONField(default=dict, blank=True)
+    # The seconds before the crash: the runner's per-second samples as levels and rates
+    # (experiments/seconds.py); and after it: the restart's timeline beside the clean start.
+    samples = models.JSONField(default=dict, blank=True)
+    timeline = models.JSONField(default=dict, blank=True)
     # Values the analysis must not trust (impossible durations): left out of charts and
     # statistics unless asked. Set by the analysis, recomputed at every re-parse.
     suspect = models.BooleanField(default=False)

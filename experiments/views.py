@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.module_loading import import_string
 from django.views.decorators.http import require_POST
 
-from . import charts, pages, services
+from . import charts, pages, run_charts, services
 from .api import PROBE_HOST, comparison, parse_experiment_ids
 from .archive import ArchiveRejected, import_experiment
 from .definition import DefinitionError
@@ -183,10 +183,23 @@ def _run_context(run: Run) -> dict:
     }
 
 
+def _run_figures(run: Run) -> dict:
+    """The seconds before the crash and the restart's timeline, where the run has them."""
+    figures = {
+        "samples": run_charts.samples_chart(run.samples, run.crash_method),
+        "timeline": run_charts.timeline_chart(run.timeline),
+    }
+    return {"run_figures": {name: figure for name, figure in figures.items() if figure["data"]}}
+
+
 @login_required
 def run_detail(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
-    context = {**_run_context(run), "can_change": may_change(request.user, run.experiment)}
+    context = {
+        **_run_context(run),
+        **_run_figures(run),
+        "can_change": may_change(request.user, run.experiment),
+    }
     return render(request, "experiments/run_detail.html", context)
 
 

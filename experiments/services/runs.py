@@ -141,6 +141,8 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     for name in METRIC_NAMES:
         setattr(run, name, analysis.metrics.get(name))
     run.phases = analysis.phases
+    run.samples = analysis.samples
+    run.timeline = analysis.timeline
     run.suspect = bool(analysis.suspect_reasons)
     run.suspect_reason = "; ".join(analysis.suspect_reasons)[:500]
     run.server_version = (analysis.server_version or run.server_version)[:120]

@@ -1,5 +1,15 @@
-// The run page follows its run while it goes: status and progress; once the run has finished,
-// one reload brings its metrics and raw files.
+// The run page draws its charts (the seconds before the crash, the restart's timeline) and
+// follows its run while it goes: status and progress; once the run has finished, one reload
+// brings its metrics, charts and raw files.
+(function () {
+  const figures = document.getElementById("run-figures");
+  if (figures) {
+    const found = JSON.parse(figures.textContent);
+    Object.keys(found).forEach(function (name) {
+      window.RecoveryLab.draw(document.getElementById(name + "-chart"), found[name]);
+    });
+  }
+})();
 (function () {
   const holder = document.getElementById("run-body");
   if (!holder || holder.dataset.finished === "1") return;

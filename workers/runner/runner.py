@@ -758,6 +758,95 @@ COUNTERS = {
 }
 
 
+# Sampled every second during the workload, up to the crash (SAMPLES_FILE): where the redo to
+# replay, the dirty pages and the write rates stood second by second. Counters are kept raw; the
+# dashboard turns them into rates. MyRocks: its WAL and memtables, and the WAL on disk.
+SAMPLED_STATUS = {
+    "innodb": (
+        "Innodb_lsn_current",
+        "Innodb_lsn_last_checkpoint",
+        "Innodb_checkpoint_age",
+        "Innodb_buffer_pool_pages_dirty",
+        "Innodb_pages_written",
+        "Innodb_os_log_written",
+        "Innodb_data_written",
+        "Handler_write",
+        "Handler_update",
+        "Handler_delete",
+        "Com_commit",
+        "Questions",
+    ),
+    "rocksdb": (
+        "Rocksdb_wal_bytes",
+        "Rocksdb_wal_synced",
+        "Rocksdb_bytes_written",
+        "Rocksdb_memtable_total",
+        "Rocksdb_memtable_unflushed",
+        "Handler_write",
+        "Handler_update",
+        "Handler_delete",
+        "Com_commit",
+        "Questions",
+    ),
+}
+SAMPLES_FILE = "samples.jsonl"
+SAMPLE_INTERVAL_S = 1.0
+SAMPLE_END = "recovery-lab-sample-end"
+
+
+class Sampler(threading.Thread):
+    """The server's counters every second, on one open client connection, one JSON line each
+    ({"t": host time, name: value, ...}) written the moment it is taken: the crash ends the
+    connection and the file holds every second before it."""
+
+    def __init__(self, server: "Server", engine: str, clock: Clock, target: Path):
+        super().__init__(daemon=True, name="sampler")
+        self.server, self.engine, self.clock, self.target = server, engine, clock, target
+        self._stopping = threading.Event()
+        self.taken = 0
+        listed = ", ".join(f"'{name}'" for name in SAMPLED_STATUS[engine])
+        self.sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); SELECT '{SAMPLE_END}';\n"
+        self.client = server.session()
+
+    def run(self) -> None:
+        due = time.monotonic()
+        with self.target.open("w", encoding="utf-8") as out, contextlib.suppress(OSError, ValueError):
+            while not self._stopping.is_set():
+                moment = self.clock.now()
+                sample = self._take()
+                if sample is None:  # the connection ended: the server is gone
+                    return
+                out.write(json.dumps({"t": round(moment, 3), **sample}) + "\n")
+                out.flush()
+                self.taken += 1
+                due += SAMPLE_INTERVAL_S
+                self._stopping.wait(max(0.0, due - time.monotonic()))
+
+    def _take(self) -> dict | None:
+        self.client.stdin.write(self.sql)
+        self.client.stdin.flush()
+        sample: dict = {}
+        for line in self.client.stdout:
+            name, tab, value = line.rstrip("\n").partition("\t")
+            if name == SAMPLE_END:
+                if self.engine == "rocksdb":
+                    sample["wal_on_disk_bytes"] = sum(wal_sizes(self.server.datadir).values())
+                return sample
+            if not tab:  # an error line (the server went away mid-query)
+                return None
+            if value.isdigit():
+                sample[name] = int(value)
+        return None
+
+    def stop(self) -> int:
+        """After the crash (or on the way out): the samples taken."""
+        self._stopping.set()
+        with contextlib.suppress(OSError, ValueError):
+            self.client.stdin.close()
+        self.join(timeout=30)
+        return self.taken
+
+
 def read_counters(server: Server, engine: str) -> dict:
     wanted = COUNTERS[engine]
     found = server.global_values("STATUS", wanted.values())
@@ -965,7 +1054,9 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             progress(f"running {workload}: {min(share, 1.0):.0%}", 25 + 45 * min(share, 1.0))
 
         ledger = Ledger(server, engine) if layer is not None else None
+        sampler = Sampler(server, engine, clock, work / SAMPLES_FILE)
         times["workload_started"] = clock.now()
+        sampler.start()
         sysbench.start_run()
         checksums = None
         if crash["when"] == "during_workload":
@@ -995,6 +1086,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         if layer is not None:
             times["power_restored"] = clock.now()  # what a disk holds is ready: downtime starts
         acknowledged = ledger.stop() if ledger is not None else None
+        result["samples_taken"] = sampler.stop()
         result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
         sysbench.wait(60)
         sysbench.stop_if_running()
@@ -1055,6 +1147,7 @@ def collect(work: Path, out: Path) -> None:
         "rocksdb_status_after_recovery.txt",
         "install.log",
         "rocksdb_LOG",
+        SAMPLES_FILE,
     ):
         if (work / name).exists():
             shutil.copyfile(work / name, out / name)

@@ -1,0 +1,99 @@
+"""The seconds before and after the crash, from real runner bundles (tests/data/bundles)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments.analysis import analyse_run
+from experiments.run_charts import samples_chart, timeline_chart
+from experiments.seconds import AFTER_CRASH, CLEAN_START, sample_series
+
+BUNDLES = Path(__file__).parent / "data" / "bundles"
+
+
+def bundle(name: str) -> tuple[dict, dict[str, bytes]]:
+    files = {p.name: p.read_bytes() for p in (BUNDLES / name).iterdir() if p.name != "README.md"}
+    return json.loads(files["result.json"]), files
+
+
+def bars(timeline: dict, group: str) -> dict[str, dict]:
+    return {bar["name"]: bar for bar in timeline["bars"] if bar["group"] == group}
+
+
+def test_innodb_samples_climb_to_the_crash_and_end_before_it():
+    result, files = bundle("innodb_during_workload")
+    samples = analyse_run(result, files, "innodb").samples
+    series, t = samples["series"], samples["t"]
+    assert len(t) >= 8 and t == sorted(t)
+    age = series["checkpoint_age_bytes"]
+    assert age[-1] > age[0] and age[-1] > 1_000_000  # the redo to replay grew under the workload
+    assert t[-1] <= samples["crash_at"] < t[-1] + 1.5  # the last sample is the last second before it
+    assert series["log_bytes_written_per_s"][0] is None  # no rate before a second sample
+    assert all(rate > 0 for rate in series["log_bytes_written_per_s"][1:])
+    assert all(rate > 0 for rate in series["rows_changed_per_s"][1:])
+    at_crash = result["counters"]["log_bytes_written"]
+    assert series["lsn"][-1] - series["lsn"][0] <= at_crash  # sampled inside the workload's span
+    assert len(samples["sysbench"]["tps"]) >= 8
+
+
+def test_myrocks_samples_hold_its_wal_and_memtables():
+    result, files = bundle("myrocks_during_workload")
+    series = analyse_run(result, files, "rocksdb").samples["series"]
+    assert "checkpoint_age_bytes" not in series
+    assert series["wal_on_disk_bytes"][-1] > series["wal_on_disk_bytes"][0] > -1
+    assert series["memtable_bytes"][-1] > 0 and series["wal_bytes_per_s"][-1] > 0
+
+
+def test_restart_timeline_orders_the_steps_from_the_kill():
+    result, files = bundle("innodb_during_workload")
+    timeline = analyse_run(result, files, "innodb").timeline
+    after = bars(timeline, AFTER_CRASH)
+    times = result["times"]
+    assert after["nothing running"]["start"] == 0.0
+    assert after["nothing running"]["end"] == pytest.approx(
+        times["recovery_spawned"] - times["killed"], abs=0.001
+    )
+    recovery, scan, apply = (
+        after[n] for n in ("crash recovery (start to redo applied)", "redo scan", "redo apply")
+    )
+    assert recovery["start"] <= scan["start"] <= scan["end"] <= apply["start"] <= apply["end"]
+    ready = after["start to ready for connections"]
+    assert apply["end"] <= ready["end"]
+    first_query = next(
+        m for m in timeline["moments"] if m["group"] == AFTER_CRASH and m["name"] == "first query answered"
+    )
+    assert first_query["at"] == pytest.approx(times["recovery_first_query"] - times["killed"], abs=0.001)
+    clean = bars(timeline, CLEAN_START)
+    assert "redo apply" not in clean and clean["start to ready for connections"]["start"] == 0.0
+
+
+def test_samples_cut_short_by_the_crash_are_skipped_with_a_warning():
+    result, files = bundle("innodb_during_workload")
+    cut = files["samples.jsonl"] + b'{"t": 17954\x00\x00'
+    samples, warnings = sample_series(cut, result["times"])
+    assert len(samples["t"]) == files["samples.jsonl"].count(b"\n")
+    assert warnings == ["samples: 1 line(s) that are no sample were skipped"]
+    assert sample_series(b"not json\n", {}) == ({}, ["samples: 1 line(s) that are no sample were skipped"])
+
+
+def test_run_charts_mark_the_crash_and_draw_each_step():
+    result, files = bundle("innodb_during_workload")
+    analysis = analyse_run(result, files, "innodb")
+    figure = samples_chart(analysis.samples, "sigkill")
+    crash_line = figure["layout"]["shapes"][0]
+    assert crash_line["x0"] == analysis.samples["crash_at"]
+    assert "crash (kill -9)" in [note["text"] for note in figure["layout"]["annotations"]]
+    assert "power cut" in [
+        n["text"] for n in samples_chart(analysis.samples, "power_loss")["layout"]["annotations"]
+    ]
+    names = {trace["name"] for trace in figure["data"]}
+    assert {
+        "checkpoint age: InnoDB's redo to replay",
+        "dirty pages in the buffer pool",
+        "sysbench transactions",
+    } <= names
+    gantt = timeline_chart(analysis.timeline)
+    rows = gantt["layout"]["yaxis"]["categoryarray"][::-1]
+    assert rows[0] == "nothing running" and "clean start: start to ready for connections" in rows
+    assert samples_chart({}, "") == {"data": [], "layout": {}} == timeline_chart({})
