@@ -1,5 +1,6 @@
 """REST API (DESIGN.md, "Commands and API that scripts rely on")."""
 
+import re
 import tempfile
 
 from django.conf import settings
@@ -413,7 +414,13 @@ class CompareView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("experiments", OpenApiTypes.STR, description="ids, comma-separated: A,B[,C]")
+            OpenApiParameter("experiments", OpenApiTypes.STR, description="ids, comma-separated: A,B[,C]"),
+            OpenApiParameter(
+                "ignore",
+                OpenApiTypes.STR,
+                description="parameters or server options, comma-separated, left out of the match (the "
+                "change under test, e.g. server_build or buffer_pool_size): runs are pooled over them",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -422,7 +429,11 @@ class CompareView(APIView):
             ids = parse_experiment_ids(request.query_params.get("experiments", ""))
         except ValueError as exc:
             return Response({"experiments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(comparison(ids))
+        try:
+            ignore = parse_ignored(request.query_params.get("ignore", ""))
+        except ValueError as exc:
+            return Response({"ignore": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(comparison(ids, ignore))
 
 
 class PlannerView(APIView):
@@ -470,10 +481,22 @@ def parse_experiment_ids(text: str) -> list[int]:
     return ids
 
 
-def comparison(ids: list[int]) -> dict:
+IGNORED_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def parse_ignored(text: str) -> frozenset:
+    """'server_build,buffer_pool_size' -> those names (parameter or option names, nothing else)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    bad = [name for name in names if not IGNORED_NAME.match(name)]
+    if bad:
+        raise ValueError(f"not a parameter or option name: {', '.join(bad)[:200]}")
+    return frozenset(names)
+
+
+def comparison(ids: list[int], ignore: frozenset = frozenset()) -> dict:
     rows = list(Run.objects.filter(experiment_id__in=ids).values(*ROW_FIELDS))
     names = dict(Experiment.objects.filter(id__in=ids).values_list("id", "name"))
-    return compare_experiments(rows, ids, names)
+    return compare_experiments(rows, ids, names, ignore)
 
 
 class HostSerializer(serializers.ModelSerializer):

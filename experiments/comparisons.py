@@ -35,8 +35,12 @@ def normalised(row: dict) -> dict:
     }
 
 
-def _settings_key(row: dict) -> tuple:
-    return (tuple(sorted(row["parameters"].items())), tuple(sorted(row["server_options"].items())))
+def _settings_key(row: dict, ignore: frozenset = frozenset()) -> tuple:
+    """The settings a cell is matched on: parameters and server options, less those ignored."""
+    return tuple(
+        tuple(sorted((name, value) for name, value in row[part].items() if name not in ignore))
+        for part in ("parameters", "server_options")
+    )
 
 
 def _match(
@@ -87,13 +91,20 @@ def _metric_blocks(matched: list[tuple[tuple, dict]], sides: list[list]) -> list
     return blocks
 
 
-def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict[int, str]) -> dict:
+def compare_experiments(
+    rows: list[dict], experiment_ids: list[int], names: dict[int, str], ignore: frozenset = frozenset()
+) -> dict:
     """GET /api/compare/: cells matched on engine and settings across experiments; each metric's
-    ratio is the later experiment over the first, with its 95% interval."""
+    ratio is the later experiment over the first, with its 95% interval. `ignore`: parameters and
+    server options left out of the match, the change under test (a new build, a smaller buffer
+    pool): each side's runs of a cell are pooled over them."""
     versions = _versions(rows)
     cells = []
     matched = _match(
-        rows, lambda r: r["experiment_id"], lambda r: (r["engine"], *_settings_key(r)), experiment_ids
+        rows,
+        lambda r: r["experiment_id"],
+        lambda r: (r["engine"], *_settings_key(r, ignore)),
+        experiment_ids,
     )
     blocks = _metric_blocks(matched, [experiment_ids] * len(matched))
     for (key, per_side), metrics in zip(matched, blocks, strict=True):
@@ -103,8 +114,10 @@ def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict
             "parameters": dict(parameters),
             "server_options": dict(options),
             "metrics": metrics,
+            "ignored_values": _ignored_values(per_side, ignore),
         }
-        label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(next(iter(per_side.values()))[0])}"
+        matched_on = {"parameters": dict(parameters), "server_options": dict(options)}
+        label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(matched_on) or 'the same settings'}"
         side_names = {str(i): _experiment_name(i, versions) for i in experiment_ids}
         cell["sentences"] = _sentences(cell["metrics"], side_names, str(experiment_ids[0]), label)
         cell["regressions"] = _regressions(cell["metrics"], side_names, str(experiment_ids[0]), label)
@@ -113,9 +126,25 @@ def compare_experiments(rows: list[dict], experiment_ids: list[int], names: dict
         "experiments": experiment_ids,
         "names": {str(i): names.get(i, "") for i in experiment_ids},
         "server_versions": {str(i): versions.get(i, "") for i in experiment_ids},
+        "ignored": sorted(ignore),
         "cells": cells,
         "engines": compare_engines(rows),
     }
+
+
+def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
+    """Per side, the values its runs had for each ignored name: {"3": {"buffer_pool_size": ["1G"]}}."""
+    found: dict = {}
+    for side, rows in per_side.items():
+        for name in sorted(ignore):
+            values = {
+                str(row["parameters"].get(name, row["server_options"].get(name, "")))
+                for row in rows
+                if name in row["parameters"] or name in row["server_options"]
+            }
+            if values:
+                found.setdefault(str(side), {})[name] = sorted(values)
+    return found
 
 
 def compare_engines(rows: list[dict]) -> dict:

@@ -1,0 +1,473 @@
+"""recovery-lab: the REST API's client, for scripts and CI. No Django: it talks HTTP only.
+
+    recovery-lab run DEFINITION.yaml [--wait]      define an experiment (YAML or JSON), follow it
+    recovery-lab wait ID                           follow an experiment until it finishes
+    recovery-lab compare A B                       the matched cells of two experiments, B against A
+    recovery-lab export ID [--format csv|archive]  its runs as CSV, or the whole experiment
+    recovery-lab gate DEFINITION --baseline ID --max-slowdown 10%
+                                                   run the definition, compare it with the baseline,
+                                                   fail on a significant slowdown beyond the threshold
+
+The server is RECOVERY_LAB_URL, the token RECOVERY_LAB_TOKEN (`manage.py drf_create_token USER`);
+--url and --token override them. The definition is checked by the server's own rules: a bad one
+is refused with a message per field and nothing is queued.
+
+Exit codes: 0 done (the gate passed); 1 the gate found a regression (a slowdown the statistics
+call significant, beyond the threshold); 2 nothing could be decided (bad definition, the server
+unreachable or refusing the token, no run finished, no cell matching the baseline); 3 `run
+--wait` / `wait`: the experiment finished but some of its runs failed.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import requests
+import yaml
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
+FINISHED = ("done", "partial", "failed", "cancelled")
+DEFAULT_METRICS = ("recovery_seconds",)
+THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
+
+
+class ClientError(Exception):
+    """Something the user can act on, said in one message; exit code 2."""
+
+
+class Api:
+    """The REST API with a token. Connection errors and 502/503/504 (a web server restarting
+    during a long wait) are retried with backoff; POSTs carry an Idempotency-Key, so a retried
+    one never creates a second experiment."""
+
+    def __init__(self, url: str, token: str, timeout_s: float = 60):
+        if not url:
+            raise ClientError("no server: set RECOVERY_LAB_URL (e.g. http://127.0.0.1:8000) or pass --url")
+        if not token:
+            raise ClientError(
+                "no token: set RECOVERY_LAB_TOKEN (`python manage.py drf_create_token USER` on the "
+                "server prints one) or pass --token"
+            )
+        self.url, self.timeout_s = url.rstrip("/"), timeout_s
+        self.session = requests.Session()
+        self.session.headers.update({"Authorization": f"Token {token}", "Accept": "application/json"})
+        retry = Retry(
+            total=6,
+            backoff_factor=1,
+            status_forcelist=(502, 503, 504),
+            allowed_methods=frozenset({"GET", "POST"}),
+            raise_on_status=False,
+        )
+        self.session.mount("http://", HTTPAdapter(max_retries=retry))
+        self.session.mount("https://", HTTPAdapter(max_retries=retry))
+
+    def request(self, method: str, path: str, **options) -> requests.Response:
+        try:
+            response = self.session.request(method, self.url + path, timeout=self.timeout_s, **options)
+        except requests.RequestException as exc:
+            raise ClientError(f"cannot reach {self.url}: {exc}") from None
+        if response.status_code in (401, 403):
+            raise ClientError(
+                f"{self.url} refused the token (HTTP {response.status_code}: {_said(response)}): check "
+                "RECOVERY_LAB_TOKEN, and that its user may do this"
+            )
+        if response.status_code == 404:
+            raise ClientError(f"{path}: not found on {self.url}")
+        if response.status_code >= 400:
+            raise ClientError(f"{method} {path}: HTTP {response.status_code}: {_said(response)}")
+        return response
+
+    def get(self, path: str, **params) -> dict:
+        return self.request("GET", path, params=params).json()
+
+    def post(self, path: str, body: dict | None = None, key: str = "") -> dict:
+        headers = {"Idempotency-Key": key} if key else {}
+        return self.request("POST", path, json=body, headers=headers).json()
+
+    def page(self, path: str) -> str:
+        """The web page address of an API object, for a person to open."""
+        return self.url + path
+
+
+def _said(response: requests.Response) -> str:
+    """What the server said, in one line: field messages of a 400 as 'field: message'."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason
+    if isinstance(body, dict):
+        parts = []
+        for field, messages in body.items():
+            text = "; ".join(map(str, messages)) if isinstance(messages, list) else str(messages)
+            parts.append(text if field in ("detail", "non_field_errors") else f"{field}: {text}")
+        return " | ".join(parts)[:2000]
+    return str(body)[:2000]
+
+
+def load_definition(path: str) -> dict:
+    """A definition file, YAML or JSON (JSON is YAML)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ClientError(f"cannot read the definition {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ClientError(f"the definition {path} is not text (UTF-8)") from None
+    try:
+        definition = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ClientError(f"the definition {path} is not valid YAML or JSON: {exc}") from None
+    if not isinstance(definition, dict):
+        raise ClientError(f"the definition {path} must be a mapping (name, hosts, engines, ...)")
+    return definition
+
+
+def parse_threshold(text: str) -> float:
+    """'10%' or '0.1' -> 0.1."""
+    found = THRESHOLD.match(text or "")
+    if not found:
+        raise ClientError(f"--max-slowdown {text!r}: a share like 10% or 0.1")
+    value = float(found.group(1)) / (100 if found.group(2) else 1)
+    if not 0 <= value <= 10:
+        raise ClientError(f"--max-slowdown {text!r}: between 0% and 1000%")
+    return value
+
+
+def submit(api: Api, definition: dict, key: str, out) -> dict:
+    experiment = api.post("/api/experiments/", definition, key=key or f"cli-{uuid.uuid4()}")
+    runs, page = len(experiment.get("runs", [])), api.page(f"/experiments/{experiment['id']}/")
+    print(f"experiment {experiment['id']} ({runs} runs) queued: {page}", file=out)
+    return experiment
+
+
+def wait(api: Api, experiment_id: int, timeout_s: float, poll_s: float, out) -> dict:
+    """Poll the experiment until it finishes, a line on `out` whenever its runs move on. At the
+    timeout the experiment is cancelled (a host left running it would hold up the next ones)."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    said = ""
+    while True:
+        experiment = api.get(f"/api/experiments/{experiment_id}/")
+        runs = experiment.get("runs", [])
+        counts = {
+            status: sum(r["status"] == status for r in runs) for status in ("done", "failed", "running")
+        }
+        line = (
+            f"experiment {experiment_id}: {experiment['status']}, {counts['done']} of {len(runs)} runs done"
+            + (f", {counts['failed']} failed" if counts["failed"] else "")
+            + (f", {counts['running']} running" if counts["running"] else "")
+        )
+        if line != said:
+            print(line, file=out, flush=True)
+            said = line
+        if experiment["status"] in FINISHED:
+            return experiment
+        if deadline is not None and time.monotonic() > deadline:
+            api.post(f"/api/experiments/{experiment_id}/cancel/")
+            raise ClientError(
+                f"experiment {experiment_id} did not finish within {timeout_s:.0f} s: cancelled "
+                "(raise --timeout for longer experiments)"
+            )
+        time.sleep(poll_s)  # the API has no push: ask again in a while
+
+
+def runs_table(experiment: dict) -> str:
+    rows = []
+    for run in experiment.get("runs", []):
+        metrics = run.get("metrics") or {}
+        settings = " ".join(
+            f"{k}={v}" for k, v in sorted({**run["parameters"], **run["server_options"]}.items())
+        )
+        rows.append(
+            [
+                str(run["id"]),
+                run["engine"],
+                settings,
+                str(run["repetition"]),
+                run["status"],
+                _number(metrics.get("recovery_seconds")),
+                _number(metrics.get("downtime_seconds")),
+                _number(metrics.get("redo_bytes"), bytes_=True),
+                (run.get("error") or "").splitlines()[0][:80] if run["status"] == "failed" else "",
+            ]
+        )
+    headers = ["run", "engine", "settings", "rep", "status", "recovery s", "downtime s", "redo", "error"]
+    return table(headers, rows)
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain text table, columns as wide as their widest cell."""
+    widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _number(value, bytes_: bool = False) -> str:
+    if value is None:
+        return "-"
+    if bytes_:
+        return f"{value / 2**20:,.1f}M"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def verdict(block: dict, threshold: float) -> tuple[str, bool]:
+    """How B compares with A on one metric (less is better), and whether it is a regression:
+    significant (Welch, 95%) and slower beyond the threshold."""
+    ratio, ci = block.get("ratio"), block.get("ratio_ci")
+    if ratio is None:
+        return "not compared: no values on one side", False
+    if ci is None:
+        return "no interval: fewer than 2 runs a side", False
+    if not block.get("significant"):
+        return "no significant difference", False
+    if ratio > 1 + threshold:
+        return f"REGRESSION: slower beyond {threshold:.0%}", True
+    if ratio > 1:
+        return f"slower, within {threshold:.0%}", False
+    return "faster", False
+
+
+def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple[list[list[str]], int]:
+    """The table a reviewer reads (a row per cell and metric) and how many rows are regressions."""
+    first, second = (str(i) for i in result["experiments"][:2])
+    rows, regressions = [], 0
+    for cell in result["cells"]:
+        settings = " ".join(
+            f"{k}={v}" for k, v in sorted({**cell["parameters"], **cell["server_options"]}.items())
+        )
+        changed = _changed_text(cell.get("ignored_values") or {}, first, second)
+        for metric in metrics:
+            block = cell["metrics"].get(metric)
+            if not block:
+                continue
+            said, regression = verdict(block, threshold)
+            regressions += regression
+            ci = block.get("ratio_ci")
+            rows.append(
+                [
+                    cell["engine"],
+                    settings or "-",
+                    changed or "-",
+                    metric,
+                    _side(block.get(first)),
+                    _side(block.get(second)),
+                    f"{block['ratio']:.2f}x" if block.get("ratio") is not None else "-",
+                    f"{ci[0]:.2f}-{ci[1]:.2f}x" if ci else "-",
+                    f"{block['p_value']:.3g}" if block.get("p_value") is not None else "-",
+                    said,
+                ]
+            )
+    return rows, regressions
+
+
+def _side(summary: dict | None) -> str:
+    if not summary or summary.get("median") is None:
+        return "-"
+    return f"{summary['median']:.3f} (n={summary['n']})"
+
+
+def _changed_text(values: dict, first: str, second: str) -> str:
+    """'buffer_pool_size 1G -> 64M' for the settings left out of the match."""
+    parts = []
+    for name in sorted(set(values.get(first, {})) | set(values.get(second, {}))):
+        before = ",".join(values.get(first, {}).get(name, ["-"]))
+        after = ",".join(values.get(second, {}).get(name, ["-"]))
+        parts.append(f"{name} {before} -> {after}")
+    return "; ".join(parts)
+
+
+COMPARISON_HEADERS = ["engine", "matched on", "changed", "metric", "A", "B", "B/A", "95% CI", "p", "verdict"]
+
+
+def compare(api: Api, first: int, second: int, metrics: list[str], threshold: float, ignore=()) -> tuple:
+    result = api.get("/api/compare/", experiments=f"{first},{second}", ignore=",".join(sorted(ignore)))
+    rows, regressions = comparison_rows(result, metrics, threshold)
+    return result, rows, regressions
+
+
+def changed_settings(baseline: dict, candidate: dict) -> list[str]:
+    """Parameters and server options whose values differ between two definitions: the change
+    the gate measures, left out of the match. Each must hold one value a side: a sweep would pool
+    runs of different settings into one cell."""
+    changed = []
+    for part in ("parameters", "server_options"):
+        before, after = baseline.get(part) or {}, candidate.get(part) or {}
+        for name in sorted(set(before) | set(after)):
+            old, new = _values(before.get(name)), _values(after.get(name))
+            if old == new:
+                continue
+            if len(old) > 1 or len(new) > 1:
+                raise ClientError(
+                    f"{part}.{name} differs from the baseline's and takes several values "
+                    f"({', '.join(old) or '-'} against {', '.join(new) or '-'}): the gate measures one "
+                    "change against the baseline, give it one value on each side"
+                )
+            changed.append(name)
+    return changed
+
+
+def _values(raw) -> list[str]:
+    if raw is None:
+        return []
+    return sorted(str(v) for v in (raw if isinstance(raw, list) else [raw]))
+
+
+def command_run(api: Api, args, out) -> int:
+    experiment = submit(api, load_definition(args.definition), args.key, out)
+    if not args.wait:
+        return EXIT_OK
+    return _finished(wait(api, experiment["id"], args.timeout, args.poll, out), out)
+
+
+def command_wait(api: Api, args, out) -> int:
+    return _finished(wait(api, args.experiment, args.timeout, args.poll, out), out)
+
+
+def _finished(experiment: dict, out) -> int:
+    print(runs_table(experiment), file=out)
+    return EXIT_OK if experiment["status"] == "done" else EXIT_RUNS_FAILED
+
+
+def command_compare(api: Api, args, out) -> int:
+    result, rows, _ = compare(api, args.a, args.b, args.metric or list(DEFAULT_METRICS), 0.0, args.ignore)
+    if args.json:
+        print(json.dumps(result, indent=2), file=out)
+        return EXIT_OK
+    if not rows:
+        raise ClientError(f"experiments {args.a} and {args.b} have no cell in common (engine and settings)")
+    print(f"A = experiment {args.a}, B = experiment {args.b}", file=out)
+    print(table(COMPARISON_HEADERS, rows), file=out)
+    return EXIT_OK
+
+
+def command_export(api: Api, args, out) -> int:
+    if args.format == "csv":
+        response = api.request("GET", "/api/runs/", params={"experiment": args.experiment, "format": "csv"})
+        default = None
+    else:
+        response = api.request("GET", f"/api/experiments/{args.experiment}/export/", stream=True)
+        default = f"experiment-{args.experiment}.tar.gz"
+    target = args.output or default
+    if target is None:
+        out.write(response.text)
+        return EXIT_OK
+    with open(target, "wb") as handle:
+        for chunk in response.iter_content(1 << 20):
+            handle.write(chunk)
+    print(f"wrote {target}", file=sys.stderr)
+    return EXIT_OK
+
+
+def command_gate(api: Api, args, out) -> int:
+    threshold = parse_threshold(args.max_slowdown)
+    definition = load_definition(args.definition)
+    metrics = args.metric or list(DEFAULT_METRICS)
+    baseline = api.get(f"/api/experiments/{args.baseline}/")
+    if baseline["status"] not in FINISHED:
+        raise ClientError(f"the baseline, experiment {args.baseline}, is still {baseline['status']}")
+    changed = changed_settings(baseline.get("definition") or {}, definition)
+    experiment = submit(api, definition, args.key, out)
+    finished = wait(api, experiment["id"], args.timeout, args.poll, out)
+    if not any(run["status"] == "done" for run in finished["runs"]):
+        print(runs_table(finished), file=out)
+        raise ClientError(f"no run of experiment {experiment['id']} finished: nothing to compare")
+    result, rows, regressions = compare(api, args.baseline, experiment["id"], metrics, threshold, changed)
+    if not rows:
+        raise ClientError(
+            f"no cell of experiment {experiment['id']} matches one of the baseline {args.baseline} "
+            f"(engine and settings{', less ' + ', '.join(changed) if changed else ''}): nothing to compare"
+        )
+    print(f"\nA = baseline, experiment {args.baseline}; B = experiment {experiment['id']}", file=out)
+    if changed:
+        print(f"changed from the baseline (left out of the match): {', '.join(changed)}", file=out)
+    print(table(COMPARISON_HEADERS, rows), file=out)
+    failed_runs = sum(run["status"] == "failed" for run in finished["runs"])
+    if failed_runs:
+        print(f"note: {failed_runs} run(s) of experiment {experiment['id']} failed", file=out)
+    if regressions:
+        page = api.page(f"/compare/?experiments={args.baseline},{experiment['id']}")
+        print(f"\nFAIL: {regressions} significant slowdown(s) beyond {threshold:.0%} ({page})", file=out)
+        return EXIT_REGRESSION
+    print(f"\nPASS: no significant slowdown beyond {threshold:.0%}", file=out)
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = argparse.ArgumentParser(
+        prog="recovery-lab",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    main_parser.add_argument("--url", default=os.environ.get("RECOVERY_LAB_URL", ""), help="the server")
+    main_parser.add_argument("--token", default=os.environ.get("RECOVERY_LAB_TOKEN", ""), help="API token")
+    commands = main_parser.add_subparsers(dest="command", required=True)
+
+    def waiting(command):
+        command.add_argument("--timeout", type=float, default=6 * 3600, help="seconds (0: none); then cancel")
+        command.add_argument("--poll", type=float, default=5.0, help="seconds between questions to the API")
+
+    def keyed(command):
+        command.add_argument(
+            "--key", default="", help="Idempotency-Key: the same key returns the same experiment"
+        )
+
+    run = commands.add_parser("run", help="define an experiment from a YAML or JSON file")
+    run.add_argument("definition")
+    run.add_argument("--wait", action="store_true", help="follow it until it finishes")
+    waiting(run)
+    keyed(run)
+    wait_ = commands.add_parser("wait", help="follow an experiment until it finishes")
+    wait_.add_argument("experiment", type=int)
+    waiting(wait_)
+    compare_ = commands.add_parser("compare", help="B against A, cell by cell")
+    compare_.add_argument("a", type=int)
+    compare_.add_argument("b", type=int)
+    compare_.add_argument(
+        "--metric", action="append", help="recovery_seconds (default), downtime_seconds, ..."
+    )
+    compare_.add_argument("--ignore", action="append", default=[], help="a setting left out of the match")
+    compare_.add_argument("--json", action="store_true", help="the API's answer as it is")
+    export = commands.add_parser("export", help="an experiment's runs (CSV) or the whole experiment")
+    export.add_argument("experiment", type=int)
+    export.add_argument("--format", choices=("csv", "archive"), default="csv")
+    export.add_argument("-o", "--output", help="file to write (CSV: standard output by default)")
+    gate = commands.add_parser("gate", help="fail on a significant recovery slowdown against a baseline")
+    gate.add_argument("definition")
+    gate.add_argument("--baseline", type=int, required=True, help="the experiment to compare with")
+    gate.add_argument("--max-slowdown", default="10%", help="slowdown tolerated, e.g. 10%% (default)")
+    gate.add_argument("--metric", action="append", help="recovery_seconds (default); repeat to add")
+    waiting(gate)
+    keyed(gate)
+    return main_parser
+
+
+COMMANDS = {
+    "run": command_run,
+    "wait": command_wait,
+    "compare": command_compare,
+    "export": command_export,
+    "gate": command_gate,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](Api(args.url, args.token), args, sys.stdout)
+    except ClientError as exc:
+        print(f"recovery-lab: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The regression gate end to end: the installed `recovery-lab` console script against the real
+web application (live server), Celery worker, private mariadbd and sysbench. The baseline is run
+with `run --wait`; the gate then passes the same settings and fails much more redo with exit 1
+and the table. The run page of a live run shows its seconds before and after the crash."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from rest_framework.authtoken.models import Token
+
+from .test_browser import log_in, screenshot
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENT = ROOT / ".venv" / "bin" / "recovery-lab"
+
+
+def definition(name: str, events: int) -> dict:
+    return {
+        "name": name,
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["512M"]},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 2,
+            "table_size": 20000,
+            "threads": 2,
+            "events": events,
+        },
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 3,
+    }
+
+
+def client(live_server, token: str, *args: str, timeout_s: float = 1800) -> subprocess.CompletedProcess:
+    """The console script as a CI job runs it: the server and token from the environment."""
+    environment = {"RECOVERY_LAB_URL": live_server.url, "RECOVERY_LAB_TOKEN": token, "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [str(CLIENT), *args], capture_output=True, text=True, env=environment, timeout=timeout_s
+    )
+
+
+def artifact(name: str, done: subprocess.CompletedProcess) -> None:
+    """What a reviewer of the CI job reads, kept in test-artifacts/."""
+    folder = ROOT / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(f"exit {done.returncode}\n{done.stdout}{done.stderr}")
+
+
+def written(folder: Path, name: str, body: dict) -> str:
+    path = folder / name
+    path.write_text(yaml.safe_dump(body))
+    return str(path)
+
+
+@pytest.mark.browser
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
+    live_server, local_host, celery_worker_process, user, tmp_path, page
+):
+    token = Token.objects.create(user=user).key
+    baseline_file = written(tmp_path, "baseline.yaml", definition("gate baseline", 3000))
+    baseline = client(live_server, token, "run", baseline_file, "--wait", "--poll", "1")
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    baseline_id = int(re.search(r"^experiment (\d+) \(3 runs\) queued", baseline.stdout, re.M).group(1))
+    assert baseline.stdout.count(" done ") >= 3  # the runs table: three runs done
+
+    same = written(tmp_path, "same.yaml", definition("gate: the same settings", 3000))
+    passed = client(
+        live_server,
+        token,
+        "gate",
+        same,
+        "--baseline",
+        str(baseline_id),
+        "--max-slowdown",
+        "25%",
+        "--poll",
+        "1",
+    )
+    artifact("gate-pass.txt", passed)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "PASS: no significant slowdown beyond 25%" in passed.stdout
+    assert re.search(r"^innodb .* recovery_seconds .*\(n=3\)", passed.stdout, re.M), passed.stdout
+
+    slower = written(tmp_path, "slower.yaml", definition("gate: ten times the redo", 30000))
+    failed = client(
+        live_server,
+        token,
+        "gate",
+        slower,
+        "--baseline",
+        str(baseline_id),
+        "--max-slowdown",
+        "25%",
+        "--poll",
+        "1",
+    )
+    artifact("gate-fail.txt", failed)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    row = next(line for line in failed.stdout.splitlines() if "recovery_seconds" in line)
+    assert "REGRESSION: slower beyond 25%" in row
+    ratio = float(re.search(r" ([0-9.]+)x ", row).group(1))
+    assert ratio > 1.25
+    assert "FAIL: 1 significant slowdown(s) beyond 25%" in failed.stdout
+    slower_id = int(re.search(r"^experiment (\d+) \(3 runs\) queued", failed.stdout, re.M).group(1))
+
+    # The run page of one of the slower runs: its seconds before the crash and its restart.
+    from experiments.models import Run
+
+    run = Run.objects.filter(experiment_id=slower_id, status="done").first()
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/runs/{run.id}/")
+    page.wait_for_selector("#samples-chart .main-svg")
+    page.wait_for_selector("#timeline-chart .main-svg")
+    samples = page.locator("#samples-chart").inner_text()
+    assert "crash (kill -9)" in samples and "checkpoint age" in samples
+    timeline = page.locator("#timeline-chart").inner_text()
+    for step in (
+        "nothing running",
+        "redo apply",
+        "start to ready for connections",
+        "clean start: start to ready",
+    ):
+        assert step in timeline, step
+    screenshot(page, "run-seconds-before-and-after-the-crash.png")
