@@ -350,10 +350,17 @@ def command_compare(api: Api, args, out) -> int:
 
 def command_export(api: Api, args, out) -> int:
     if args.format == "csv":
-        response = api.request("GET", "/api/runs/", params={"experiment": args.experiment, "format": "csv"})
+        response = api.request(
+            "GET",
+            "/api/runs/",
+            params={"experiment": args.experiment, "format": "csv"},
+            headers={"Accept": "text/csv"},
+        )
         default = None
     else:
-        response = api.request("GET", f"/api/experiments/{args.experiment}/export/", stream=True)
+        response = api.request(
+            "GET", f"/api/experiments/{args.experiment}/export/", stream=True, headers={"Accept": "*/*"}
+        )
         default = f"experiment-{args.experiment}.tar.gz"
     target = args.output or default
     if target is None:

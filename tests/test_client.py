@@ -1,0 +1,147 @@
+"""The `recovery-lab` console script against the real web application (live server, real
+PostgreSQL): what it prints and the exit code a CI job sees, for good and bad input."""
+
+import csv
+import io
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from rest_framework.authtoken.models import Token
+
+from experiments.client import ClientError, changed_settings, parse_threshold, verdict
+from experiments.models import Experiment
+
+from .factories import ExperimentFactory
+from .test_analysis import done_run, noisy
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENT = ROOT / ".venv" / "bin" / "recovery-lab"
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def client(url: str, token: str, *args: str) -> subprocess.CompletedProcess:
+    environment = {"RECOVERY_LAB_URL": url, "RECOVERY_LAB_TOKEN": token, "PATH": "/usr/bin:/bin"}
+    return subprocess.run([str(CLIENT), *args], capture_output=True, text=True, env=environment, timeout=120)
+
+
+@pytest.fixture
+def token(user):
+    return Token.objects.create(user=user).key
+
+
+def test_a_bad_definition_is_refused_with_the_servers_message_per_field_and_nothing_queued(
+    live_server, token, local_host, tmp_path
+):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        yaml.safe_dump({"name": "bad", "hosts": ["local"], "engines": ["oracle"], "repetitions": 1})
+    )
+    done = client(live_server.url, token, "run", str(path), "--wait")
+    assert done.returncode == 2
+    assert "HTTP 400" in done.stderr and "engines" in done.stderr and "oracle" in done.stderr
+    assert Experiment.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [("- just\n- a list\n", "must be a mapping"), ("name: [unclosed\n", "not valid YAML or JSON")],
+)
+def test_a_definition_file_that_is_no_definition_is_refused_before_any_request(
+    live_server, token, tmp_path, text, said
+):
+    path = tmp_path / "definition.yaml"
+    path.write_text(text)
+    done = client(live_server.url, token, "run", str(path))
+    assert done.returncode == 2 and said in done.stderr
+    assert client(live_server.url, token, "run", str(tmp_path / "missing.yaml")).returncode == 2
+
+
+def test_an_unreachable_server_and_a_wrong_token_exit_2_with_what_to_check(live_server, token, db):
+    refused = client(live_server.url, "not-a-token", "compare", "1", "2")
+    assert refused.returncode == 2 and "refused the token (HTTP 401" in refused.stderr
+    unreachable = client("http://127.0.0.1:9", token, "compare", "1", "2")
+    assert unreachable.returncode == 2 and "cannot reach http://127.0.0.1:9" in unreachable.stderr
+    nothing = subprocess.run([str(CLIENT), "compare", "1", "2"], capture_output=True, text=True, env={})
+    assert nothing.returncode == 2 and "RECOVERY_LAB_URL" in nothing.stderr
+
+
+def two_builds(slowdown: float) -> tuple[Experiment, Experiment]:
+    """Two experiments at the same settings but the buffer pool, three runs each, the second's
+    recovery `slowdown` times the first's."""
+    baseline, candidate = ExperimentFactory(), ExperimentFactory()
+    for seconds in noisy(1, 3, 1.0):
+        done_run(baseline, recovery_seconds=seconds)
+    for seconds in noisy(2, 3, slowdown):
+        done_run(candidate, recovery_seconds=seconds, buffer_pool_bytes=16 * 2**20)
+    return baseline, candidate
+
+
+def test_compare_matches_cells_only_with_the_changed_setting_ignored(live_server, token):
+    baseline, candidate = two_builds(3.0)
+    unmatched = client(live_server.url, token, "compare", str(baseline.id), str(candidate.id))
+    assert unmatched.returncode == 2 and "no cell in common" in unmatched.stderr
+    matched = client(
+        live_server.url, token, "compare", str(baseline.id), str(candidate.id), "--ignore", "buffer_pool_size"
+    )
+    assert matched.returncode == 0, matched.stderr
+    row = next(line for line in matched.stdout.splitlines() if "recovery_seconds" in line)
+    assert "buffer_pool_size 128M -> 16M" in row and "redo_log_size=64M" in row
+    assert "(n=3)" in row and "slower" in row
+
+
+def test_export_writes_the_experiments_runs_as_csv(live_server, token, tmp_path):
+    baseline, _ = two_builds(1.0)
+    target = tmp_path / "runs.csv"
+    done = client(live_server.url, token, "export", str(baseline.id), "-o", str(target))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert len(rows) == 3 and {float(r["recovery_seconds"]) for r in rows} == set(noisy(1, 3, 1.0))
+
+
+def test_the_gate_refuses_a_sweep_of_the_setting_it_changes_before_queueing_anything(
+    live_server, token, local_host, tmp_path
+):
+    baseline, _ = two_builds(1.0)
+    Experiment.objects.filter(id=baseline.id).update(
+        status="done", definition={"parameters": {"buffer_pool_size": ["128M"]}}
+    )
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"name": "sweep", "parameters": {"buffer_pool_size": ["16M", "32M"]}}))
+    done = client(live_server.url, token, "gate", str(path), "--baseline", str(baseline.id))
+    assert done.returncode == 2 and "parameters.buffer_pool_size differs" in done.stderr
+    assert Experiment.objects.count() == 2  # nothing new queued
+
+
+def test_compare_api_refuses_an_ignored_name_that_is_no_name(api):
+    first, second = ExperimentFactory(), ExperimentFactory()
+    answer = api.get("/api/compare/", {"experiments": f"{first.id},{second.id}", "ignore": "a;rm -rf"})
+    assert answer.status_code == 400 and "ignore" in answer.json()
+
+
+@pytest.mark.parametrize("text, share", [("10%", 0.1), ("0.25", 0.25), (" 5 % ", 0.05), ("0", 0.0)])
+def test_thresholds_read_as_shares(text, share):
+    assert parse_threshold(text) == pytest.approx(share)
+
+
+@pytest.mark.parametrize("text", ["ten", "-5%", "5000%", ""])
+def test_thresholds_that_are_no_share_are_refused(text):
+    with pytest.raises(ClientError):
+        parse_threshold(text)
+
+
+def test_only_a_significant_slowdown_beyond_the_threshold_is_a_regression():
+    slow = {"ratio": 1.3, "ratio_ci": [1.2, 1.4], "significant": True}
+    assert verdict(slow, 0.1) == ("REGRESSION: slower beyond 10%", True)
+    assert verdict(slow, 0.5) == ("slower, within 50%", False)
+    assert verdict({**slow, "significant": False}, 0.1)[1] is False
+    assert verdict({"ratio": 0.5, "ratio_ci": [0.4, 0.6], "significant": True}, 0.1) == ("faster", False)
+    assert verdict({"ratio": 2.0, "ratio_ci": None, "significant": False}, 0.1)[1] is False
+
+
+def test_changed_settings_are_the_ones_whose_values_differ():
+    baseline = {"parameters": {"buffer_pool_size": ["1G"], "redo_log_size": ["256M"]}, "server_options": {}}
+    candidate = {"parameters": {"buffer_pool_size": "64M", "redo_log_size": ["256M"]}}
+    assert changed_settings(baseline, candidate) == ["buffer_pool_size"]
+    assert changed_settings(baseline, baseline) == []
