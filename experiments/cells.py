@@ -51,6 +51,7 @@ PARAMETER_LABELS = {
     "redo_log_size": "log",
     "insert_rate": "rate",
     "binlog_files": "binlogs",
+    "server_build": "build",
 }
 PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files")
 

@@ -39,6 +39,7 @@ AXIS_TITLES = {
     "engine": "storage engine",
     "host": "host",
     "server_version": "server version",
+    "server_build": "server build",
     "experiment": "experiment",
 }
 PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}

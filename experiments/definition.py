@@ -29,6 +29,7 @@ MAX_RUNS = 200
 
 EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
 HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._:+#/-]{0,39}$")
 MAX_TAGS = 12
 MAX_NOTES = 5000
@@ -81,6 +82,15 @@ def _one_of(*choices: object) -> Callable[[object], object]:
     return check
 
 
+def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
+    def check(value: object) -> str:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return check
+
+
 # Engine-neutral parameters: name -> (validator, default). Translation to server variables is
 # the runner's job (it knows the server version); see workers/runner/runner.py.
 PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
@@ -90,6 +100,9 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     # 0: binary log off; N: the server holds N binlog files at the crash (restart time against
     # the number of binlog files).
     "binlog_files": (int_between(0, 1000), 0),
+    # The server binaries to run: "system" (the host's installed server) or a build the host's
+    # probe lists under WORK_DIR/builds/NAME/. Left out of a run's parameters unless named.
+    "server_build": (_matching(BUILD_NAME, "a build name like 10.11.9 or system"), None),
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters.
@@ -285,7 +298,8 @@ def _check_mapping(errors: _Collector, path: str, raw: object, allowed: dict, de
         result[name] = _check_values(errors, f"{path}.{name}", values, check)
     if defaults:
         for name, (_, default) in allowed.items():
-            result.setdefault(name, [default])
+            if default is not None:
+                result.setdefault(name, [default])
     return result
 
 

@@ -22,7 +22,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
 from .cells import ENGINE_NAMES
 from .charts import AXIS_TITLES, PARAMETER_UNITS
@@ -42,11 +42,21 @@ CATEGORIES = {
     "server_version": F("server_version"),
     "host": F("host_label"),
     "crash_method": F("crash_method"),
+    # Runs that named no build ran the host's installed server.
+    "server_build": Coalesce(KT("parameters__server_build"), Value("system"), output_field=TextField()),
 }
 X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
 Y_AXES = NUMERIC_METRICS
 POWER_CUT_SUFFIX = " · power loss"
-GROUPS = ("engine", "host", "server_version", "crash_method", "experiment", *NUMERIC_PARAMETERS)
+GROUPS = (
+    "engine",
+    "host",
+    "server_version",
+    "server_build",
+    "crash_method",
+    "experiment",
+    *NUMERIC_PARAMETERS,
+)
 
 
 class ExploreError(ValueError):

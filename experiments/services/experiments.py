@@ -32,6 +32,7 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     _check_hosts_can_crash_so(definition)
+    _check_hosts_have_builds(definition)
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -65,6 +66,26 @@ def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
             refused.append(f"host {host.name} cannot cut power: missing {missing}")
     if refused:
         raise DefinitionError({"crash.method": refused})
+
+
+def _check_hosts_have_builds(definition: ExperimentDefinition) -> None:
+    """Each server build named must be one the host's last probe listed (a host never probed is
+    let through: its runner refuses a build it does not have)."""
+    wanted = definition.parameters.get("server_build") or []
+    refused = []
+    for host in Host.objects.filter(name__in=definition.hosts):
+        listed = (host.facts or {}).get("server_builds")
+        if listed is None:
+            continue
+        names = [build["name"] for build in listed]
+        for build in wanted:
+            if build not in names:
+                refused.append(
+                    f"host {host.name} has no server build {build} (it has: {', '.join(names) or 'none'}); "
+                    "unpack builds in its work directory's builds/NAME/ and probe it again"
+                )
+    if refused:
+        raise DefinitionError({"parameters.server_build": refused})
 
 
 def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> list[Run]:

@@ -15,6 +15,9 @@ CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+# A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
+BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+BUILDS_DIR = "builds"
 WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
 ENGINES = ("innodb", "rocksdb")
 WORKLOADS = (
@@ -95,6 +98,9 @@ class RunSpec:
         for key in ("buffer_pool_size", "redo_log_size"):
             if key in self.parameters and not SIZE.match(str(self.parameters[key])):
                 raise RunFailed(f"{key} {self.parameters[key]!r} is not a size like 256M")
+        build = self.parameters.get("server_build", "system")
+        if not isinstance(build, str) or not BUILD_NAME.match(build):
+            raise RunFailed(f"server_build {build!r} is not a build name")
         files = self.parameters.get("binlog_files", 0)
         if isinstance(files, bool) or not isinstance(files, int) or not 0 <= files <= 1000:
             raise RunFailed("binlog_files must be a whole number from 0 to 1000")

@@ -10,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+try:
+    from .contract import BUILD_NAME, BUILDS_DIR
+except ImportError:  # run as a script beside contract.py
+    from contract import BUILD_NAME, BUILDS_DIR
+
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
 
 
@@ -85,6 +90,59 @@ def power_loss_ready() -> dict:
     return {"ready": not missing, "missing": missing}
 
 
+def _program(base: Path, folders: tuple, names: tuple) -> str | None:
+    for folder in folders:
+        for name in names:
+            path = base / folder / name
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+    return None
+
+
+def build_programs(base: Path) -> dict | None:
+    """A server build's programs under `base` (a binary tarball unpacked, or an install prefix):
+    None when it holds no server. A program it lacks (the client, the installer) is the system's."""
+    server = _program(base, ("bin", "sbin", "libexec"), ("mariadbd", "mysqld"))
+    if server is None:
+        return None
+    return {
+        "server": server,
+        "installer": _program(base, ("scripts", "bin"), ("mariadb-install-db", "mysql_install_db")),
+        "client": _program(base, ("bin",), ("mariadb", "mysql")),
+        "admin": _program(base, ("bin",), ("mariadb-admin", "mysqladmin")),
+        "plugin_dir": str(base / "lib" / "plugin") if (base / "lib" / "plugin").is_dir() else None,
+        # its error messages and character sets, where it brings its own
+        "basedir": str(base) if (base / "share").is_dir() else None,
+    }
+
+
+def _server_version(path: str) -> str | None:
+    """'Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64': the --version line less the path."""
+    line = _first_line([path, "--version"])
+    return line[line.index("Ver ") :] if line and "Ver " in line else line
+
+
+def server_builds(work_dir: str) -> list[dict]:
+    """The server builds a definition may name: "system" (the installed server) and each
+    WORK_DIR/builds/NAME/ that holds a server, with the version it reports."""
+    builds = []
+    system = _which("mariadbd") or _which("mysqld")
+    if system:
+        builds.append({"name": "system", "path": system, "version": _server_version(system)})
+    folder = Path(work_dir) / BUILDS_DIR
+    for base in sorted(folder.iterdir()) if folder.is_dir() else []:
+        programs = build_programs(base) if BUILD_NAME.match(base.name) and base.name != "system" else None
+        if programs:
+            builds.append(
+                {
+                    "name": base.name,
+                    "path": programs["server"],
+                    "version": _server_version(programs["server"]),
+                }
+            )
+    return builds
+
+
 def host_facts(work_dir: str) -> dict:
     servers = {}
     for name in ("mariadbd", "mysqld"):
@@ -103,6 +161,7 @@ def host_facts(work_dir: str) -> dict:
         "memory_bytes": _memory_bytes(),
         "disk": _disk(Path(work_dir)),
         "servers": servers,
+        "server_builds": server_builds(work_dir),
         "engines": engines,
         "sysbench": _first_line([sysbench, "--version"]) if sysbench else None,
         "python": platform.python_version(),

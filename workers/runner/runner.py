@@ -36,11 +36,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 try:
-    from .contract import CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
-    from .probe import host_facts
+    from .contract import BUILDS_DIR, CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
+    from .probe import build_programs, host_facts
 except ImportError:  # run as a script: python3 runner.py
-    from contract import CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
-    from probe import host_facts
+    from contract import BUILDS_DIR, CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
+    from probe import build_programs, host_facts
 
 POLL_S = 0.005
 # Method defaults that hold InnoDB's checkpoint back during the workload (no pre-flushing, no
@@ -368,10 +368,20 @@ class Server:
         self.error_log = work / "error.log"
         self.port = free_port()
         self.process: subprocess.Popen | None = None
-        self.mariadbd = find_binary("mariadbd", "mysqld")
-        self.client = find_binary("mariadb", "mysql")
-        self.admin = find_binary("mariadb-admin", "mysqladmin")
+        self.programs = server_programs(
+            Path(spec["work_dir"]), spec["parameters"].get("server_build", "system")
+        )
+        self.mariadbd = self.programs["server"]
+        self.client = self.programs["client"] or find_binary("mariadb", "mysql")
+        self.admin = self.programs["admin"] or find_binary("mariadb-admin", "mysqladmin")
         self.build = self.binary_version()
+
+    def _build_args(self) -> list[str]:
+        """Where a build of its own finds its files (none for the system's server)."""
+        args = [f"--basedir={self.programs['basedir']}"] if self.programs.get("basedir") else []
+        return args + (
+            [f"--plugin-dir={self.programs['plugin_dir']}"] if self.programs.get("plugin_dir") else []
+        )
 
     def _user_args(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
@@ -384,6 +394,7 @@ class Server:
             self.mariadbd,
             "--no-defaults",
             *self._user_args(),
+            *self._build_args(),
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
             f"--port={self.port}",
@@ -417,12 +428,17 @@ class Server:
         return args
 
     def install(self) -> None:
-        installer = find_binary("mariadb-install-db", "mysql_install_db")
+        installer = self.programs["installer"] or find_binary("mariadb-install-db", "mysql_install_db")
         (self.work / "tmp").mkdir(exist_ok=True)
         args = [
             installer,
             "--no-defaults",
             *self._user_args(),
+            *(
+                [f"--basedir={self.programs['basedir']}"]
+                if self.programs["installer"] and self.programs["basedir"]
+                else []
+            ),
             f"--datadir={self.datadir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
@@ -539,6 +555,28 @@ class Server:
     def effective_settings(self) -> dict:
         """The server variables in effect, as the server reports them."""
         return self.global_values("VARIABLES", EFFECTIVE_VARIABLES)
+
+
+def server_programs(work_dir: Path, build: str) -> dict:
+    """The programs of the build a run names: the system's installed server, or the build in
+    WORK_DIR/builds/NAME/ (the host probe lists them)."""
+    if build == "system":
+        return {
+            "server": find_binary("mariadbd", "mysqld"),
+            "installer": None,
+            "client": None,
+            "admin": None,
+            "plugin_dir": None,
+            "basedir": None,
+        }
+    folder = work_dir / BUILDS_DIR / build
+    programs = build_programs(folder) if folder.is_dir() else None
+    if programs is None:
+        raise RunFailed(
+            f"this host has no server build {build!r}: no mariadbd or mysqld under {folder}/bin, sbin or "
+            "libexec (unpack the build there, then probe the host again)"
+        )
+    return programs
 
 
 SERVER_BUILD = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")

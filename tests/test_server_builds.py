@@ -1,0 +1,99 @@
+"""Server builds as a parameter: the probe lists the builds under the work directory's builds/,
+a definition sweeps `server_build`, each run starts its build's own binary (real mariadbd and
+sysbench through the Celery worker), and explore charts the same definition across builds."""
+
+import json
+import shutil
+
+import pytest
+from django.conf import settings
+
+from experiments.models import Run
+from workers.runner.probe import server_builds
+
+from .conftest import wait_for
+
+SYSTEM_SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+
+
+@pytest.fixture
+def copied_build():
+    """A second build: a copy of the system's server under builds/copy/bin (a binary tarball
+    unpacked there looks the same to the runner)."""
+    folder = settings.RUNNER_WORK_DIR / "builds" / "copy"
+    (folder / "bin").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(SYSTEM_SERVER, folder / "bin" / "mariadbd")
+    (settings.RUNNER_WORK_DIR / "builds" / "empty").mkdir(exist_ok=True)  # no server: not a build
+    yield "copy"
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds")
+
+
+def test_the_probe_lists_the_system_server_and_each_build_with_its_version(copied_build):
+    builds = {build["name"]: build for build in server_builds(str(settings.RUNNER_WORK_DIR))}
+    assert set(builds) == {"system", "copy"}
+    assert builds["copy"]["path"].endswith("builds/copy/bin/mariadbd")
+    assert "MariaDB" in builds["copy"]["version"] and builds["copy"]["version"] == builds["system"]["version"]
+
+
+@pytest.mark.django_db
+def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api, local_host):
+    local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
+    local_host.save()
+    body = {
+        "name": "builds",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"server_build": ["system", "11.4-debug"]},
+        "workload": {"name": "oltp_write_only", "tables": 1, "table_size": 100, "threads": 1, "events": 10},
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 1,
+    }
+    answer = api.post("/api/experiments/", body, format="json")
+    assert answer.status_code == 400
+    assert "has no server build 11.4-debug (it has: system)" in answer.json()["parameters.server_build"][0]
+    assert Run.objects.count() == 0
+    bad = api.post(
+        "/api/experiments/", {**body, "parameters": {"server_build": ["../../bin"]}}, format="json"
+    )
+    assert bad.status_code == 400 and "is not a build name" in bad.json()["parameters.server_build"][0]
+
+
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_of_builds_runs_each_builds_own_server_and_charts_across_them(
+    api, staff_api, local_host, celery_worker_process, copied_build
+):
+    probed = staff_api.post(f"/api/hosts/{local_host.id}/probe/")
+    assert probed.status_code == 200, probed.content
+    assert {b["name"] for b in probed.json()["facts"]["server_builds"]} == {"system", "copy"}
+    body = {
+        "name": "the same definition on two builds",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"server_build": ["system", "copy"], "redo_log_size": ["128M"]},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 1,
+            "table_size": 5000,
+            "threads": 2,
+            "events": 2000,
+        },
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 1,
+    }
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    runs = Run.objects.filter(experiment_id=created.json()["id"])
+    wait_for(lambda: all(r.is_finished for r in runs.all()), 600, "the two runs", interval_s=1)
+    started = {}
+    for run in runs.all():
+        assert run.status == "done", run.error
+        result = json.loads(bytes(run.files.get(name="result.json").content))
+        started[run.parameters["server_build"]] = result["server_args"][0]
+        assert run.recovery_seconds is not None and run.redo_bytes > 0
+    assert started["copy"].endswith("builds/copy/bin/mariadbd") and started["system"] == SYSTEM_SERVER
+    explored = api.get(
+        "/api/explore/",
+        {"x": "server_build", "y": "recovery_seconds", "experiments": str(created.json()["id"])},
+    ).json()
+    assert sorted(x for series in explored["series"] for x in series["x"]) == ["copy", "system"]
