@@ -32,7 +32,7 @@ from .planning import PlannerForm, plan_from
 from .ssh_keys import dashboard_public_key
 from .vocabulary import ENGINES, RUNNABLE_ENGINES
 
-PROBE_HOST = "workers.probing.probe_host"
+PROBE_HOST = services.PROBE_HOST
 
 
 class CSVRenderer(renderers.BaseRenderer):

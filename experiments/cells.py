@@ -182,6 +182,7 @@ def varied_axes(rows: list[dict]) -> list[str]:
             values[name].add(str(row["parameters"].get(name, 0 if name == "binlog_files" else None)))
         for name, value in row["server_options"].items():
             values[name].add(str(value))
-    order = [*PARAMETER_ORDER, "engine", "host", "server_version"]
+        values["server_build"].add(row["parameters"].get("server_build", "system"))
+    order = [*PARAMETER_ORDER, "engine", "host", "server_build", "server_version"]
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

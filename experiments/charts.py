@@ -90,6 +90,8 @@ def axis_value(row: dict, axis: str):
         return row["host_label"]
     if axis == "server_version":
         return row["server_version"] or "unknown"
+    if axis == "server_build":
+        return row["parameters"].get("server_build", "system")
     if axis in row["server_options"]:
         return str(row["server_options"][axis])
     if axis in row["parameters"]:

@@ -175,6 +175,10 @@ def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits
         lossy.lost_commits
     )
     assert "crashed by a power cut" in page.locator("h1 + p").inner_text()
+    page.wait_for_selector("#samples-chart .main-svg")
+    assert "power cut" in page.locator("#samples-chart").inner_text()
+    page.wait_for_selector("#timeline-chart .main-svg")
+    assert "power cut: unsynced writes dropped" in page.locator("#timeline-chart").inner_text()
     screenshot(page, "power-loss-run.png")
 
 

@@ -58,6 +58,25 @@ def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api
     assert bad.status_code == 400 and "is not a build name" in bad.json()["parameters.server_build"][0]
 
 
+@pytest.mark.django_db
+def test_a_build_unpacked_since_the_last_probe_is_found_by_probing_again(api, local_host, copied_build):
+    local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
+    local_host.save()
+    body = {
+        "name": "the build a CI job just handed over",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"server_build": ["copy"]},
+        "workload": {"name": "oltp_write_only", "tables": 1, "table_size": 100, "threads": 1, "events": 10},
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 1,
+    }
+    answer = api.post("/api/experiments/", body, format="json")
+    assert answer.status_code == 201, answer.content
+    local_host.refresh_from_db()
+    assert "copy" in [build["name"] for build in local_host.facts["server_builds"]]
+
+
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
 def test_a_sweep_of_builds_runs_each_builds_own_server_and_charts_across_them(

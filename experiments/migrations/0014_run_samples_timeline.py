@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0013_run_crash_method'),
+        ("experiments", "0013_run_crash_method"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='samples',
+            model_name="run",
+            name="samples",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='run',
-            name='timeline',
+            model_name="run",
+            name="timeline",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]

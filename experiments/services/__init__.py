@@ -17,7 +17,7 @@ from .dispatch import (
     retry_run,
     wake_hosts,
 )
-from .experiments import IDEMPOTENCY_KEY, AnnotationRejected, annotate, create_experiment
+from .experiments import IDEMPOTENCY_KEY, PROBE_HOST, AnnotationRejected, annotate, create_experiment
 from .hosts import (
     SSH_HOST,
     SSH_USER,
@@ -52,6 +52,7 @@ __all__ = [
     "AnnotationRejected",
     "DRIVE_HOST_TASK",
     "IDEMPOTENCY_KEY",
+    "PROBE_HOST",
     "SSH_HOST",
     "SSH_USER",
     "TRUNCATION_MARKER",

@@ -3,6 +3,7 @@
 import re
 
 from django.db import IntegrityError, transaction
+from django.utils.module_loading import import_string
 
 from ..definition import DefinitionError, ExperimentDefinition, clean_notes, clean_tags, validate_definition
 from ..models import Experiment, Host, Run
@@ -11,6 +12,8 @@ from .audit import audited_by
 from .dispatch import wake_hosts
 from .hosts import active_host_names
 
+# Probing is the workers' (a transport reaches the host); named, as experiments never imports workers.
+PROBE_HOST = "workers.probing.probe_host"
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
@@ -68,16 +71,24 @@ def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
         raise DefinitionError({"crash.method": refused})
 
 
+def _build_names(facts: dict | None) -> list[str] | None:
+    listed = (facts or {}).get("server_builds")
+    return None if listed is None else [build["name"] for build in listed]
+
+
 def _check_hosts_have_builds(definition: ExperimentDefinition) -> None:
-    """Each server build named must be one the host's last probe listed (a host never probed is
-    let through: its runner refuses a build it does not have)."""
+    """Each server build named must be one the host lists. A build its last probe did not list
+    may have been unpacked since (a CI job hands its build over, then asks for it): the host is
+    probed again before the definition is refused. A host never probed is let through (its
+    runner refuses a build it does not have)."""
     wanted = definition.parameters.get("server_build") or []
     refused = []
-    for host in Host.objects.filter(name__in=definition.hosts):
-        listed = (host.facts or {}).get("server_builds")
-        if listed is None:
+    for host in Host.objects.filter(name__in=definition.hosts) if wanted else []:
+        names = _build_names(host.facts)
+        if names is None:
             continue
-        names = [build["name"] for build in listed]
+        if set(wanted) - set(names):
+            names = _build_names(import_string(PROBE_HOST)(host.pk).get("facts")) or []
         for build in wanted:
             if build not in names:
                 refused.append(
