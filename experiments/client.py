@@ -35,6 +35,8 @@ from urllib3.util.retry import Retry
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
 FINISHED = ("done", "partial", "failed", "cancelled")
 DEFAULT_METRICS = ("recovery_seconds",)
+# Parameters a stored definition leaves out unless named, and what their absence means.
+UNSTORED_DEFAULTS = {"server_build": "system"}
 THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
 
 
@@ -296,13 +298,16 @@ def compare(api: Api, first: int, second: int, metrics: list[str], threshold: fl
 def changed_settings(baseline: dict, candidate: dict) -> list[str]:
     """Parameters and server options whose values differ between two definitions: the change
     the gate measures, left out of the match. Each must hold one value a side: a sweep would pool
-    runs of different settings into one cell."""
+    runs of different settings into one cell. A parameter only one side states is compared once
+    both are stored (the server fills in defaults), but server_build, which is stored only when
+    named, is the system's build when absent."""
     changed = []
     for part in ("parameters", "server_options"):
         before, after = baseline.get(part) or {}, candidate.get(part) or {}
         for name in sorted(set(before) | set(after)):
-            old, new = _values(before.get(name)), _values(after.get(name))
-            if old == new:
+            absent = UNSTORED_DEFAULTS.get(name) if part == "parameters" else None
+            old, new = _values(before.get(name, absent)), _values(after.get(name, absent))
+            if old == new or (part == "parameters" and not (old and new)):
                 continue
             if len(old) > 1 or len(new) > 1:
                 raise ClientError(
@@ -380,8 +385,10 @@ def command_gate(api: Api, args, out) -> int:
     baseline = api.get(f"/api/experiments/{args.baseline}/")
     if baseline["status"] not in FINISHED:
         raise ClientError(f"the baseline, experiment {args.baseline}, is still {baseline['status']}")
-    changed = changed_settings(baseline.get("definition") or {}, definition)
+    changed_settings(baseline.get("definition") or {}, definition)  # a sweep is refused before queueing
     experiment = submit(api, definition, args.key, out)
+    # as stored: the server's defaults filled in on both sides
+    changed = changed_settings(baseline.get("definition") or {}, experiment.get("definition") or definition)
     finished = wait(api, experiment["id"], args.timeout, args.poll, out)
     if not any(run["status"] == "done" for run in finished["runs"]):
         print(runs_table(finished), file=out)

@@ -142,6 +142,8 @@ def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
                 for row in rows
                 if name in row["parameters"] or name in row["server_options"]
             }
+            if not values and name == "server_build":
+                values = {"system"}  # named by none of its runs: the system's build
             if values:
                 found.setdefault(str(side), {})[name] = sorted(values)
     return found

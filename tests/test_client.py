@@ -145,3 +145,10 @@ def test_changed_settings_are_the_ones_whose_values_differ():
     candidate = {"parameters": {"buffer_pool_size": "64M", "redo_log_size": ["256M"]}}
     assert changed_settings(baseline, candidate) == ["buffer_pool_size"]
     assert changed_settings(baseline, baseline) == []
+    # a parameter the file leaves to the server's default is not a change; an unnamed build is "system"
+    assert changed_settings({"parameters": {"insert_rate": [0]}}, {"parameters": {}}) == []
+    with_build = {**baseline, "parameters": {**baseline["parameters"], "server_build": ["candidate"]}}
+    assert changed_settings(baseline, with_build) == ["server_build"]
+    assert changed_settings(baseline, {"parameters": {"server_build": "system"}}) == []
+    options = {"parameters": {}, "server_options": {"innodb_doublewrite": [0]}}
+    assert changed_settings(options, {"parameters": {}}) == ["innodb_doublewrite"]

@@ -85,6 +85,7 @@ def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     artifact("gate-pass.txt", passed)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "PASS: no significant slowdown beyond 25%" in passed.stdout
+    assert "changed from the baseline" not in passed.stdout  # the server's defaults are no change
     assert re.search(r"^innodb .* recovery_seconds .*\(n=3\)", passed.stdout, re.M), passed.stdout
 
     slower = written(tmp_path, "slower.yaml", definition("gate: ten times the redo", 30000))
