@@ -111,7 +111,8 @@ def analyse_run(
                 rollback_seconds=crash.rollback_seconds,
             )
         clean = _after(error_log.episodes, times.get("clean_spawned"))
-        analysis.timeline = restart_timeline(recovery_start, clean, times).to_dict()
+        wal = _crash_episode(analysis.parsed.get("rocksdb_LOG"), crash_index) if engine == "rocksdb" else None
+        analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
         if recovery_start is not None and recovery_start.ready_at is not None:
             spawned = times.get("recovery_spawned")
             metrics["ready_seconds"] = (

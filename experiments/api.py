@@ -5,7 +5,7 @@ import tempfile
 
 from django.conf import settings
 from django.contrib.postgres.aggregates import ArrayAgg
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 from django.http import FileResponse, HttpResponse
 from django.utils.module_loading import import_string
 from drf_spectacular.types import OpenApiTypes
@@ -26,7 +26,7 @@ from .export import explore_csv, runs_csv
 from .filters import AnalysisFilter, ExperimentFilter, RunFilter
 from .imports import ImportRejected, import_runs
 from .metrics import METRIC_NAMES
-from .models import Experiment, Host, HostStatus, Run, RunAttempt, RunStatus, Transport
+from .models import PER_RUN_DETAIL_FIELDS, Experiment, Host, HostStatus, Run, RunAttempt, RunStatus, Transport
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
 from .ssh_keys import dashboard_public_key
@@ -200,7 +200,9 @@ class ExperimentViewSet(
 
     serializer_class = ExperimentSerializer
     filterset_class = ExperimentFilter
-    queryset = Experiment.objects.select_related("created_by").prefetch_related("runs")
+    queryset = Experiment.objects.select_related("created_by").prefetch_related(
+        Prefetch("runs", queryset=Run.objects.defer(*PER_RUN_DETAIL_FIELDS))
+    )
 
     def get_queryset(self):
         queryset = super().get_queryset()
@@ -298,7 +300,8 @@ class RunDetailSerializer(RunSerializer):
     attempts = RunAttemptSerializer(source="attempt_rows", many=True, read_only=True)
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "attempts"]
+        # the seconds before the crash (experiments/seconds.py) and the restart's timeline
+        fields = [*RunSerializer.Meta.fields, "attempts", "samples", "timeline"]
 
 
 class ExclusionSerializer(serializers.Serializer):
@@ -315,6 +318,10 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_serializer_class(self):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    def get_queryset(self):
+        runs = super().get_queryset()
+        return runs if self.action == "retrieve" else runs.defer(*PER_RUN_DETAIL_FIELDS)
 
     @extend_schema(request=AnnotationSerializer, responses={200: RunSerializer})
     def partial_update(self, request, *args, **kwargs):

@@ -203,6 +203,11 @@ def without_nul(value):
     return value
 
 
+# Run columns only the run's own page and API answer read (a second's samples of a long workload
+# add up): lists and experiment pages defer them.
+PER_RUN_DETAIL_FIELDS = ("samples", "timeline")
+
+
 class Run(RunMetrics):
     """One combination x repetition of an experiment. Its row is the truth about it."""
 

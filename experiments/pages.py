@@ -11,7 +11,7 @@ from django.utils import timezone
 from . import charts, reports
 from .cells import ENGINE_NAMES, ROW_FIELDS, SUMMARY_METRICS, Cell, build_cells, settings_text, varied_axes
 from .comparisons import COMPARED_METRICS
-from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
+from .models import PER_RUN_DETAIL_FIELDS, Engine, Experiment, ExperimentStatus, Run, RunStatus
 from .units import format_size
 
 
@@ -107,7 +107,7 @@ def summary_table(cells: list[Cell]) -> list[dict]:
 
 
 def experiment_context(experiment: Experiment) -> dict:
-    runs = list(experiment.runs.select_related("excluded_by"))
+    runs = list(experiment.runs.select_related("excluded_by").defer(*PER_RUN_DETAIL_FIELDS))
     rows = [row_of(run) for run in runs]
     cells = build_cells(rows)
     axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
@@ -160,7 +160,7 @@ def compare_report_context(result: dict) -> dict:
     sides = []
     for experiment_id in result["experiments"]:
         experiment = experiments[experiment_id]
-        runs = list(experiment.runs.select_related("excluded_by"))
+        runs = list(experiment.runs.select_related("excluded_by").defer(*PER_RUN_DETAIL_FIELDS))
         cells = build_cells([row_of(run) for run in runs])
         sides.append(
             {

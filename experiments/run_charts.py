@@ -3,7 +3,7 @@ the restart after it, as a timeline beside the clean start. Plotly figure dicts 
 `samples` and `timeline` (experiments/seconds.py); no Django."""
 
 from .charts import PALETTE, base_layout
-from .seconds import AFTER_CRASH, CLEAN_START
+from .seconds import AFTER_CRASH, CLEAN_START, START_TO_READY
 
 MB = 1e-6
 # Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of
@@ -188,9 +188,7 @@ def timeline_chart(timeline: dict) -> dict:
                     "type": "scatter",
                     "mode": "markers",
                     "name": name,
-                    "y": [
-                        _row({"group": m["group"], "name": "start to ready for connections"}) for m in moments
-                    ],
+                    "y": [_row({"group": m["group"], "name": START_TO_READY}) for m in moments],
                     "x": [m["at"] for m in moments],
                     "marker": {"symbol": symbol, "size": 12, "color": "#000", "line": {"width": 2}},
                     "hovertemplate": name + " at %{x:.3f} s<extra></extra>",

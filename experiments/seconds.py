@@ -81,6 +81,9 @@ def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> 
         "crash_at": _since(times, "killed", zero),
         "workload_ended_at": _since(times, "workload_ended", zero),
     }
+    took = sorted(row["took_ms"] for row in rows if isinstance(row.get("took_ms"), int | float))
+    if took:
+        found["sample_ms_median"] = took[len(took) // 2]
     intervals = SYSBENCH_INTERVAL.findall(sysbench_report)
     if intervals:
         found["sysbench"] = {"t": [float(s) for s, _ in intervals], "tps": [float(v) for _, v in intervals]}
@@ -114,6 +117,9 @@ PHASE_LABELS = {
     "background_rollback": "rollback (background)",
     "buffer_pool_load": "buffer pool load",
 }
+START_TO_READY = "start to ready for connections"
+READY_TO_QUERY = "ready to the first query answered"
+SUMMARY_BARS = (START_TO_READY, READY_TO_QUERY)
 AFTER_CRASH = "after the crash"
 CLEAN_START = "clean start"
 
@@ -136,12 +142,26 @@ class Timeline:
             self.moments.append({"group": group, "name": name, "at": round(at, 3)})
 
     def to_dict(self) -> dict:
-        return {"bars": self.bars, "moments": self.moments, "zero": self.zero} if self.bars else {}
+        """Each group's steps in the order they began, its two summary bars last."""
+        groups = [AFTER_CRASH, CLEAN_START]
+        bars = sorted(
+            self.bars,
+            key=lambda bar: (
+                groups.index(bar["group"]),
+                bar["name"] in SUMMARY_BARS,
+                bar["start"],
+                bar["end"],
+            ),
+        )
+        return {"bars": bars, "moments": self.moments, "zero": self.zero} if bars else {}
 
 
-def restart_timeline(crash: Episode | None, clean: Episode | None, times: dict) -> Timeline:
+def restart_timeline(
+    crash: Episode | None, clean: Episode | None, times: dict, wal: Episode | None = None
+) -> Timeline:
     """The restart after the crash from the kill (an imported run, whose kill nobody timed, from
-    its server's first line), and the clean start from its spawn."""
+    its server's first line), and the clean start from its spawn. `wal`: MyRocks' recovery as
+    RocksDB's own LOG tells it (its microsecond times are the same host's clock)."""
     timeline = Timeline()
     if crash is not None:
         killed = times.get("killed")
@@ -153,6 +173,14 @@ def restart_timeline(crash: Episode | None, clean: Episode | None, times: dict) 
         if killed is not None and spawned is not None:
             timeline.bar(AFTER_CRASH, "nothing running", (restored or killed) - zero, spawned - zero)
         _episode_bars(timeline, AFTER_CRASH, crash, zero, spawned, times.get("recovery_first_query"))
+        replay = wal.phase("wal_replay") if wal is not None else None
+        if replay is not None and replay.start is not None and replay.end is not None:
+            timeline.bar(
+                AFTER_CRASH,
+                "WAL replay (RocksDB's LOG)",
+                _stamp(replay.start) - zero,
+                _stamp(replay.end) - zero,
+            )
     if clean is not None and times.get("clean_spawned") is not None:
         spawned = times["clean_spawned"]
         timeline.zero[CLEAN_START] = "the server's spawn"
@@ -171,8 +199,8 @@ def _episode_bars(
         phase = episode.phase(name)
         if phase is not None:
             timeline.bar(group, label, at(_stamp(phase.start)), at(_stamp(phase.end)))
-    timeline.bar(group, "start to ready for connections", at(spawned or started), at(ready))
-    timeline.bar(group, "ready to the first query answered", at(ready), at(first_query))
+    timeline.bar(group, START_TO_READY, at(spawned or started), at(ready))
+    timeline.bar(group, READY_TO_QUERY, at(ready), at(first_query))
     timeline.moment(group, "ready for connections", at(ready))
     timeline.moment(group, "first query answered", at(first_query))
 

@@ -35,6 +35,7 @@ def test_innodb_samples_climb_to_the_crash_and_end_before_it():
     at_crash = result["counters"]["log_bytes_written"]
     assert series["lsn"][-1] - series["lsn"][0] <= at_crash  # sampled inside the workload's span
     assert len(samples["sysbench"]["tps"]) >= 8
+    assert 0 < samples["sample_ms_median"] < 100  # what a reading cost the server, kept with it
 
 
 def test_myrocks_samples_hold_its_wal_and_memtables():
@@ -68,6 +69,30 @@ def test_restart_timeline_orders_the_steps_from_the_kill():
     assert "redo apply" not in clean and clean["start to ready for connections"]["start"] == 0.0
 
 
+def test_myrocks_restart_shows_its_wal_replay_from_rocksdbs_log():
+    result, files = bundle("myrocks_during_workload")
+    analysis = analyse_run(result, files, "rocksdb")
+    after = bars(analysis.timeline, AFTER_CRASH)
+    replay = after["WAL replay (RocksDB's LOG)"]
+    assert replay["end"] - replay["start"] == pytest.approx(analysis.metrics["recovery_seconds"], abs=0.002)
+    assert after["process start to its first log line"]["end"] <= replay["start"]
+    assert replay["end"] <= after["start to ready for connections"]["end"]
+    names = [bar["name"] for bar in analysis.timeline["bars"] if bar["group"] == AFTER_CRASH]
+    assert names[-2:] == ["start to ready for connections", "ready to the first query answered"]
+    starts = [bar["start"] for bar in analysis.timeline["bars"] if bar["group"] == AFTER_CRASH][:-2]
+    assert starts == sorted(starts)  # the steps in the order they began
+
+
+def test_an_imported_log_gets_its_timeline_from_its_servers_first_line():
+    log = (Path(__file__).parent / "data" / "bundles" / "innodb_during_workload" / "error.log").read_bytes()
+    analysis = analyse_run({"imported": True}, {"error.log": log}, "innodb")
+    after = bars(analysis.timeline, AFTER_CRASH)
+    assert "nothing running" not in after  # nobody timed the kill
+    assert analysis.timeline["zero"][AFTER_CRASH] == "the server's first line"
+    assert after["crash recovery (start to redo applied)"]["start"] >= 0
+    assert CLEAN_START not in analysis.timeline["zero"]
+
+
 def test_samples_cut_short_by_the_crash_are_skipped_with_a_warning():
     result, files = bundle("innodb_during_workload")
     cut = files["samples.jsonl"] + b'{"t": 17954\x00\x00'
@@ -97,3 +122,21 @@ def test_run_charts_mark_the_crash_and_draw_each_step():
     rows = gantt["layout"]["yaxis"]["categoryarray"][::-1]
     assert rows[0] == "nothing running" and "clean start: start to ready for connections" in rows
     assert samples_chart({}, "") == {"data": [], "layout": {}} == timeline_chart({})
+
+
+@pytest.mark.django_db
+def test_ingest_keeps_both_with_the_run_and_the_run_api_answers_them(api):
+    from experiments.services.runs import Bundle, ingest_bundle, reparse_run
+
+    from .factories import ExperimentFactory, RunFactory
+
+    result, files = bundle("innodb_during_workload")
+    run = RunFactory(experiment=ExperimentFactory(), engine="innodb", status="running")
+    run = ingest_bundle(run.id, Bundle(result, files))
+    assert run.status == "done" and run.samples["crash_at"] > 0 and run.timeline["bars"]
+    detail = api.get(f"/api/runs/{run.id}/").json()
+    assert detail["samples"]["t"] == run.samples["t"] and detail["timeline"] == run.timeline
+    listed = api.get("/api/runs/", {"experiment": run.experiment_id}).json()["results"][0]
+    assert "samples" not in listed and "timeline" not in listed  # lists stay light
+    type(run).objects.filter(id=run.id).update(samples={}, timeline={})
+    assert reparse_run(run.id).timeline == run.timeline  # rebuilt from the stored files

@@ -850,11 +850,12 @@ class Sampler(threading.Thread):
         due = time.monotonic()
         with self.target.open("w", encoding="utf-8") as out, contextlib.suppress(OSError, ValueError):
             while not self._stopping.is_set():
-                moment = self.clock.now()
+                moment, asked = self.clock.now(), time.monotonic()
                 sample = self._take()
                 if sample is None:  # the connection ended: the server is gone
                     return
-                out.write(json.dumps({"t": round(moment, 3), **sample}) + "\n")
+                took_ms = round((time.monotonic() - asked) * 1000, 3)  # what sampling costs, kept with it
+                out.write(json.dumps({"t": round(moment, 3), "took_ms": took_ms, **sample}) + "\n")
                 out.flush()
                 self.taken += 1
                 due += SAMPLE_INTERVAL_S
