@@ -104,7 +104,13 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
     with its 95% interval. A series per engine and per value of the other parameters that vary,
     so a median never pools runs done at different settings."""
     categorical = axis not in NUMERIC_AXES and axis not in NUMERIC_PARAMETERS
-    others = [a for a in varied if a not in (axis, "engine", "host", "server_version")]
+    # A build and its version go together: neither splits the other's chart.
+    together = (
+        ("server_version", "server_build")
+        if axis in ("server_version", "server_build")
+        else ("server_version",)
+    )
+    others = [a for a in varied if a not in (axis, "engine", "host", *together)]
     series = _split(rows, axis, others)
     pooled = len(series) > MAX_SERIES
     if pooled:  # too many combinations to read: one series per engine, medians pool the rest

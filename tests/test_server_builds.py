@@ -116,3 +116,33 @@ def test_a_sweep_of_builds_runs_each_builds_own_server_and_charts_across_them(
         {"x": "server_build", "y": "recovery_seconds", "experiments": str(created.json()["id"])},
     ).json()
     assert sorted(x for series in explored["series"] for x in series["x"]) == ["copy", "system"]
+
+
+@pytest.mark.django_db
+def test_the_experiment_page_charts_the_same_definition_across_builds():
+    from experiments.pages import experiment_context
+
+    from .factories import ExperimentFactory
+    from .test_analysis import done_run, noisy
+
+    experiment = ExperimentFactory()
+    for build, version, typical in (
+        ("system", "10.11.19-MariaDB", 1.0),
+        ("candidate", "10.11.20-MariaDB", 1.6),
+    ):
+        for seconds in noisy(len(build), 3, typical):
+            parameters = {
+                "buffer_pool_size": "128M",
+                "redo_log_size": "64M",
+                "insert_rate": 0,
+                "server_build": build,
+            }
+            done_run(experiment, recovery_seconds=seconds, parameters=parameters, server_version=version)
+    context = experiment_context(experiment)
+    assert "server_build" in context["axes"]
+    figure = context["figures"]["axis-server_build"]
+    medians = [trace for trace in figure["data"] if trace.get("error_y")]
+    assert len(medians) == 2  # recovery and downtime, each one series over both builds (not split by version)
+    assert sorted(medians[0]["x"]) == ["candidate", "system"]
+    by_version = context["figures"]["axis-server_version"]
+    assert len([trace for trace in by_version["data"] if trace.get("error_y")]) == 2
