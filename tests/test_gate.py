@@ -4,11 +4,13 @@ with `run --wait`; the gate then passes the same settings and fails much more re
 and the table. The run page of a live run shows its seconds before and after the crash."""
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
 from rest_framework.authtoken.models import Token
 
 from .test_browser import log_in, screenshot
@@ -56,11 +58,21 @@ def written(folder: Path, name: str, body: dict) -> str:
     return str(path)
 
 
+@pytest.fixture
+def candidate_build():
+    """A build named "candidate" on the local host: a copy of the system's server."""
+    folder = settings.RUNNER_WORK_DIR / "builds" / "candidate"
+    (folder / "bin").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(shutil.which("mariadbd") or "/usr/sbin/mariadbd", folder / "bin" / "mariadbd")
+    yield "candidate"
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds")
+
+
 @pytest.mark.browser
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
 def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
-    live_server, local_host, celery_worker_process, user, tmp_path, page
+    live_server, local_host, celery_worker_process, user, tmp_path, page, candidate_build
 ):
     token = Token.objects.create(user=user).key
     baseline_file = written(tmp_path, "baseline.yaml", definition("gate baseline", 3000))
@@ -87,6 +99,21 @@ def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     assert "PASS: no significant slowdown beyond 25%" in passed.stdout
     assert "changed from the baseline" not in passed.stdout  # the server's defaults are no change
     assert re.search(r"^innodb .* recovery_seconds .*\(n=3\)", passed.stdout, re.M), passed.stdout
+
+    # The CI case: the same definition on another build (a copy of the system's server, so the
+    # same speed), matched on everything but the build.
+    on_build = definition("gate: another build", 3000)
+    on_build["parameters"]["server_build"] = [candidate_build]
+    other_build = client(
+        live_server, token, "gate", written(tmp_path, "build.yaml", on_build), "--baseline", str(baseline_id),
+        "--max-slowdown", "25%", "--poll", "1",
+    )  # fmt: skip
+    artifact("gate-build.txt", other_build)
+    assert other_build.returncode == 0, other_build.stdout + other_build.stderr
+    assert "changed from the baseline (left out of the match): server_build" in other_build.stdout
+    assert re.search(
+        r"^innodb .* server_build system -> candidate +recovery_seconds", other_build.stdout, re.M
+    )
 
     slower = written(tmp_path, "slower.yaml", definition("gate: ten times the redo", 30000))
     failed = client(
@@ -129,3 +156,4 @@ def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     ):
         assert step in timeline, step
     screenshot(page, "run-seconds-before-and-after-the-crash.png")
+    page.locator(".run-charts").screenshot(path=str(ROOT / "test-artifacts" / "run-charts.png"))
