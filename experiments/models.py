@@ -205,7 +205,7 @@ def without_nul(value):
 
 # Run columns only the run's own page and API answer read (a second's samples of a long workload
 # add up): lists and experiment pages defer them.
-PER_RUN_DETAIL_FIELDS = ("samples", "timeline")
+PER_RUN_DETAIL_FIELDS = ("samples", "timeline", "live_samples")
 
 
 class Run(RunMetrics):
@@ -248,6 +248,8 @@ class Run(RunMetrics):
     # (experiments/seconds.py); and after it: the restart's timeline beside the clean start.
     samples = models.JSONField(default=dict, blank=True)
     timeline = models.JSONField(default=dict, blank=True)
+    # While the run goes: the runner's latest samples as it sent them (raw), for the live chart.
+    live_samples = models.JSONField(default=list, blank=True)
     # Values the analysis must not trust (impossible durations): left out of charts and
     # statistics unless asked. Set by the analysis, recomputed at every re-parse.
     suspect = models.BooleanField(default=False)

@@ -2,8 +2,10 @@
 the restart after it, as a timeline beside the clean start. Plotly figure dicts from the run's
 `samples` and `timeline` (experiments/seconds.py); no Django."""
 
+import json
+
 from .charts import PALETTE, base_layout
-from .seconds import AFTER_CRASH, CLEAN_START, START_TO_READY
+from .seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, sample_series
 
 MB = 1e-6
 # Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of
@@ -96,6 +98,19 @@ def samples_chart(samples: dict, crash_method: str = "") -> dict:
             **layout_axes,
         ),
     }
+
+
+def live_samples_chart(live_samples: list) -> dict:
+    """While the run goes: its latest seconds as the runner sent them, charted like the final
+    ones (no crash yet to mark)."""
+    text = "\n".join(json.dumps(sample) for sample in live_samples).encode()
+    samples, _ = sample_series(text, {})
+    figure = samples_chart(samples) if samples else {"data": [], "layout": {}}
+    if not figure["data"]:
+        return figure
+    figure["layout"]["title"]["text"] = "The workload so far (every second, live)"
+    figure["layout"]["xaxis"]["title"]["text"] = "seconds since the first sample shown"
+    return figure
 
 
 def _scaled(value, scale: float):

@@ -23,7 +23,7 @@ from .filters import AnalysisFilter, ExperimentFilter
 from .forms import ExperimentForm, ImportForm
 from .imports import ImportRejected, import_runs
 from .metrics import LABELS, METRIC_NAMES
-from .models import Engine, Experiment, Host, Run, Transport
+from .models import Engine, Experiment, Host, Run, RunStatus, Transport
 from .pdf import PDFError, html_to_pdf
 from .planner import PlanRefused
 from .planning import PlannerForm, plan_from
@@ -184,11 +184,15 @@ def _run_context(run: Run) -> dict:
 
 
 def _run_figures(run: Run) -> dict:
-    """The seconds before the crash and the restart's timeline, where the run has them."""
-    figures = {
-        "samples": run_charts.samples_chart(run.samples, run.crash_method),
-        "timeline": run_charts.timeline_chart(run.timeline),
-    }
+    """The seconds before the crash and the restart's timeline, where the run has them; while
+    it runs, its workload's seconds so far."""
+    if run.status == RunStatus.RUNNING:
+        figures = {"samples": run_charts.live_samples_chart(run.live_samples)}
+    else:
+        figures = {
+            "samples": run_charts.samples_chart(run.samples, run.crash_method),
+            "timeline": run_charts.timeline_chart(run.timeline),
+        }
     return {"run_figures": {name: figure for name, figure in figures.items() if figure["data"]}}
 
 
@@ -207,7 +211,9 @@ def run_detail(request, pk: int):
 def run_live(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
     body = render_to_string("experiments/_run_body.html", _run_context(run), request)
-    return JsonResponse({"status": run.status, "finished": run.is_finished, "html": body})
+    return JsonResponse(
+        {"status": run.status, "finished": run.is_finished, "html": body, **_run_figures(run)}
+    )
 
 
 @login_required

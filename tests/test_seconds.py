@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from experiments.analysis import analyse_run
-from experiments.run_charts import samples_chart, timeline_chart
+from experiments.run_charts import live_samples_chart, samples_chart, timeline_chart
 from experiments.seconds import AFTER_CRASH, CLEAN_START, sample_series
 
 BUNDLES = Path(__file__).parent / "data" / "bundles"
@@ -140,3 +140,29 @@ def test_ingest_keeps_both_with_the_run_and_the_run_api_answers_them(api):
     assert "samples" not in listed and "timeline" not in listed  # lists stay light
     type(run).objects.filter(id=run.id).update(samples={}, timeline={})
     assert reparse_run(run.id).timeline == run.timeline  # rebuilt from the stored files
+
+
+@pytest.mark.django_db
+def test_live_samples_keep_the_latest_and_a_superseded_attempts_are_dropped(monkeypatch):
+    from django.utils import timezone
+
+    from experiments.models import RunAttempt
+    from experiments.services import runs as run_services
+
+    from .factories import ExperimentFactory, RunFactory
+
+    monkeypatch.setattr(run_services, "LIVE_SAMPLES_KEPT", 5)
+    run = RunFactory(experiment=ExperimentFactory(), status="running")
+    attempt = RunAttempt.objects.create(run=run, number=1, started_at=timezone.now())
+    for second in range(7):
+        run_services.record_sample(
+            run.id, {"t": 1000.0 + second, "Innodb_checkpoint_age": second * 10}, attempt.id
+        )
+    run.refresh_from_db()
+    assert [sample["t"] for sample in run.live_samples] == [1002.0, 1003.0, 1004.0, 1005.0, 1006.0]
+    RunAttempt.objects.filter(id=attempt.id).update(ended_at=timezone.now())  # superseded
+    run_services.record_sample(run.id, {"t": 2000.0}, attempt.id)
+    run.refresh_from_db()
+    assert run.live_samples[-1]["t"] == 1006.0
+    figure = live_samples_chart(run.live_samples)
+    assert figure["data"] and not figure["layout"]["shapes"]  # the workload so far: no crash yet

@@ -79,6 +79,7 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
             services.run_spec(run),
             lambda message, percent: with_db(services.record_progress, run.id, message, percent, attempt.id),
             cancelled,
+            lambda sample: with_db(services.record_sample, run.id, sample, attempt.id),
         )
         with_db(services.record_host_reachable, run.host_id)
         if bundle.result.get("status") != "done" and bundle.result.get("permanent") is False:

@@ -30,6 +30,7 @@ from .transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,
     RunCancelled,
+    SampleCallback,
     TransportError,
     handle_event,
     runner_zip,
@@ -52,7 +53,11 @@ class SSHTransport:
         return asyncio.run(self._with_connection(self._probe, pin=True))
 
     def execute(
-        self, spec: RunSpec, on_progress: ProgressCallback, cancelled: threading.Event | None = None
+        self,
+        spec: RunSpec,
+        on_progress: ProgressCallback,
+        cancelled: threading.Event | None = None,
+        on_sample: SampleCallback | None = None,
     ) -> Bundle:
         if not self.host.host_key:
             raise TransportError(
@@ -63,7 +68,7 @@ class SSHTransport:
 
         async def run(conn):
             try:
-                work = self._execute(conn, spec, on_progress, cancelled or threading.Event())
+                work = self._execute(conn, spec, on_progress, cancelled or threading.Event(), on_sample)
                 return await asyncio.wait_for(work, RUNNER_HARD_LIMIT_S)
             except TimeoutError:
                 # Leaving the connection closes the runner's stdin: it stops its processes.
@@ -156,7 +161,12 @@ class SSHTransport:
         }
 
     async def _execute(
-        self, conn, spec: RunSpec, on_progress: ProgressCallback, cancelled: threading.Event
+        self,
+        conn,
+        spec: RunSpec,
+        on_progress: ProgressCallback,
+        cancelled: threading.Event,
+        on_sample: SampleCallback | None = None,
     ) -> Bundle:
         folder = await self._upload_runner(conn)
         quoted = {name: shlex.quote(f"{folder}/{name}") for name in ("runner.pyz", "spec.json", "bundle")}
@@ -173,7 +183,7 @@ class SSHTransport:
             try:
                 async for line in process.stdout:
                     # Django's ORM is synchronous: progress is written from a thread of its own.
-                    if not await asyncio.to_thread(handle_event, line, on_progress):
+                    if not await asyncio.to_thread(handle_event, line, on_progress, on_sample):
                         stray.append(line.rstrip())
                 await process.wait()
             finally:

@@ -37,6 +37,8 @@ RUNNER_PATH = RUNNER_PACKAGE / "runner.py"
 # The runner has its own time limits for each step; this only catches a runner that hangs.
 RUNNER_HARD_LIMIT_S = 24 * 3600
 ProgressCallback = Callable[[str, float | None], None]
+# A second's sample of the server's counters, as the runner took it (runner.py Sampler).
+SampleCallback = Callable[[dict], None]
 
 
 class TransportError(Exception):
@@ -89,8 +91,9 @@ def read_bundle(folder: Path) -> Bundle:
     return Bundle(result=result, files=files)
 
 
-def handle_event(line: str, on_progress: ProgressCallback) -> bool:
-    """Pass a progress line on; False when the line is not one of the runner's events."""
+def handle_event(line: str, on_progress: ProgressCallback, on_sample: SampleCallback | None = None) -> bool:
+    """Pass a progress line (and a sample, to whoever wants them) on; False when the line is not
+    one of the runner's events."""
     try:
         event = json.loads(line)
     except json.JSONDecodeError:
@@ -100,12 +103,16 @@ def handle_event(line: str, on_progress: ProgressCallback) -> bool:
     if event.get("event") == "progress":
         percent = event.get("percent")
         on_progress(str(event.get("message", "")), percent if isinstance(percent, int | float) else None)
+    elif event.get("event") == "sample" and on_sample is not None and isinstance(event.get("sample"), dict):
+        on_sample(event["sample"])
     return True
 
 
-def handle_events(stream, on_progress: ProgressCallback) -> list[str]:
+def handle_events(
+    stream, on_progress: ProgressCallback, on_sample: SampleCallback | None = None
+) -> list[str]:
     """Pass progress lines on as they arrive; return anything that was not an event."""
-    return [line.rstrip() for line in stream if not handle_event(line, on_progress)]
+    return [line.rstrip() for line in stream if not handle_event(line, on_progress, on_sample)]
 
 
 def drain(stream, into: list[str]) -> threading.Thread:
@@ -148,7 +155,11 @@ class LocalTransport:
         return {"facts": json.loads(done.stdout), "host_key": "", "host_key_fingerprint": ""}
 
     def execute(
-        self, spec: RunSpec, on_progress: ProgressCallback, cancelled: threading.Event | None = None
+        self,
+        spec: RunSpec,
+        on_progress: ProgressCallback,
+        cancelled: threading.Event | None = None,
+        on_sample: SampleCallback | None = None,
     ) -> Bundle:
         settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="bundle-", dir=settings.RUNNER_WORK_DIR) as tmp:
@@ -175,7 +186,7 @@ class LocalTransport:
             watcher = threading.Thread(target=close_on_cancel, args=(process, cancelled), daemon=True)
             watcher.start()
             try:
-                stray = handle_events(process.stdout, on_progress)
+                stray = handle_events(process.stdout, on_progress, on_sample)
                 process.wait()
             finally:
                 limit.cancel()

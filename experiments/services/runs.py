@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from workers.runner.contract import RunSpec
@@ -94,6 +95,26 @@ def record_progress(
     runs.update(**fields)
 
 
+# The run page's live chart keeps the last this many seconds; the whole set comes with the bundle.
+LIVE_SAMPLES_KEPT = 300
+
+
+def record_sample(run_id: int, sample: dict, attempt_id: int | None = None) -> None:
+    """A second's sample while the run goes, for its page: appended (the oldest dropped past
+    LIVE_SAMPLES_KEPT) in one UPDATE, only while the run runs under this attempt (a superseded
+    driver's samples are dropped, as its progress is). Running it twice keeps the sample twice,
+    which the live chart shows as one point: harmless."""
+    runs = Run.objects.filter(id=run_id, status=RunStatus.RUNNING)
+    if attempt_id is not None:
+        runs = runs.filter(attempt_rows__id=attempt_id, attempt_rows__ended_at__isnull=True)
+    appended = RawSQL(
+        "(CASE WHEN jsonb_array_length(live_samples) >= %s THEN live_samples - 0 ELSE live_samples END)"
+        " || jsonb_build_array(%s::jsonb)",
+        (LIVE_SAMPLES_KEPT, json.dumps(without_nul(sample))),
+    )
+    Run.objects.filter(id__in=runs.values("id")).update(live_samples=appended)
+
+
 def run_spec(run: Run) -> RunSpec:
     """What the host runner needs to execute a run, in the runner's own typed contract and
     checked by it here already (RunFailed, permanent, names a bad value); the transport sets the
@@ -178,6 +199,7 @@ def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) ->
             run.status = RunStatus.FAILED
             run.error = runner_error or "the host runner reported a failure without a reason"
         run.progress = ""
+        run.live_samples = []  # the bundle's samples.jsonl holds them all
         run.finished_at = timezone.now()
         run.save()
         if attempt_id is not None:

@@ -16,6 +16,12 @@
   window.RecoveryLab.poll(holder.dataset.liveUrl, function (answer) {
     if (answer.finished) { window.location.reload(); return false; }
     holder.innerHTML = answer.html;
+    const live = answer.run_figures && answer.run_figures.samples;
+    const chart = document.getElementById("samples-chart");
+    if (live && chart) {
+      if (!chart.classList.contains("js-plotly-plot")) chart.innerHTML = "";
+      window.RecoveryLab.draw(chart, live);
+    }
     return true;
   }, 2000);
 })();

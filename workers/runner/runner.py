@@ -273,8 +273,14 @@ def hold_work_dir(base: Path) -> None:
     HELD.append(handle)
 
 
+EMITTING = threading.Lock()  # the sampler's thread emits too: one whole line at a time
+
+
 def emit(event: str, **fields) -> None:
-    print(json.dumps({"event": event, **fields}), flush=True)
+    line = json.dumps({"event": event, **fields}) + "\n"
+    with EMITTING:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def progress(message: str, percent: float) -> None:
@@ -855,8 +861,10 @@ class Sampler(threading.Thread):
                 if sample is None:  # the connection ended: the server is gone
                     return
                 took_ms = round((time.monotonic() - asked) * 1000, 3)  # what sampling costs, kept with it
-                out.write(json.dumps({"t": round(moment, 3), "took_ms": took_ms, **sample}) + "\n")
+                sample = {"t": round(moment, 3), "took_ms": took_ms, **sample}
+                out.write(json.dumps(sample) + "\n")
                 out.flush()
+                emit("sample", sample=sample)  # for the run page while the run goes
                 self.taken += 1
                 due += SAMPLE_INTERVAL_S
                 self._stopping.wait(max(0.0, due - time.monotonic()))
