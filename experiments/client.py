@@ -407,7 +407,8 @@ def command_gate(api: Api, args, out) -> int:
     if failed_runs:
         print(f"note: {failed_runs} run(s) of experiment {experiment['id']} failed", file=out)
     if regressions:
-        page = api.page(f"/compare/?experiments={args.baseline},{experiment['id']}")
+        ignored = f"&ignore={','.join(changed)}" if changed else ""
+        page = api.page(f"/compare/?experiments={args.baseline},{experiment['id']}{ignored}")
         print(f"\nFAIL: {regressions} significant slowdown(s) beyond {threshold:.0%} ({page})", file=out)
         return EXIT_REGRESSION
     print(f"\nPASS: no significant slowdown beyond {threshold:.0%}", file=out)

@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 from django.views.decorators.http import require_POST
 
 from . import charts, pages, run_charts, services
-from .api import PROBE_HOST, comparison, parse_experiment_ids
+from .api import PROBE_HOST, comparison, parse_experiment_ids, parse_ignored
 from .archive import ArchiveRejected, import_experiment
 from .definition import DefinitionError
 from .explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
@@ -416,15 +416,18 @@ def compare_page(request):
         return render(request, "experiments/compare.html", context)
     try:
         ids = parse_experiment_ids(text)
+        ignore = parse_ignored(request.GET.get("ignore", ""))
     except ValueError as exc:
         context["error"] = str(exc)
         return render(request, "experiments/compare.html", context, status=400)
-    result = comparison(ids)
+    result = comparison(ids, ignore)
+    query = f"experiments={','.join(map(str, ids))}"
     context.update(
         selected=ids,
         result=result,
         table=pages.comparison_table(result),
         figure=charts.compare_chart(result),
-        csv_query=f"experiments={','.join(map(str, ids))}",
+        csv_query=query,
+        api_query=query + (f"&ignore={','.join(sorted(ignore))}" if ignore else ""),
     )
     return render(request, "experiments/compare.html", context)

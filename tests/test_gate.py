@@ -52,6 +52,24 @@ def artifact(name: str, done: subprocess.CompletedProcess) -> None:
     (folder / name).write_text(f"exit {done.returncode}\n{done.stdout}{done.stderr}")
 
 
+def gate(live_server, token: str, definition_file: str, baseline_id: int, kept_as: str):
+    """`recovery-lab gate` against the baseline at 25%, its output kept for the reviewer."""
+    done = client(
+        live_server,
+        token,
+        "gate",
+        definition_file,
+        "--baseline",
+        str(baseline_id),
+        "--max-slowdown",
+        "25%",
+        "--poll",
+        "1",
+    )
+    artifact(kept_as, done)
+    return done
+
+
 def written(folder: Path, name: str, body: dict) -> str:
     path = folder / name
     path.write_text(yaml.safe_dump(body))
@@ -82,19 +100,7 @@ def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     assert baseline.stdout.count(" done ") >= 3  # the runs table: three runs done
 
     same = written(tmp_path, "same.yaml", definition("gate: the same settings", 3000))
-    passed = client(
-        live_server,
-        token,
-        "gate",
-        same,
-        "--baseline",
-        str(baseline_id),
-        "--max-slowdown",
-        "25%",
-        "--poll",
-        "1",
-    )
-    artifact("gate-pass.txt", passed)
+    passed = gate(live_server, token, same, baseline_id, "gate-pass.txt")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "PASS: no significant slowdown beyond 25%" in passed.stdout
     assert "changed from the baseline" not in passed.stdout  # the server's defaults are no change
@@ -104,11 +110,8 @@ def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     # same speed), matched on everything but the build.
     on_build = definition("gate: another build", 3000)
     on_build["parameters"]["server_build"] = [candidate_build]
-    other_build = client(
-        live_server, token, "gate", written(tmp_path, "build.yaml", on_build), "--baseline", str(baseline_id),
-        "--max-slowdown", "25%", "--poll", "1",
-    )  # fmt: skip
-    artifact("gate-build.txt", other_build)
+    built = written(tmp_path, "build.yaml", on_build)
+    other_build = gate(live_server, token, built, baseline_id, "gate-build.txt")
     assert other_build.returncode == 0, other_build.stdout + other_build.stderr
     assert "changed from the baseline (left out of the match): server_build" in other_build.stdout
     assert re.search(
@@ -116,19 +119,7 @@ def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     )
 
     slower = written(tmp_path, "slower.yaml", definition("gate: ten times the redo", 30000))
-    failed = client(
-        live_server,
-        token,
-        "gate",
-        slower,
-        "--baseline",
-        str(baseline_id),
-        "--max-slowdown",
-        "25%",
-        "--poll",
-        "1",
-    )
-    artifact("gate-fail.txt", failed)
+    failed = gate(live_server, token, slower, baseline_id, "gate-fail.txt")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     row = next(line for line in failed.stdout.splitlines() if "recovery_seconds" in line)
     assert "REGRESSION: slower beyond 25%" in row

@@ -16,6 +16,25 @@ from .conftest import wait_for
 SYSTEM_SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
 
 
+def on_builds(name: str, builds: list[str], events: int = 10) -> dict:
+    """A small InnoDB definition sweeping `builds`."""
+    return {
+        "name": name,
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"server_build": builds},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 1,
+            "table_size": 5000,
+            "threads": 2,
+            "events": events,
+        },
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 1,
+    }
+
+
 @pytest.fixture
 def copied_build():
     """A second build: a copy of the system's server under builds/copy/bin (a binary tarball
@@ -39,15 +58,7 @@ def test_the_probe_lists_the_system_server_and_each_build_with_its_version(copie
 def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api, local_host):
     local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
     local_host.save()
-    body = {
-        "name": "builds",
-        "hosts": ["local"],
-        "engines": ["innodb"],
-        "parameters": {"server_build": ["system", "11.4-debug"]},
-        "workload": {"name": "oltp_write_only", "tables": 1, "table_size": 100, "threads": 1, "events": 10},
-        "crash": {"method": "sigkill", "when": "after_workload"},
-        "repetitions": 1,
-    }
+    body = on_builds("builds", ["system", "11.4-debug"])
     answer = api.post("/api/experiments/", body, format="json")
     assert answer.status_code == 400
     assert "has no server build 11.4-debug (it has: system)" in answer.json()["parameters.server_build"][0]
@@ -62,15 +73,7 @@ def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api
 def test_a_build_unpacked_since_the_last_probe_is_found_by_probing_again(api, local_host, copied_build):
     local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
     local_host.save()
-    body = {
-        "name": "the build a CI job just handed over",
-        "hosts": ["local"],
-        "engines": ["innodb"],
-        "parameters": {"server_build": ["copy"]},
-        "workload": {"name": "oltp_write_only", "tables": 1, "table_size": 100, "threads": 1, "events": 10},
-        "crash": {"method": "sigkill", "when": "after_workload"},
-        "repetitions": 1,
-    }
+    body = on_builds("the build a CI job just handed over", ["copy"])
     answer = api.post("/api/experiments/", body, format="json")
     assert answer.status_code == 201, answer.content
     local_host.refresh_from_db()
@@ -85,21 +88,8 @@ def test_a_sweep_of_builds_runs_each_builds_own_server_and_charts_across_them(
     probed = staff_api.post(f"/api/hosts/{local_host.id}/probe/")
     assert probed.status_code == 200, probed.content
     assert {b["name"] for b in probed.json()["facts"]["server_builds"]} == {"system", "copy"}
-    body = {
-        "name": "the same definition on two builds",
-        "hosts": ["local"],
-        "engines": ["innodb"],
-        "parameters": {"server_build": ["system", "copy"], "redo_log_size": ["128M"]},
-        "workload": {
-            "name": "oltp_write_only",
-            "tables": 1,
-            "table_size": 5000,
-            "threads": 2,
-            "events": 2000,
-        },
-        "crash": {"method": "sigkill", "when": "after_workload"},
-        "repetitions": 1,
-    }
+    body = on_builds("the same definition on two builds", ["system", "copy"], events=2000)
+    body["parameters"]["redo_log_size"] = ["128M"]
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
     runs = Run.objects.filter(experiment_id=created.json()["id"])
