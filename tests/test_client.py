@@ -21,7 +21,7 @@ CLIENT = ROOT / ".venv" / "bin" / "recovery-lab"
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def client(url: str, token: str, *args: str) -> subprocess.CompletedProcess:
+def run_cli(url: str, token: str, *args: str) -> subprocess.CompletedProcess:
     environment = {"RECOVERY_LAB_URL": url, "RECOVERY_LAB_TOKEN": token, "PATH": "/usr/bin:/bin"}
     return subprocess.run([str(CLIENT), *args], capture_output=True, text=True, env=environment, timeout=120)
 
@@ -38,7 +38,7 @@ def test_a_bad_definition_is_refused_with_the_servers_message_per_field_and_noth
     path.write_text(
         yaml.safe_dump({"name": "bad", "hosts": ["local"], "engines": ["oracle"], "repetitions": 1})
     )
-    done = client(live_server.url, token, "run", str(path), "--wait")
+    done = run_cli(live_server.url, token, "run", str(path), "--wait")
     assert done.returncode == 2
     assert "HTTP 400" in done.stderr and "engines" in done.stderr and "oracle" in done.stderr
     assert Experiment.objects.count() == 0
@@ -53,15 +53,15 @@ def test_a_definition_file_that_is_no_definition_is_refused_before_any_request(
 ):
     path = tmp_path / "definition.yaml"
     path.write_text(text)
-    done = client(live_server.url, token, "run", str(path))
+    done = run_cli(live_server.url, token, "run", str(path))
     assert done.returncode == 2 and said in done.stderr
-    assert client(live_server.url, token, "run", str(tmp_path / "missing.yaml")).returncode == 2
+    assert run_cli(live_server.url, token, "run", str(tmp_path / "missing.yaml")).returncode == 2
 
 
 def test_an_unreachable_server_and_a_wrong_token_exit_2_with_what_to_check(live_server, token, db):
-    refused = client(live_server.url, "not-a-token", "compare", "1", "2")
+    refused = run_cli(live_server.url, "not-a-token", "compare", "1", "2")
     assert refused.returncode == 2 and "refused the token (HTTP 401" in refused.stderr
-    unreachable = client("http://127.0.0.1:9", token, "compare", "1", "2")
+    unreachable = run_cli("http://127.0.0.1:9", token, "compare", "1", "2")
     assert unreachable.returncode == 2 and "cannot reach http://127.0.0.1:9" in unreachable.stderr
     nothing = subprocess.run([str(CLIENT), "compare", "1", "2"], capture_output=True, text=True, env={})
     assert nothing.returncode == 2 and "RECOVERY_LAB_URL" in nothing.stderr
@@ -80,9 +80,9 @@ def two_builds(slowdown: float) -> tuple[Experiment, Experiment]:
 
 def test_compare_matches_cells_only_with_the_changed_setting_ignored(live_server, token):
     baseline, candidate = two_builds(3.0)
-    unmatched = client(live_server.url, token, "compare", str(baseline.id), str(candidate.id))
+    unmatched = run_cli(live_server.url, token, "compare", str(baseline.id), str(candidate.id))
     assert unmatched.returncode == 2 and "no cell in common" in unmatched.stderr
-    matched = client(
+    matched = run_cli(
         live_server.url, token, "compare", str(baseline.id), str(candidate.id), "--ignore", "buffer_pool_size"
     )
     assert matched.returncode == 0, matched.stderr
@@ -94,7 +94,7 @@ def test_compare_matches_cells_only_with_the_changed_setting_ignored(live_server
 def test_export_writes_the_experiments_runs_as_csv(live_server, token, tmp_path):
     baseline, _ = two_builds(1.0)
     target = tmp_path / "runs.csv"
-    done = client(live_server.url, token, "export", str(baseline.id), "-o", str(target))
+    done = run_cli(live_server.url, token, "export", str(baseline.id), "-o", str(target))
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
     assert len(rows) == 3 and {float(r["recovery_seconds"]) for r in rows} == set(noisy(1, 3, 1.0))
@@ -109,7 +109,7 @@ def test_the_gate_refuses_a_sweep_of_the_setting_it_changes_before_queueing_anyt
     )
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump({"name": "sweep", "parameters": {"buffer_pool_size": ["16M", "32M"]}}))
-    done = client(live_server.url, token, "gate", str(path), "--baseline", str(baseline.id))
+    done = run_cli(live_server.url, token, "gate", str(path), "--baseline", str(baseline.id))
     assert done.returncode == 2 and "parameters.buffer_pool_size differs" in done.stderr
     assert Experiment.objects.count() == 2  # nothing new queued
 
@@ -152,3 +152,14 @@ def test_changed_settings_are_the_ones_whose_values_differ():
     assert changed_settings(baseline, {"parameters": {"server_build": "system"}}) == []
     options = {"parameters": {}, "server_options": {"innodb_doublewrite": [0]}}
     assert changed_settings(options, {"parameters": {}}) == ["innodb_doublewrite"]
+
+
+def test_the_compare_page_matches_on_all_but_the_settings_left_out(client, user):
+    baseline, candidate = two_builds(3.0)
+    client.force_login(user)
+    ids = f"{baseline.id},{candidate.id}"
+    unmatched = client.get("/compare/", {"experiments": ids}).content.decode()
+    assert "nothing to match" in unmatched
+    page = client.get("/compare/", {"experiments": ids, "ignore": "buffer_pool_size"}).content.decode()
+    assert "matched on all but buffer_pool_size" in page and "Slower beyond the noise" in page
+    assert client.get("/compare/", {"experiments": ids, "ignore": "a b"}).status_code == 400
