@@ -70,7 +70,9 @@ def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api
 
 
 @pytest.mark.django_db
-def test_a_build_unpacked_since_the_last_probe_is_found_by_probing_again(api, local_host, copied_build):
+def test_a_build_unpacked_since_the_last_probe_is_found_by_probing_again(
+    api, client, user, local_host, copied_build
+):
     local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
     local_host.save()
     body = on_builds("the build a CI job just handed over", ["copy"])
@@ -78,6 +80,8 @@ def test_a_build_unpacked_since_the_last_probe_is_found_by_probing_again(api, lo
     assert answer.status_code == 201, answer.content
     local_host.refresh_from_db()
     assert "copy" in [build["name"] for build in local_host.facts["server_builds"]]
+    client.force_login(user)
+    assert ">copy</span>" in client.get("/hosts/").content.decode()  # the hosts page lists it
 
 
 @pytest.mark.mariadb
