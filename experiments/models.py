@@ -246,10 +246,11 @@ class Run(RunMetrics):
     phases = models.JSONField(default=dict, blank=True)
     # The seconds before the crash: the runner's per-second samples as levels and rates
     # (experiments/seconds.py); and after it: the restart's timeline beside the clean start.
-    samples = models.JSONField(default=dict, blank=True)
-    timeline = models.JSONField(default=dict, blank=True)
+    # (Defaults in the database too: rows written by SQL of its own, as the benchmarks' are.)
+    samples = models.JSONField(default=dict, db_default={}, blank=True)
+    timeline = models.JSONField(default=dict, db_default={}, blank=True)
     # While the run goes: the runner's latest samples as it sent them (raw), for the live chart.
-    live_samples = models.JSONField(default=list, blank=True)
+    live_samples = models.JSONField(default=list, db_default=[], blank=True)
     # Values the analysis must not trust (impossible durations): left out of charts and
     # statistics unless asked. Set by the analysis, recomputed at every re-parse.
     suspect = models.BooleanField(default=False)

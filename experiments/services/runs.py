@@ -6,8 +6,19 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
-from django.db.models.expressions import RawSQL
+from django.db.models import (
+    Case,
+    Count,
+    ExpressionWrapper,
+    F,
+    Func,
+    IntegerField,
+    JSONField,
+    Q,
+    Value,
+    When,
+)
+from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
 from workers.runner.contract import RunSpec
@@ -107,11 +118,16 @@ def record_sample(run_id: int, sample: dict, attempt_id: int | None = None) -> N
     runs = Run.objects.filter(id=run_id, status=RunStatus.RUNNING)
     if attempt_id is not None:
         runs = runs.filter(attempt_rows__id=attempt_id, attempt_rows__ended_at__isnull=True)
-    appended = RawSQL(
-        "(CASE WHEN jsonb_array_length(live_samples) >= %s THEN live_samples - 0 ELSE live_samples END)"
-        " || jsonb_build_array(%s::jsonb)",
-        (LIVE_SAMPLES_KEPT, json.dumps(without_nul(sample))),
+    samples = F("live_samples")
+    count = Func(samples, function="jsonb_array_length", output_field=IntegerField())
+    # jsonb - 0 drops the first element; a || b appends
+    kept = Case(
+        When(GreaterThanOrEqual(count, LIVE_SAMPLES_KEPT), then=ExpressionWrapper(samples - 0, JSONField())),
+        default=samples,
+        output_field=JSONField(),
     )
+    sample_array = Func(Value(without_nul(sample), JSONField()), function="jsonb_build_array")
+    appended = Func(kept, sample_array, function="", arg_joiner=" || ", output_field=JSONField())
     Run.objects.filter(id__in=runs.values("id")).update(live_samples=appended)
 
 
