@@ -378,31 +378,35 @@ def planner_page(request):
     return render(request, "experiments/planner.html", context, status=400 if form.errors else 200)
 
 
-def _compared(request) -> list[int]:
-    """The experiments a compare report is about, from ?experiments=A,B (400 with the reason on a
-    bad list or an unknown id)."""
+def _compared(request) -> tuple[list[int], frozenset]:
+    """The experiments a compare report is about, from ?experiments=A,B, and the settings left
+    out of the match (?ignore=); 400 with the reason on a bad list or an unknown id."""
     try:
-        return parse_experiment_ids(request.GET.get("experiments", ""))
+        return parse_experiment_ids(request.GET.get("experiments", "")), parse_ignored(
+            request.GET.get("ignore", "")
+        )
     except ValueError as exc:
         raise BadRequest(str(exc)) from exc
 
 
-def _compare_page(ids: list[int]) -> str:
-    return f"{reverse('compare-report')}?experiments={','.join(map(str, ids))}"
+def _compare_page(ids: list[int], ignore: frozenset) -> str:
+    ignored = f"&ignore={','.join(sorted(ignore))}" if ignore else ""
+    return f"{reverse('compare-report')}?experiments={','.join(map(str, ids))}{ignored}"
 
 
 @login_required
 def compare_report(request):
-    ids = _compared(request)
-    context = pages.compare_report_context(comparison(ids))
-    return HttpResponse(_report_html(request, "experiments/compare_report.html", context, _compare_page(ids)))
+    ids, ignore = _compared(request)
+    context = pages.compare_report_context(comparison(ids, ignore))
+    page = _compare_page(ids, ignore)
+    return HttpResponse(_report_html(request, "experiments/compare_report.html", context, page))
 
 
 @login_required
 def compare_report_pdf(request):
-    ids = _compared(request)
-    context = {**pages.compare_report_context(comparison(ids)), "printing": True}
-    html = _report_html(request, "experiments/compare_report.html", context, _compare_page(ids))
+    ids, ignore = _compared(request)
+    context = {**pages.compare_report_context(comparison(ids, ignore)), "printing": True}
+    html = _report_html(request, "experiments/compare_report.html", context, _compare_page(ids, ignore))
     title = "Comparison of " + " and ".join(f"#{i}" for i in ids)
     return _pdf_response(request, html, title, f"compare-{'-'.join(map(str, ids))}.pdf")
 

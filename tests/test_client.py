@@ -163,3 +163,9 @@ def test_the_compare_page_matches_on_all_but_the_settings_left_out(client, user)
     page = client.get("/compare/", {"experiments": ids, "ignore": "buffer_pool_size"}).content.decode()
     assert "matched on all but buffer_pool_size" in page and "Slower beyond the noise" in page
     assert client.get("/compare/", {"experiments": ids, "ignore": "a b"}).status_code == 400
+    assert (
+        f'?experiments={ids}&amp;ignore=buffer_pool_size" id="compare-report-link"' in page
+    )  # links keep it
+    report = client.get("/compare/report/", {"experiments": ids, "ignore": "buffer_pool_size"})
+    assert report.status_code == 200 and "slower in #" in report.content.decode()
+    assert client.get("/compare/report/", {"experiments": ids, "ignore": "a;b"}).status_code == 400
