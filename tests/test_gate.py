@@ -1,7 +1,8 @@
 """The regression gate end to end: the installed `recovery-lab` console script against the real
 web application (live server), Celery worker, private mariadbd and sysbench. The baseline is run
-with `run --wait`; the gate then passes the same settings and fails much more redo with exit 1
-and the table. The run page of a live run shows its seconds before and after the crash."""
+with `run --wait`; the gate then passes the same settings, passes the same definition on another
+build (matched on all but the build) and fails ten times the redo with exit 1 and the table. The
+run page of one of those runs shows its seconds before and after the crash."""
 
 import re
 import shutil
