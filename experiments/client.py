@@ -14,7 +14,8 @@ is refused with a message per field and nothing is queued.
 
 Exit codes: 0 done (the gate passed); 1 the gate found a regression (a slowdown the statistics
 call significant, beyond the threshold); 2 nothing could be decided (bad definition, the server
-unreachable or refusing the token, no run finished, no cell matching the baseline); 3 `run
+unreachable or refusing the token, no run finished, no cell matching the baseline, too few runs
+for an interval); 3 `run
 --wait` / `wait`: the experiment finished but some of its runs failed.
 """
 
@@ -237,10 +238,14 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     return "faster", False
 
 
-def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple[list[list[str]], int]:
-    """The table a reviewer reads (a row per cell and metric) and how many rows are regressions."""
+UNDECIDED = ("not compared", "no interval")
+
+
+def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple[list[list[str]], int, int]:
+    """The table a reviewer reads (a row per cell and metric), how many rows are regressions and
+    how many could not be decided (no values, or too few runs for an interval)."""
     first, second = (str(i) for i in result["experiments"][:2])
-    rows, regressions = [], 0
+    rows, regressions, undecided = [], 0, 0
     for cell in result["cells"]:
         settings = " ".join(
             f"{k}={v}" for k, v in sorted({**cell["parameters"], **cell["server_options"]}.items())
@@ -252,6 +257,7 @@ def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple
                 continue
             said, regression = verdict(block, threshold)
             regressions += regression
+            undecided += said.startswith(UNDECIDED)
             ci = block.get("ratio_ci")
             rows.append(
                 [
@@ -267,7 +273,7 @@ def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple
                     said,
                 ]
             )
-    return rows, regressions
+    return rows, regressions, undecided
 
 
 def _side(summary: dict | None) -> str:
@@ -291,8 +297,7 @@ COMPARISON_HEADERS = ["engine", "matched on", "changed", "metric", "A", "B", "B/
 
 def compare(api: Api, first: int, second: int, metrics: list[str], threshold: float, ignore=()) -> tuple:
     result = api.get("/api/compare/", experiments=f"{first},{second}", ignore=",".join(sorted(ignore)))
-    rows, regressions = comparison_rows(result, metrics, threshold)
-    return result, rows, regressions
+    return result, *comparison_rows(result, metrics, threshold)
 
 
 def changed_settings(baseline: dict, candidate: dict) -> list[str]:
@@ -342,7 +347,7 @@ def _finished(experiment: dict, out) -> int:
 
 
 def command_compare(api: Api, args, out) -> int:
-    result, rows, _ = compare(api, args.a, args.b, args.metric or list(DEFAULT_METRICS), 0.0, args.ignore)
+    result, rows, _, _ = compare(api, args.a, args.b, args.metric or list(DEFAULT_METRICS), 0.0, args.ignore)
     if args.json:
         print(json.dumps(result, indent=2), file=out)
         return EXIT_OK
@@ -393,7 +398,9 @@ def command_gate(api: Api, args, out) -> int:
     if not any(run["status"] == "done" for run in finished["runs"]):
         print(runs_table(finished), file=out)
         raise ClientError(f"no run of experiment {experiment['id']} finished: nothing to compare")
-    result, rows, regressions = compare(api, args.baseline, experiment["id"], metrics, threshold, changed)
+    result, rows, regressions, undecided = compare(
+        api, args.baseline, experiment["id"], metrics, threshold, changed
+    )
     if not rows:
         raise ClientError(
             f"no cell of experiment {experiment['id']} matches one of the baseline {args.baseline} "
@@ -411,6 +418,11 @@ def command_gate(api: Api, args, out) -> int:
         page = api.page(f"/compare/?experiments={args.baseline},{experiment['id']}{ignored}")
         print(f"\nFAIL: {regressions} significant slowdown(s) beyond {threshold:.0%} ({page})", file=out)
         return EXIT_REGRESSION
+    if undecided:  # a pass must stand on intervals: one run a side can never be significant
+        raise ClientError(
+            f"{undecided} comparison(s) could not be decided (no values on one side, or fewer than 2 "
+            "runs a side): repeat the runs (3 or more repetitions) before trusting a pass"
+        )
     print(f"\nPASS: no significant slowdown beyond {threshold:.0%}", file=out)
     return EXIT_OK
 

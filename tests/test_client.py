@@ -10,7 +10,7 @@ import pytest
 import yaml
 from rest_framework.authtoken.models import Token
 
-from experiments.client import ClientError, changed_settings, parse_threshold, verdict
+from experiments.client import ClientError, changed_settings, comparison_rows, parse_threshold, verdict
 from experiments.models import Experiment
 
 from .factories import ExperimentFactory
@@ -169,3 +169,26 @@ def test_the_compare_page_matches_on_all_but_the_settings_left_out(client, user)
     report = client.get("/compare/report/", {"experiments": ids, "ignore": "buffer_pool_size"})
     assert report.status_code == 200 and "slower in #" in report.content.decode()
     assert client.get("/compare/report/", {"experiments": ids, "ignore": "a;b"}).status_code == 400
+
+
+def test_rows_without_an_interval_are_counted_as_undecided():
+    def cell(block):
+        return {
+            "engine": "innodb",
+            "parameters": {},
+            "server_options": {},
+            "metrics": {"recovery_seconds": block},
+        }
+
+    result = {
+        "experiments": [1, 2],
+        "cells": [
+            cell(
+                {"1": {"n": 1, "median": 1.0}, "2": {"n": 1, "median": 3.0}, "ratio": 3.0, "ratio_ci": None}
+            ),
+            cell({"ratio": 1.5, "ratio_ci": [1.3, 1.7], "significant": True, "p_value": 0.001}),
+        ],
+    }
+    rows, regressions, undecided = comparison_rows(result, ["recovery_seconds"], 0.1)
+    assert (len(rows), regressions, undecided) == (2, 1, 1)
+    assert rows[0][-1] == "no interval: fewer than 2 runs a side" and rows[0][4] == "1.000 (n=1)"
