@@ -7,6 +7,8 @@ A row is a dict of one Run's columns (`ROW_FIELDS`, as `QuerySet.values()` gives
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from workers.runner.contract import SYSTEM_BUILD
+
 from . import stats
 from .metrics import NUMERIC_METRICS
 from .vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
@@ -182,7 +184,7 @@ def varied_axes(rows: list[dict]) -> list[str]:
             values[name].add(str(row["parameters"].get(name, 0 if name == "binlog_files" else None)))
         for name, value in row["server_options"].items():
             values[name].add(str(value))
-        values["server_build"].add(row["parameters"].get("server_build", "system"))
+        values["server_build"].add(row["parameters"].get("server_build", SYSTEM_BUILD))
     order = [*PARAMETER_ORDER, "engine", "host", "server_build", "server_version"]
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

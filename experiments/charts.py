@@ -3,6 +3,8 @@ receive them from a JSON endpoint; no chart logic lives in templates or scripts.
 
 from collections import defaultdict
 
+from workers.runner.contract import SYSTEM_BUILD
+
 from . import stats
 from .cells import ENGINE_NAMES, PARAMETER_LABELS, Cell, analysable, hover_text, settings_text
 from .vocabulary import ENGINE_COLOURS
@@ -91,7 +93,7 @@ def axis_value(row: dict, axis: str):
     if axis == "server_version":
         return row["server_version"] or "unknown"
     if axis == "server_build":
-        return row["parameters"].get("server_build", "system")
+        return row["parameters"].get("server_build", SYSTEM_BUILD)
     if axis in row["server_options"]:
         return str(row["server_options"][axis])
     if axis in row["parameters"]:

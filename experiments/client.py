@@ -33,11 +33,13 @@ import yaml
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from workers.runner.contract import SYSTEM_BUILD
+
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
 FINISHED = ("done", "partial", "failed", "cancelled")
 DEFAULT_METRICS = ("recovery_seconds",)
 # Parameters a stored definition leaves out unless named, and what their absence means.
-UNSTORED_DEFAULTS = {"server_build": "system"}
+UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD}
 THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
 
 

@@ -5,6 +5,8 @@ Django. The numbers come from stats.compare; the sentences are built from them."
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 
+from workers.runner.contract import SYSTEM_BUILD
+
 from . import stats
 from .cells import ENGINE_NAMES, analysable, settings_text
 
@@ -143,7 +145,7 @@ def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
                 if name in row["parameters"] or name in row["server_options"]
             }
             if not values and name == "server_build":
-                values = {"system"}  # named by none of its runs: the system's build
+                values = {SYSTEM_BUILD}  # named by none of its runs: the system's build
             if values:
                 found.setdefault(str(side), {})[name] = sorted(values)
     return found

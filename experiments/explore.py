@@ -24,6 +24,8 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
+from workers.runner.contract import SYSTEM_BUILD
+
 from .cells import ENGINE_NAMES
 from .charts import AXIS_TITLES, PARAMETER_UNITS
 from .metrics import LABELS, NUMERIC_METRICS, UNITS
@@ -43,7 +45,7 @@ CATEGORIES = {
     "host": F("host_label"),
     "crash_method": F("crash_method"),
     # Runs that named no build ran the host's installed server.
-    "server_build": Coalesce(KT("parameters__server_build"), Value("system"), output_field=TextField()),
+    "server_build": Coalesce(KT("parameters__server_build"), Value(SYSTEM_BUILD), output_field=TextField()),
 }
 X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
 Y_AXES = NUMERIC_METRICS

@@ -18,6 +18,8 @@ OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
 # A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
 BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 BUILDS_DIR = "builds"
+# The build a run names no build for (and the name the probe gives the installed server).
+SYSTEM_BUILD = "system"
 WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
 ENGINES = ("innodb", "rocksdb")
 WORKLOADS = (
@@ -98,7 +100,7 @@ class RunSpec:
         for key in ("buffer_pool_size", "redo_log_size"):
             if key in self.parameters and not SIZE.match(str(self.parameters[key])):
                 raise RunFailed(f"{key} {self.parameters[key]!r} is not a size like 256M")
-        build = self.parameters.get("server_build", "system")
+        build = self.parameters.get("server_build", SYSTEM_BUILD)
         if not isinstance(build, str) or not BUILD_NAME.match(build):
             raise RunFailed(f"server_build {build!r} is not a build name")
         files = self.parameters.get("binlog_files", 0)

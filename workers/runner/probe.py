@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 try:
-    from .contract import BUILD_NAME, BUILDS_DIR
+    from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 except ImportError:  # run as a script beside contract.py
-    from contract import BUILD_NAME, BUILDS_DIR
+    from contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
 
@@ -128,10 +128,10 @@ def server_builds(work_dir: str) -> list[dict]:
     builds = []
     system = _which("mariadbd") or _which("mysqld")
     if system:
-        builds.append({"name": "system", "path": system, "version": _server_version(system)})
+        builds.append({"name": SYSTEM_BUILD, "path": system, "version": _server_version(system)})
     folder = Path(work_dir) / BUILDS_DIR
     for base in sorted(folder.iterdir()) if folder.is_dir() else []:
-        programs = build_programs(base) if BUILD_NAME.match(base.name) and base.name != "system" else None
+        programs = build_programs(base) if BUILD_NAME.match(base.name) and base.name != SYSTEM_BUILD else None
         if programs:
             builds.append(
                 {

@@ -36,10 +36,26 @@ from dataclasses import asdict
 from pathlib import Path
 
 try:
-    from .contract import BUILDS_DIR, CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
+    from .contract import (
+        BUILDS_DIR,
+        CONTRACT_VERSION,
+        POWER_CUT_FILE,
+        SYSTEM_BUILD,
+        RunFailed,
+        RunSpec,
+        size_bytes,
+    )
     from .probe import build_programs, host_facts
 except ImportError:  # run as a script: python3 runner.py
-    from contract import BUILDS_DIR, CONTRACT_VERSION, POWER_CUT_FILE, RunFailed, RunSpec, size_bytes
+    from contract import (
+        BUILDS_DIR,
+        CONTRACT_VERSION,
+        POWER_CUT_FILE,
+        SYSTEM_BUILD,
+        RunFailed,
+        RunSpec,
+        size_bytes,
+    )
     from probe import build_programs, host_facts
 
 POLL_S = 0.005
@@ -375,7 +391,7 @@ class Server:
         self.port = free_port()
         self.process: subprocess.Popen | None = None
         self.programs = server_programs(
-            Path(spec["work_dir"]), spec["parameters"].get("server_build", "system")
+            Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
         )
         self.mariadbd = self.programs["server"]
         self.client = self.programs["client"] or find_binary("mariadb", "mysql")
@@ -566,7 +582,7 @@ class Server:
 def server_programs(work_dir: Path, build: str) -> dict:
     """The programs of the build a run names: the system's installed server, or the build in
     WORK_DIR/builds/NAME/ (the host probe lists them)."""
-    if build == "system":
+    if build == SYSTEM_BUILD:
         return {
             "server": find_binary("mariadbd", "mysqld"),
             "installer": None,
