@@ -2,10 +2,8 @@
 the restart after it, as a timeline beside the clean start. Plotly figure dicts from the run's
 `samples` and `timeline` (experiments/seconds.py); no Django."""
 
-import json
-
 from .charts import PALETTE, base_layout
-from .seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, sample_series
+from .seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, is_sample, series_of
 
 MB = 1e-6
 # Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of
@@ -103,8 +101,7 @@ def samples_chart(samples: dict, crash_method: str = "") -> dict:
 def live_samples_chart(live_samples: list) -> dict:
     """While the run goes: its latest seconds as the runner sent them, charted like the final
     ones (no crash yet to mark)."""
-    text = "\n".join(json.dumps(sample) for sample in live_samples).encode()
-    samples, _ = sample_series(text, {})
+    samples = series_of([sample for sample in live_samples if is_sample(sample)], {})
     figure = samples_chart(samples) if samples else {"data": [], "layout": {}}
     if not figure["data"]:
         return figure

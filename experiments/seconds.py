@@ -44,8 +44,7 @@ SYSBENCH_INTERVAL = re.compile(rb"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)
 
 
 def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> tuple[dict, list[str]]:
-    """{"t": [seconds since the workload started], "series": {name: [value or None]},
-    "sysbench": {"t", "tps"}, "crash_at", "workload_ended_at"} and warnings. Lines that are not
+    """The series of a samples.jsonl file (see series_of) and warnings. Lines that are not
     samples (a file cut short by the crash) are skipped and counted."""
     rows, skipped = [], 0
     for line in samples.splitlines():
@@ -54,14 +53,25 @@ def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> 
         except ValueError:
             skipped += 1
             continue
-        if isinstance(row, dict) and isinstance(row.get("t"), int | float):
+        if is_sample(row):
             rows.append(row)
         elif line.strip():
             skipped += 1
     warnings = [f"samples: {skipped} line(s) that are no sample were skipped"] if skipped else []
+    return series_of(rows, times, sysbench_report), warnings
+
+
+def is_sample(row) -> bool:
+    return isinstance(row, dict) and isinstance(row.get("t"), int | float)
+
+
+def series_of(rows: list[dict], times: dict, sysbench_report: bytes = b"") -> dict:
+    """{"t": [seconds since the workload started], "series": {name: [value or None]},
+    "sysbench": {"t", "tps"}, "crash_at", "workload_ended_at"} from samples ({"t", counter:
+    value, ...}); {} without any."""
     if not rows:
-        return {}, warnings
-    rows.sort(key=lambda row: row["t"])
+        return {}
+    rows = sorted(rows, key=lambda row: row["t"])
     zero = times.get("workload_started") or rows[0]["t"]
     moments = [row["t"] - zero for row in rows]
     series: dict[str, list] = {}
@@ -87,7 +97,7 @@ def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> 
     intervals = SYSBENCH_INTERVAL.findall(sysbench_report)
     if intervals:
         found["sysbench"] = {"t": [float(s) for s, _ in intervals], "tps": [float(v) for _, v in intervals]}
-    return found, warnings
+    return found
 
 
 def _total(row: dict, counters: tuple) -> int | None:
