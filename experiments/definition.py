@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
+from workers.runner import contract
+
 from .units import SizeError, format_size, parse_size
 from .vocabulary import (
     CRASH_METHOD_NAMES,
@@ -29,7 +31,7 @@ MAX_RUNS = 200
 
 EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9 _.,:()/+%=@#-]{1,200}$")
 HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+BUILD_NAME = contract.BUILD_NAME
 TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._:+#/-]{0,39}$")
 MAX_TAGS = 12
 MAX_NOTES = 5000
@@ -106,21 +108,19 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters.
-# Options named after an engine (innodb_*, rocksdb_*) are that engine's alone.
-ENGINE_OPTION_PREFIXES = ("innodb", "rocksdb")
+# Options named after an engine (innodb_*, rocksdb_*) are that engine's alone. The allow-list is
+# the runner's contract (the runner checks every spec against the same list).
+ENGINE_OPTION_PREFIXES = contract.ENGINES
+
+
+def _option_check(allowed: tuple | range) -> Callable[[object], object]:
+    if isinstance(allowed, range):
+        return int_between(allowed.start, allowed.stop - 1)
+    return _one_of(*allowed)
+
+
 SERVER_OPTIONS: dict[str, Callable[[object], object]] = {
-    "innodb_flush_log_at_trx_commit": _one_of(0, 1, 2),
-    "innodb_doublewrite": _one_of(0, 1),
-    "innodb_flush_method": _one_of("fsync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"),
-    "innodb_io_capacity": int_between(100, 1_000_000),
-    "innodb_max_dirty_pages_pct": int_between(0, 99),
-    "innodb_adaptive_flushing": _one_of(0, 1),
-    "innodb_buffer_pool_load_at_startup": _one_of(0, 1),
-    "innodb_fast_shutdown": _one_of(0, 1, 2),
-    "log_bin": _one_of(0, 1),
-    "sync_binlog": int_between(0, 1000),
-    "rocksdb_flush_log_at_trx_commit": _one_of(0, 1, 2),
-    "rocksdb_max_background_jobs": int_between(1, 64),
+    name: _option_check(allowed) for name, allowed in contract.SERVER_OPTIONS.items()
 }
 
 

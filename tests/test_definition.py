@@ -1,6 +1,8 @@
+import re
+
 import pytest
 
-from experiments.definition import DefinitionError, validate_definition
+from experiments.definition import SERVER_OPTIONS, DefinitionError, validate_definition
 from experiments.units import format_size, parse_size
 
 HOSTS = ["local"]
@@ -147,6 +149,48 @@ def test_the_dashboard_offers_exactly_what_the_runner_runs_each_with_a_label():
         bad({"name": "x", "hosts": ["local"], "engines": ["tokudb"]}, ["local"])
     assert "engines" in refused.value.errors  # labelled for imports, but not runnable here
     assert services.WORK_DIR.pattern == contract.WORK_DIR.pattern  # a host's work directory
+
+
+def runner_spec(**changes) -> dict:
+    spec = {
+        "run_id": 1,
+        "engine": "innodb",
+        "parameters": {"buffer_pool_size": "128M", "redo_log_size": "96M"},
+        "server_options": {"innodb_flush_log_at_trx_commit": 2},
+        "workload": {"name": "oltp_write_only"},
+        "crash": {"when": "after_workload"},
+    }
+    return {**spec, **changes}
+
+
+def test_the_runner_takes_the_server_options_the_dashboard_allows():
+    from workers.runner import contract
+
+    spec = contract.RunSpec.from_dict(runner_spec())
+    assert spec.server_options == {"innodb_flush_log_at_trx_commit": 2}
+    # the dashboard's checks are the contract's list
+    assert set(SERVER_OPTIONS) == set(contract.SERVER_OPTIONS)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"init_file": "x"}, "'init_file' is not one this runner sets"),
+        ({"plugin_load_add": "ha_blackhole"}, "is not one this runner sets"),
+        ({"innodb_io_capacity": 5}, "innodb_io_capacity=5 is not an allowed value"),
+        ({"innodb_flush_method": "O_DIRECT; reboot"}, "is not an allowed value"),
+        ({"log_bin": True}, "log_bin=True is not an allowed value"),
+        ({"rocksdb_max_background_jobs": 4}, "is not for engine innodb"),
+    ],
+)
+def test_the_runner_refuses_a_server_option_outside_the_allow_list(options, message):
+    """The runner ships alone to a host: a spec that did not come through the dashboard's checks
+    (or a dashboard of another version) is checked against the same list there."""
+    from workers.runner import contract
+
+    with pytest.raises(contract.RunFailed, match=re.escape(message)) as refused:
+        contract.RunSpec.from_dict(runner_spec(server_options=options))
+    assert refused.value.permanent
 
 
 @pytest.mark.parametrize(

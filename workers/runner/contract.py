@@ -13,8 +13,35 @@ from dataclasses import asdict, dataclass, field
 
 CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
-OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
-OPTION_VALUE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+# The server variables a definition may set, with the values each takes: a tuple lists them, a
+# range bounds a whole number. The one allow-list: the dashboard's definition checks read it, and
+# the runner checks every spec against it again. Options named after an engine (innodb_*,
+# rocksdb_*) are that engine's alone.
+SERVER_OPTIONS: dict[str, tuple | range] = {
+    "innodb_flush_log_at_trx_commit": (0, 1, 2),
+    "innodb_doublewrite": (0, 1),
+    "innodb_flush_method": ("fsync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"),
+    "innodb_io_capacity": range(100, 1_000_000 + 1),
+    "innodb_max_dirty_pages_pct": range(0, 99 + 1),
+    "innodb_adaptive_flushing": (0, 1),
+    "innodb_buffer_pool_load_at_startup": (0, 1),
+    "innodb_fast_shutdown": (0, 1, 2),
+    "log_bin": (0, 1),
+    "sync_binlog": range(0, 1000 + 1),
+    "rocksdb_flush_log_at_trx_commit": (0, 1, 2),
+    "rocksdb_max_background_jobs": range(1, 64 + 1),
+}
+
+
+def server_option_allowed(name: str, value: object) -> bool:
+    """Whether the allow-list lets `name` take `value` (a whole number for a range; one of the
+    listed values, as given or as its text, otherwise)."""
+    allowed = SERVER_OPTIONS.get(name)
+    if allowed is None or isinstance(value, bool):
+        return False
+    if isinstance(allowed, range):
+        return isinstance(value, int) and value in allowed
+    return value in allowed
 # A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
 BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 BUILDS_DIR = "builds"
@@ -110,8 +137,12 @@ class RunSpec:
         if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
             raise RunFailed("insert_rate must be a whole number >= 0")
         for name, value in self.server_options.items():
-            if not OPTION_NAME.match(name) or not OPTION_VALUE.match(str(value)):
-                raise RunFailed(f"server option {name}={value!r} is malformed")
+            if name not in SERVER_OPTIONS:
+                raise RunFailed(f"server option {name!r} is not one this runner sets")
+            if not server_option_allowed(name, value):
+                raise RunFailed(f"server option {name}={value!r} is not an allowed value")
+            if name.split("_", 1)[0] in ENGINES and name.split("_", 1)[0] != self.engine:
+                raise RunFailed(f"server option {name} is not for engine {self.engine}")
         if self.workload.get("name") not in WORKLOADS:
             raise RunFailed(f"workload {self.workload.get('name')!r} is not supported")
         for key in WORKLOAD_NUMBERS:
