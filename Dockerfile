@@ -16,6 +16,8 @@ ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1
 COPY . .
 RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev --compile-bytecode \
  && python -m compileall -q experiments workers webapp
-RUN SECRET_KEY=build-only python manage.py collectstatic --noinput -v 0
+# A throwaway key for this one command (settings refuse to start without a real one).
+RUN SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))') \
+    python manage.py collectstatic --noinput -v 0
 EXPOSE 8000
 CMD ["gunicorn", "webapp.wsgi", "-b", "0.0.0.0:8000", "-w", "3"]

@@ -9,6 +9,7 @@ middleware stack, the JSON rendered), warm, the median and the worst of 15.
 """
 
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -128,7 +129,7 @@ def main() -> None:
     make_database()
     os.environ["DATABASE_URL"] = BENCH_URL
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
     os.environ["ALLOWED_HOSTS"] = "testserver"
     import django
 

@@ -6,6 +6,9 @@ import secrets
 import subprocess
 from pathlib import Path
 
+import pytest
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = {
     "DJANGO_SETTINGS_MODULE": "webapp.settings",
@@ -54,6 +57,33 @@ def test_without_tls_the_deployment_check_names_what_is_missing():
         "SECURE_HSTS_SECONDS",
     ):
         assert setting in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("change-me", "SECRET_KEY is a published example value"),
+        ("change-me-in-production", "SECRET_KEY is a published example value"),
+        ("django-insecure-" + "x" * 50, "SECRET_KEY is a published example value"),
+        (secrets.token_urlsafe(30), "SECRET_KEY is 40 characters long, fewer than 50"),
+    ],
+)
+def test_start_up_refuses_a_known_or_short_secret_key(key, message):
+    result = check_deploy(**{**PRODUCTION, "SECRET_KEY": key})
+    assert result.returncode == 1
+    assert message in result.stderr and "token_urlsafe(48)" in result.stderr
+
+
+def test_the_compose_file_takes_its_secrets_from_the_environment_file():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    app = compose["x-app"]["environment"]
+    assert app["SECRET_KEY"].startswith("${SECRET_KEY:?")
+    assert "${POSTGRES_PASSWORD:?" in app["DATABASE_URL"]
+    assert compose["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith(
+        "${POSTGRES_PASSWORD:?"
+    )
+    example = (ROOT / ".env.example").read_text()
+    assert "\nSECRET_KEY=\n" in example and "\nPOSTGRES_PASSWORD=\n" in example
 
 
 def test_the_openapi_schema_validates_without_a_warning(tmp_path):

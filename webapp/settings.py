@@ -18,13 +18,27 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
+# Keys that were ever written in this repository or its examples: anyone can sign sessions,
+# password-reset links and CSRF tokens with them.
+DEVELOPMENT_SECRET_KEY = "recovery-lab-insecure-development-key"
+KNOWN_SECRET_KEYS = {"change-me", "change-me-in-production", DEVELOPMENT_SECRET_KEY}
+SECRET_KEY_MIN_LENGTH = 50
 SECRET_KEY = env.str("SECRET_KEY", default="")
+SECRET_KEY_HELP = (
+    "`make setup` writes a fresh one into .env; or set SECRET_KEY in the environment to the output "
+    "of: python3 -c 'import secrets; print(secrets.token_urlsafe(48))'"
+)
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is not set: `make setup` writes one into .env, or set it in the environment"
-        )
-    SECRET_KEY = "recovery-lab-insecure-development-key"
+        raise ImproperlyConfigured(f"SECRET_KEY is not set: {SECRET_KEY_HELP}")
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY  # DEBUG only, never served with DEBUG off
+elif SECRET_KEY in KNOWN_SECRET_KEYS or SECRET_KEY.startswith("django-insecure"):
+    raise ImproperlyConfigured(f"SECRET_KEY is a published example value, not a secret: {SECRET_KEY_HELP}")
+elif len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH:
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is {len(SECRET_KEY)} characters long, fewer than {SECRET_KEY_MIN_LENGTH}: "
+        f"{SECRET_KEY_HELP}"
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
