@@ -163,10 +163,22 @@ def analyse_run(
         if isinstance(durability.get(key), int):
             metrics[key] = durability[key]
     analysis.server_version = result.get("server_version") or analysis.server_version
-    analysis.suspect_reasons = impossible_values(metrics, crash, same_clock=engine != "rocksdb")
+    analysis.suspect_reasons = parser_failures(analysis.parsed)
+    analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=engine != "rocksdb")
     if engine == "innodb":
         analysis.suspect_reasons += more_redo_than_logs_hold(metrics.get("redo_bytes"), redo_log_bytes)
     return analysis
+
+
+def parser_failures(parsed: dict[str, ParsedFile]) -> list[str]:
+    """A parser that raised read its file only up to that point: the run's values from it may be
+    missing or wrong, whatever else looks fine."""
+    return [
+        f"the parser failed on {name} ({file.parser_error}): values from it may be missing or wrong; "
+        "re-parse after a fix"
+        for name, file in parsed.items()
+        if file.parser_error
+    ]
 
 
 def more_redo_than_logs_hold(redo_bytes: int | None, log_size: int | None) -> list[str]:

@@ -64,3 +64,18 @@ def test_a_start_that_died_in_recovery_is_failed_in_both_outputs(tmp_path):
     jsonschema.validate(document, json.loads(SCHEMA.read_text()))
     (episode,) = document["episodes"]
     assert episode["failed"] and episode["ready_at"] is None and episode["recovery_seconds"] is None
+
+
+def test_a_parser_that_raises_prints_what_it_found_and_exits_3():
+    """A parser bug is not a clean result: the output so far, the failure on stderr, exit 3."""
+    probe = (
+        "import sys, experiments.parsers as p\n"
+        "from experiments.parsers import cli\n"
+        "def broken(parsed, lines):\n    raise ValueError('unexpected line')\n"
+        "p.parse_error_log = broken\n"
+        "sys.exit(cli.main(['--json', sys.argv[1]]))\n"
+    )
+    done = run(sys.executable, "-c", probe, LOG, cwd=ROOT)
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)[0]["parser_error"] == "ValueError: unexpected line"
+    assert f"the parser failed on {LOG} (ValueError: unexpected line)" in done.stderr

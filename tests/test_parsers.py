@@ -159,7 +159,26 @@ def test_parselog_summary_reads_like_a_ticket():
 @given(st.binary(max_size=4000))
 def test_no_bytes_make_a_parser_raise(content):
     parsed = parse_bytes("fuzz", content)
+    assert parsed.parser_error is None, parsed.parser_error
     jsonschema.validate(parsed.to_dict(), SCHEMA)
+
+
+def test_a_parser_that_raises_is_on_the_result_not_only_in_a_warning(monkeypatch):
+    """A bug in a parser keeps what it found and says so: parser_error, a warning, the schema."""
+    import experiments.parsers as parsers
+
+    def broken(parsed, lines):
+        parsed.kind = "sysbench_report"
+        raise KeyError("p95")
+
+    monkeypatch.setattr(parsers, "parse_sysbench", broken)
+    parsed = parse_path(MARIADB / "innodb_after_workload" / "sysbench_report.txt")
+    assert parsed.parser_error == "KeyError: 'p95'"
+    assert any("the parser stopped early" in w for w in parsed.warnings)
+    document = parsed.to_dict()
+    jsonschema.validate(document, SCHEMA)
+    assert document["parser_error"] == "KeyError: 'p95'"
+    assert "parser_error" not in parse_path(MARIADB / "innodb_after_workload" / "error.log").to_dict()
 
 
 @settings(max_examples=200, deadline=None)
@@ -195,6 +214,7 @@ def test_no_bytes_make_a_parser_raise(content):
 def test_any_order_of_real_lines_parses_the_same_with_and_without_the_keyword_scan(lines):
     content = "\n".join(lines).encode()
     parsed = parse_bytes("shuffled.log", content)
+    assert parsed.parser_error is None, parsed.parser_error
     jsonschema.validate(parsed.to_dict(), SCHEMA)
     assert parsed.to_dict() == parse_bytes("shuffled.log", content, scan=False).to_dict()
     assert_no_impossible_value(parsed)
@@ -202,6 +222,7 @@ def test_any_order_of_real_lines_parses_the_same_with_and_without_the_keyword_sc
 
 def assert_no_impossible_value(parsed) -> None:
     """No duration is negative or longer than the span of its own start; no LSN runs backwards."""
+    assert parsed.parser_error is None, parsed.parser_error
     for episode in parsed.episodes:
         span = None
         if episode.started_at and episode.last_seen:

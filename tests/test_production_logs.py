@@ -16,7 +16,9 @@ LOGS = "production_logs.txt"
 
 
 def parse(key: str):
-    return parse_bytes(f"{LOGS}:{key}", sample(LOGS, key))
+    parsed = parse_bytes(f"{LOGS}:{key}", sample(LOGS, key))
+    assert parsed.parser_error is None, parsed.parser_error
+    return parsed
 
 
 def at(text: str) -> datetime:

@@ -13,7 +13,9 @@ from .samples import sample, samples
 
 
 def parse(name: str, key: str):
-    return parse_bytes(f"{name}:{key}", sample(name, key))
+    parsed = parse_bytes(f"{name}:{key}", sample(name, key))
+    assert parsed.parser_error is None, parsed.parser_error  # a parser bug is no "partial result"
+    return parsed
 
 
 def only_episode(parsed):

@@ -142,6 +142,32 @@ def test_ingest_keeps_both_with_the_run_and_the_run_api_answers_them(api):
     assert reparse_run(run.id).timeline == run.timeline  # rebuilt from the stored files
 
 
+def test_a_run_whose_parser_raised_is_suspect_with_the_reason_and_reparse_clears_it(db, monkeypatch):
+    """A parser bug must not leave a "done" run with metrics quietly missing."""
+    import experiments.parsers as parsers
+    from experiments.services.runs import Bundle, ingest_bundle, reparse_run
+
+    from .factories import ExperimentFactory, RunFactory
+
+    real = parsers.parse_sysbench
+
+    def broken(parsed, lines):
+        raise ZeroDivisionError("division by zero")
+
+    result, files = bundle("innodb_during_workload")
+    run = RunFactory(experiment=ExperimentFactory(), engine="innodb", status="running")
+    monkeypatch.setattr(parsers, "parse_sysbench", broken)
+    run = ingest_bundle(run.id, Bundle(result, files))
+    assert run.status == "done" and run.suspect and run.workload_tps is None
+    assert run.suspect_reason.startswith(
+        "the parser failed on sysbench_report.txt (ZeroDivisionError: division by zero)"
+    )
+    assert run.recovery_seconds is not None  # what the other files gave is kept
+    monkeypatch.setattr(parsers, "parse_sysbench", real)  # the parser fixed
+    run = reparse_run(run.id)
+    assert not run.suspect and run.suspect_reason == "" and run.workload_tps > 0
+
+
 @pytest.mark.django_db
 def test_live_samples_keep_the_latest_and_a_superseded_attempts_are_dropped(monkeypatch):
     from django.utils import timezone

@@ -2,7 +2,8 @@
 
 `parse_path(path)` or `parse_stream(name, handle)` detects what a file is and parses it into a
 `ParsedFile` (see model.py; its `to_dict()` validates against parsed_file.schema.json). Bad input
-gives warnings and `kind: "unknown"` or a partial result, never an exception.
+gives warnings and `kind: "unknown"` or a partial result, never an exception. A parser that raises
+(a bug, not bad input) leaves what it found and `parser_error`, which makes a run suspect.
 """
 
 import io
@@ -69,7 +70,8 @@ def _looks_binary(sample: bytes) -> bool:
 
 
 def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool = True) -> ParsedFile:
-    """Parse a seekable binary handle. Never raises on bad content.
+    """Parse a seekable binary handle. Never raises: a parser's own exception is kept in
+    `parser_error` (and a warning) with whatever was found before it.
 
     `local_tz` is the zone of timestamps that carry none (MySQL 5.5/5.6, MariaDB, TokuFT).
     `scan=False` feeds every line of an error log to the parser instead of the keyword lines
@@ -106,9 +108,11 @@ def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool
                 "unknown format: not a MySQL/MariaDB/Percona error log, RocksDB LOG, "
                 "InnoDB or RocksDB status, or sysbench report"
             )
-    except Exception as exc:  # a parser bug must not lose the user's upload or crash ingest
+    except Exception as exc:  # a parser bug must not lose the user's upload or crash ingest...
         logger.exception("parser failed on %s", name)
-        parsed.warn(f"the parser stopped early on an unexpected error ({exc.__class__.__name__}: {exc})")
+        # ...nor hide: the error is on the result, and whoever uses it says so (a run is suspect)
+        parsed.parser_error = f"{exc.__class__.__name__}: {exc}"[:300]
+        parsed.warn(f"the parser stopped early on an unexpected error ({parsed.parser_error})")
     return parsed
 
 

@@ -214,6 +214,9 @@ class ParsedFile:
     log: LogSection | None = None
     sysbench: SysbenchReport | None = None
     rocksdb: RocksdbStatus | None = None
+    # Set when a parser raised: what it found before is kept, but nothing after that point was
+    # read, so a run built on this file is suspect (never quietly "done" with missing metrics).
+    parser_error: str | None = None
 
     def warn(self, message: str) -> None:
         # A pathological file must not grow the warnings list without bound.
@@ -234,6 +237,8 @@ class ParsedFile:
             "server_version": self.server_version,
             "warnings": list(self.warnings),
         }
+        if self.parser_error is not None:
+            data["parser_error"] = self.parser_error
         if self.kind in ("error_log", "rocksdb_log"):
             data["episodes"] = [e.to_dict() for e in self.episodes]
         if self.log is not None:

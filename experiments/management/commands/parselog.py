@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.parsers.cli import DESCRIPTION, JSON_HELP, TZ_HELP, render
+from experiments.parsers.cli import DESCRIPTION, JSON_HELP, TZ_HELP, parse_files, parser_failures, render
 
 
 class Command(BaseCommand):
@@ -13,6 +13,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, files, **options):
         try:
-            self.stdout.write(render(files, options["json"], options["tz"]))
+            parsed = parse_files(files, options["tz"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        self.stdout.write(render(parsed, options["json"]))
+        if failures := parser_failures(parsed):
+            raise CommandError("\n".join(failures), returncode=3)
