@@ -23,11 +23,16 @@ from django.utils import timezone
 
 from .models import Experiment, Run, RunAttempt, RunFile, RunStatus
 from .services.audit import audited_by
+from .unpacking import BoundedTar, Limits, UnpackRefused
 
 FORMAT = "recovery-lab-experiment"
 VERSION = 1
 MANIFEST = "experiment.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+# An import reads at most this many runs, and each at most this many attempts and files.
+MAX_RUNS = 20_000
+MAX_ATTEMPTS_PER_RUN = 100
+MAX_FILES_PER_RUN = 100
 EXPERIMENT_FIELDS = (
     "uid",
     "name",
@@ -129,18 +134,15 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, BytesIO(data))
 
 
-def _read(tar: tarfile.TarFile, members: dict, name: str, limit: int) -> bytes:
-    member = members.get(name)
-    if member is None or not member.isfile():
-        raise ArchiveRejected(f"the archive has no file {name}")
-    if member.size > limit:
-        raise ArchiveRejected(f"{name} in the archive is {member.size:,} bytes; at most {limit:,} are read")
-    return tar.extractfile(member).read()
+def _limits() -> Limits:
+    return Limits(
+        unpacked_bytes=settings.ARCHIVE_MAX_UNPACKED_BYTES, members=1 + MAX_RUNS * MAX_FILES_PER_RUN
+    )
 
 
-def _manifest(tar: tarfile.TarFile, members: dict) -> dict:
+def _manifest(tar: BoundedTar) -> dict:
     try:
-        manifest = json.loads(_read(tar, members, MANIFEST, MAX_MANIFEST_BYTES))
+        manifest = json.loads(tar.read(MANIFEST, MAX_MANIFEST_BYTES))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArchiveRejected(f"{MANIFEST} is not JSON: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -152,7 +154,19 @@ def _manifest(tar: tarfile.TarFile, members: dict) -> dict:
         )
     if not isinstance(manifest.get("experiment"), dict) or not isinstance(manifest.get("runs"), list):
         raise ArchiveRejected(f"{MANIFEST} lacks the experiment or its runs")
+    if len(manifest["runs"]) > MAX_RUNS:
+        raise ArchiveRejected(
+            f"{MANIFEST} lists {len(manifest['runs']):,} runs; an import takes at most {MAX_RUNS:,}"
+        )
     return manifest
+
+
+def _list_of_objects(value: object, where: str, what: str, most: int) -> list[dict]:
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise ArchiveRejected(f"{where}: {what} is not a list of objects")
+    if len(value) > most:
+        raise ArchiveRejected(f"{where}: {len(value):,} {what}; at most {most} are read")
+    return value
 
 
 def _build(model, values: dict, skip: set[str], where: str, **links):
@@ -168,6 +182,8 @@ def _build(model, values: dict, skip: set[str], where: str, **links):
                 parsed[name] = field.to_python(values[name])
             except ValidationError as exc:
                 errors[name] = exc.messages
+            except (TypeError, ValueError, OverflowError):  # a list where a time goes, and the like
+                errors[name] = [f"{type(values[name]).__name__} is not a value of this column"]
     obj = model(**parsed, **links)
     # A value equal to its field's default is what this installation would have stored itself
     # (an empty dict of server options is not "blank" here either).
@@ -186,50 +202,57 @@ def _build(model, values: dict, skip: set[str], where: str, **links):
 
 def import_experiment(upload: BinaryIO, user=None) -> Experiment:
     """Read an export and store it as a new experiment of this installation, with its runs,
-    attempts and raw files; ArchiveRejected (nothing stored) when it cannot be."""
+    attempts and raw files; ArchiveRejected (nothing stored) when it cannot be, with the reason."""
     try:
-        tar = tarfile.open(fileobj=upload, mode="r:gz")
-        members = {member.name: member for member in tar.getmembers()}
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise ArchiveRejected(f"not an export of Recovery Lab: not a .tar.gz archive ({exc})") from exc
-    with tar:
-        manifest = _manifest(tar, members)
-        exported = dict(manifest["experiment"])
-        duplicate = Experiment.objects.filter(uid=exported.get("uid")).first()
-        if duplicate is not None:
-            raise ArchiveRejected(
-                f"this installation has this experiment already: #{duplicate.pk} {duplicate.name}",
-                duplicate=duplicate,
-            )
-        origin = {
-            "installation": manifest.get("installation"),
-            "id": exported.pop("id", None),
-            "author": exported.pop("author", None),
-            "exported_at": manifest.get("exported_at"),
-        }
-        with transaction.atomic(), audited_by(user):
-            experiment = _build(
-                Experiment,
-                {name: exported[name] for name in EXPERIMENT_FIELDS if name in exported},
-                {"id", "created_by", "idempotency_key", "origin"},
-                "the experiment",
-            )
-            experiment.created_by, experiment.origin = user, origin
-            created_at = experiment.created_at
-            experiment.save()
-            Experiment.objects.filter(pk=experiment.pk).update(created_at=created_at)  # not the import's time
-            for index, exported_run in enumerate(manifest["runs"]):
-                _import_run(tar, members, experiment, dict(exported_run), index)
+        with BoundedTar(upload, _limits()) as tar:
+            return _import(tar, user)
+    except UnpackRefused as exc:
+        reason = str(exc)
+        if reason.startswith("not a .tar.gz"):
+            reason = f"not an export of Recovery Lab: {reason}"
+        raise ArchiveRejected(reason) from exc
+
+
+def _import(tar: BoundedTar, user) -> Experiment:
+    manifest = _manifest(tar)
+    exported = dict(manifest["experiment"])
+    runs = _list_of_objects(manifest["runs"], MANIFEST, "runs", MAX_RUNS)
+    duplicate = Experiment.objects.filter(uid=exported.get("uid")).first()
+    if duplicate is not None:
+        raise ArchiveRejected(
+            f"this installation has this experiment already: #{duplicate.pk} {duplicate.name}",
+            duplicate=duplicate,
+        )
+    origin = {
+        "installation": manifest.get("installation"),
+        "id": exported.pop("id", None),
+        "author": exported.pop("author", None),
+        "exported_at": manifest.get("exported_at"),
+    }
+    with transaction.atomic(), audited_by(user):
+        experiment = _build(
+            Experiment,
+            {name: exported[name] for name in EXPERIMENT_FIELDS if name in exported},
+            {"id", "created_by", "idempotency_key", "origin"},
+            "the experiment",
+        )
+        experiment.created_by, experiment.origin = user, origin
+        created_at = experiment.created_at
+        experiment.save()
+        Experiment.objects.filter(pk=experiment.pk).update(created_at=created_at)  # not the import's time
+        for index, exported_run in enumerate(runs):
+            _import_run(tar, experiment, dict(exported_run), index)
     return Experiment.objects.get(pk=experiment.pk)
 
 
-def _import_run(tar, members: dict, experiment: Experiment, values: dict, index: int) -> None:
+def _import_run(tar: BoundedTar, experiment: Experiment, values: dict, index: int) -> None:
     where = f"run {index + 1} of the archive"
-    attempts, files = values.pop("attempts", []), values.pop("files", [])
+    attempts = _list_of_objects(values.pop("attempts", []), where, "attempts", MAX_ATTEMPTS_PER_RUN)
+    files = _list_of_objects(values.pop("files", []), where, "files", MAX_FILES_PER_RUN)
     excluded_by = values.pop("excluded_by", None)
     run = _build(Run, values, RUN_LOCAL, where, experiment=experiment)
     if excluded_by:
-        run.excluded_by = get_user_model().objects.filter(username=excluded_by).first()
+        run.excluded_by = get_user_model().objects.filter(username=str(excluded_by)).first()
         if run.excluded_by is None:  # the user is not here: keep who it was in the reason
             run.excluded_reason = f"{run.excluded_reason} (excluded by {excluded_by})"[:500]
     queued_at = run.queued_at
@@ -240,12 +263,16 @@ def _import_run(tar, members: dict, experiment: Experiment, values: dict, index:
         for n, a in enumerate(attempts)
     )
     for entry in files:
-        content = _read(tar, members, str(entry.get("member")), 2 * settings.RAW_FILE_MAX_BYTES + (1 << 20))
+        file_where = f"{where}, file {entry.get('name')!r}"
+        missing = [key for key in ("name", "size_bytes", "member") if key not in entry]
+        if missing:
+            raise ArchiveRejected(f"{file_where}: no {', '.join(missing)}")
+        content = tar.read(str(entry["member"]), 2 * settings.RAW_FILE_MAX_BYTES + (1 << 20))
         raw = _build(
             RunFile,
-            {k: entry[k] for k in ("name", "size_bytes", "truncated")},
+            {k: entry[k] for k in ("name", "size_bytes", "truncated") if k in entry},
             {"id", "run", "content"},
-            f"{where}, file {entry.get('name')!r}",
+            file_where,
             run=run,
         )
         if raw.truncated is False and raw.size_bytes != len(content):

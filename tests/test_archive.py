@@ -236,6 +236,15 @@ def _archive(manifest: dict | None, extra: dict[str, bytes] | None = None) -> io
             lambda m: m["runs"][5]["files"][0].update(member="files/99/missing"),
             "the archive has no file files/99/missing",
         ),
+        (lambda m: m["runs"].append("not a run"), "experiment.json: runs is not a list of objects"),
+        (lambda m: m["runs"][2].update(attempts={"1": {}}), "run 3 of the archive: attempts is not a list"),
+        (
+            lambda m: m["runs"][0]["files"][0].pop("member"),
+            "run 1 of the archive, file 'error.log': no member",
+        ),
+        (lambda m: m["runs"][0]["files"][0].pop("size_bytes"), "file 'error.log': no size_bytes"),
+        (lambda m: m["runs"][1].update(finished_at=[2026]), "run 2 of the archive: finished_at: list is not"),
+        (lambda m: m["runs"][1].update(files=[7]), "run 2 of the archive: files is not a list of objects"),
     ],
 )
 def test_a_bad_archive_stores_nothing_and_says_why(api, finished, change, message):
@@ -258,3 +267,22 @@ def test_a_file_that_is_not_an_export_is_refused(api):
         "/api/experiments/import/", {"file": _archive(None, {"notes.txt": b"hi"})}, format="multipart"
     )
     assert answer.status_code == 400 and "the archive has no file experiment.json" in answer.json()["detail"]
+
+
+def test_an_archive_cut_in_the_middle_is_refused_with_the_reason(api, finished):
+    archive = exported(finished)
+    finished.delete()
+    for keep in (0.5, 0.9):
+        cut = io.BytesIO(archive[: int(len(archive) * keep)])
+        answer = api.post("/api/experiments/import/", {"file": cut}, format="multipart")
+        assert answer.status_code == 400
+        assert "cut short" in answer.json()["detail"] or "not a .tar.gz archive" in answer.json()["detail"]
+    assert not Experiment.objects.exists() and not RunFile.objects.exists()
+
+
+def test_an_archive_that_unpacks_beyond_the_bound_is_refused_before_it_is_read(api, settings):
+    settings.ARCHIVE_MAX_UNPACKED_BYTES = 1 << 20
+    bomb = _archive({"format": "recovery-lab-experiment"}, {"zeros": bytes(32 << 20)})
+    answer = api.post("/api/experiments/import/", {"file": bomb}, format="multipart")
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == "the archive's files add up to more than 1,048,576 bytes: refused"

@@ -267,6 +267,10 @@ REPORT_PDF_TIMEOUT_S = env.int("REPORT_PDF_TIMEOUT_S", default=60)
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=4 * 1024**3)
 # Raw files above this size are kept as head + tail, so one runaway log cannot fill the database.
 RAW_FILE_MAX_BYTES = env.int("RAW_FILE_MAX_BYTES", default=32 * 1024 * 1024)
+# What a .tar.gz made elsewhere may unpack to, counted while it is decompressed (a gzip bomb is
+# refused at the bound): an experiment's export, and a run's bundle sent back by a host over SSH.
+ARCHIVE_MAX_UNPACKED_BYTES = env.int("ARCHIVE_MAX_UNPACKED_BYTES", default=4 * 1024**3)
+BUNDLE_MAX_UNPACKED_BYTES = env.int("BUNDLE_MAX_UNPACKED_BYTES", default=1024**3)
 
 LOGGING = {
     "version": 1,

@@ -13,7 +13,6 @@ import contextlib
 import io
 import json
 import shlex
-import tarfile
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -24,6 +23,7 @@ from django.conf import settings
 from experiments.models import Host
 from experiments.services import Bundle
 from experiments.ssh_keys import dashboard_private_key, dashboard_public_key
+from experiments.unpacking import BoundedTar, Limits, UnpackRefused
 
 from .runner.contract import RunSpec
 from .transports import (
@@ -228,14 +228,24 @@ def connection_trouble(exc: BaseException) -> str:
     return detail
 
 
+# A bundle is a few files (result, logs, status snapshots, samples); more is not a runner's.
+BUNDLE_MAX_MEMBERS = 200
+
+
 def unpack_bundle(archive: bytes) -> Bundle:
-    """The bundle's files from the tar.gz the host sent; flat names only, regular files only."""
+    """The bundle's files from the tar.gz the host sent; flat names only, regular files only,
+    within settings.BUNDLE_MAX_UNPACKED_BYTES (a permanent TransportError beyond, or when the
+    archive is cut or corrupt)."""
+    limits = Limits(unpacked_bytes=settings.BUNDLE_MAX_UNPACKED_BYTES, members=BUNDLE_MAX_MEMBERS)
     files = {}
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            name = member.name.removeprefix("./")
-            if member.isfile() and "/" not in name:
-                files[name] = tar.extractfile(member).read()
+    try:
+        with BoundedTar(io.BytesIO(archive), limits) as tar:
+            for member_name in tar.members:
+                name = member_name.removeprefix("./")
+                if "/" not in name:
+                    files[name] = tar.read(member_name, limits.unpacked_bytes)
+    except UnpackRefused as exc:
+        raise TransportError(f"the bundle the host sent back is refused: {exc}", permanent=True) from exc
     if "result.json" not in files:
         raise TransportError("the host runner wrote no result.json", permanent=True)
     return Bundle(result=json.loads(files["result.json"]), files=files)
