@@ -528,6 +528,7 @@ class HostSerializer(serializers.ModelSerializer):
             "last_seen",
             "last_error",
             "host_key_fingerprint",
+            "offered_host_key_fingerprint",
             "public_key",
             "active",
             "created_at",
@@ -537,6 +538,7 @@ class HostSerializer(serializers.ModelSerializer):
             "last_seen",
             "last_error",
             "host_key_fingerprint",
+            "offered_host_key_fingerprint",
             "active",
             "created_at",
         ]
@@ -561,7 +563,17 @@ class ProbeResultSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=HostStatus.choices)
     facts = serializers.DictField()
     host_key_fingerprint = serializers.CharField()
+    offered_host_key_fingerprint = serializers.CharField(
+        required=False, help_text="the key an unconfirmed host offers: compare it on the host, then trust it"
+    )
     error = serializers.CharField(required=False)
+
+
+class TrustHostKeySerializer(serializers.Serializer):
+    fingerprint = serializers.RegexField(
+        r"^SHA256:[A-Za-z0-9+/]{43}$",
+        help_text="the host key's SHA256 fingerprint, as `ssh-keygen -lf` prints it on the host",
+    )
 
 
 class HostViewSet(
@@ -574,9 +586,25 @@ class HostViewSet(
     @extend_schema(request=None, responses={200: ProbeResultSerializer})
     @action(detail=True, methods=["post"])
     def probe(self, request, pk=None):
-        """Connect now: pin the host key on first contact, read the host's facts, record its status."""
+        """Connect now and read the host's facts over its confirmed key; a host with no confirmed
+        key is only asked for the key it offers (status unverified, offered_host_key_fingerprint)."""
         probe_host = import_string(PROBE_HOST)  # by name: experiments never imports workers
         return Response(probe_host(self.get_object().pk))
+
+    @extend_schema(request=TrustHostKeySerializer, responses={200: HostSerializer})
+    @action(detail=True, methods=["post"], url_path="trust-host-key")
+    def trust_host_key(self, request, pk=None):
+        """Admins: pin the key the last probe read, confirming its fingerprint (400 when it is not
+        the one the host offered). Nothing is sent to an SSH host before."""
+        body = TrustHostKeySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            host = services.trust_host_key(
+                self.get_object().pk, body.validated_data["fingerprint"], request.user
+            )
+        except services.HostKeyRejected as exc:
+            raise serializers.ValidationError({"fingerprint": [str(exc)]}) from None
+        return Response(HostSerializer(host, context={"request": request}).data)
 
 
 class ImportSerializer(serializers.Serializer):

@@ -19,6 +19,8 @@ class Transport(models.TextChoices):
 
 class HostStatus(models.TextChoices):
     UNKNOWN = "unknown", "unknown (not probed yet)"
+    # An SSH host whose key an admin has not confirmed yet: nothing is sent to it.
+    UNVERIFIED = "unverified", "unverified (an admin confirms its SSH host key)"
     IDLE = "idle", "idle"
     BUSY = "busy", "busy (running a run)"
     DOWN = "down", "down"
@@ -41,11 +43,16 @@ class Host(models.Model):
     ssh_user = models.CharField(max_length=64, blank=True)
     ssh_host = models.CharField(max_length=255, blank=True)
     ssh_port = models.PositiveIntegerField(default=22)
-    # The host's SSH key, pinned at first contact; a different key is refused afterwards.
+    # The host's SSH key, pinned when an admin confirmed its fingerprint; a different key is
+    # refused afterwards.
     host_key = models.TextField(blank=True)
     host_key_fingerprint = models.CharField(max_length=100, blank=True)
+    # The key the host presented to the last probe while none was pinned: shown to admins to
+    # confirm, never trusted by itself.
+    offered_host_key = models.TextField(blank=True)
+    offered_host_key_fingerprint = models.CharField(max_length=100, blank=True)
     work_dir = models.CharField(max_length=200, default="/var/tmp/recovery-lab")
-    status = models.CharField(max_length=8, choices=HostStatus.choices, default=HostStatus.UNKNOWN)
+    status = models.CharField(max_length=12, choices=HostStatus.choices, default=HostStatus.UNKNOWN)
     facts = models.JSONField(default=dict, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)

@@ -26,5 +26,6 @@ urlpatterns = [
     path("runs/<int:pk>/reparse/", views.run_reparse, name="run-reparse"),
     path("hosts/", views.host_list, name="host-list"),
     path("hosts/<int:pk>/probe/", views.host_probe, name="host-probe"),
+    path("hosts/<int:pk>/trust-key/", views.host_trust_key, name="host-trust-key"),
     path("imports/new/", views.import_new, name="import-new"),
 ]

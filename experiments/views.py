@@ -271,6 +271,27 @@ def host_list(request):
 def host_probe(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
     found = import_string(PROBE_HOST)(host.pk)
+    if found.get("offered_host_key_fingerprint"):
+        messages.warning(request, found["error"])
+    elif "error" in found:
+        messages.error(request, f"{host.name}: {found['error']}")
+    return redirect("host-list")
+
+
+@login_required
+@require_POST
+@role_required(may_administer, FORBIDDEN["admin"])
+def host_trust_key(request, pk: int):
+    """An admin confirms the key a host offered (the form carries the fingerprint shown): pinned,
+    then the host is probed over it."""
+    host = get_object_or_404(Host, pk=pk)
+    try:
+        host = services.trust_host_key(host.pk, request.POST.get("fingerprint", ""), request.user)
+    except services.HostKeyRejected as exc:
+        messages.error(request, str(exc))
+        return redirect("host-list")
+    messages.success(request, f"{host.name}: host key {host.host_key_fingerprint} trusted")
+    found = import_string(PROBE_HOST)(host.pk)
     if "error" in found:
         messages.error(request, f"{host.name}: {found['error']}")
     return redirect("host-list")

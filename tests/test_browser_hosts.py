@@ -42,3 +42,39 @@ def test_the_run_page_lists_every_attempt_with_its_outcome(page, live_server, br
     assert all("bench7" in t and "celery@bench-worker" in t and "nothing accepts SSH" in t for t in texts)
     assert "gave up after 3 attempts" in page.locator("pre.error").inner_text()
     screenshot(page, "run-attempts.png")
+
+
+def test_an_admin_confirms_an_ssh_host_s_key_on_the_hosts_page(page, live_server, staff_api, sshd):
+    """The probe read the key the host offers; the page shows it unconfirmed, with the command
+    to compare it on the host; the admin trusts it and the host is probed over it."""
+    from .factories import UserFactory
+    from .test_ssh import register
+
+    host = register(staff_api, sshd)
+
+    def probe():  # in a thread: Playwright's event loop owns this one, asyncssh needs its own
+        try:
+            staff_api.post(f"/api/hosts/{host['id']}/probe/")
+        finally:
+            connections.close_all()
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    prober.join()
+    UserFactory(username="root-admin", password="correct horse battery", is_staff=True)
+    page.goto(f"{live_server.url}/hosts/")
+    page.fill("input[name=username]", "root-admin")
+    page.fill("input[name=password]", "correct horse battery")
+    page.click("button[type=submit]")
+    row = page.locator("tr[data-host=bench1]")
+    assert "unverified" in row.locator(".status").inner_text()
+    assert f"offers {sshd.fingerprint}: not confirmed, nothing is sent to it" in row.inner_text()
+    assert "ssh-keygen -lf" in row.inner_text()
+    screenshot(page, "hosts-unconfirmed-key.png")
+    row.get_by_role("button", name="Trust this key").click()
+    page.wait_for_selector(f"text={sshd.fingerprint} trusted")
+    row = page.locator("tr[data-host=bench1]")
+    assert "idle" in row.locator(".status").inner_text()
+    assert sshd.fingerprint in row.inner_text() and "Trust this key" not in row.inner_text()
+    assert "engines: innodb" in row.inner_text()
+    screenshot(page, "hosts-key-trusted.png")

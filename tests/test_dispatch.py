@@ -123,22 +123,38 @@ def test_a_retried_run_waits_for_its_pause(local_host, settings):
     assert services.claim_next_run(local_host.id, "w") is None
 
 
-def test_a_permanent_error_fails_the_run_at_once_and_the_host_goes_on_to_the_next(broker):
-    host = ssh_host(pinned=False)  # no pinned key: the transport refuses before connecting
-    runs = [RunFactory(host=host, host_label=host.name) for _ in range(2)]
+def test_a_permanent_error_fails_the_run_at_once_and_the_host_goes_on_to_the_next(broker, local_host):
+    # a server option the runner's allow-list does not have: the runner refuses the spec
+    runs = [
+        RunFactory(host=local_host, host_label=local_host.name, server_options={"init_file": "/tmp/x"})
+        for _ in range(2)
+    ]
 
-    assert drive_host(host.id, "celery@w1") is True
+    assert drive_host(local_host.id, "celery@w1") is True
     assert queued_messages(broker) == 1  # the host handed on to a fresh driver for the next run
     broker.delete(current_app.conf.task_default_queue)
-    assert drive_host(host.id, "celery@w1") is True
-    assert drive_host(host.id, "celery@w1") is False
+    assert drive_host(local_host.id, "celery@w1") is True
+    assert drive_host(local_host.id, "celery@w1") is False
     for run in runs:
         run.refresh_from_db()
-        assert run.status == RunStatus.FAILED and "not pinned yet; probe it first" in run.error
+        assert run.status == RunStatus.FAILED and "'init_file' is not one this runner sets" in run.error
         attempt = run.attempt_rows.get()
         assert (attempt.outcome, attempt.transient, attempt.worker) == ("failed", False, "celery@w1")
-        assert "not pinned" in attempt.error and attempt.host_id == host.id
+        assert "init_file" in attempt.error and attempt.host_id == local_host.id
     assert queued_messages(broker) == 0
+
+
+def test_an_ssh_host_whose_key_no_admin_confirmed_gets_no_run_and_is_not_woken(broker):
+    host = ssh_host(pinned=False)
+    run = RunFactory(host=host, host_label=host.name)
+
+    assert drive_host(host.id, "celery@w1") is False
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED and not run.attempt_rows.exists()  # waits, not failed
+    assert services.hosts_to_wake(set(), timedelta(0)) == []
+    assert queued_messages(broker) == 0
+    Host.objects.filter(id=host.id).update(host_key="ssh-ed25519 AAAA", host_key_fingerprint="SHA256:x")
+    assert services.hosts_to_wake(set(), timedelta(0)) == [host.id]  # confirmed: its runs go
 
 
 def test_the_driver_backs_off_from_an_unreachable_host_and_wakes_it_later(broker):

@@ -8,7 +8,7 @@ from django.conf import settings
 from experiments.models import Run, RunAttempt, RunStatus
 
 from .conftest import runner_processes, wait_for
-from .test_ssh import register
+from .test_ssh import confirm_host_key, register
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -16,9 +16,9 @@ WORKLOAD = {"name": "oltp_write_only", "tables": 2, "table_size": 10000, "thread
 
 
 def register_and_probe(staff_api, sshd, name="bench1") -> dict:
-    """Through the API, as a user would: register, then probe (which pins the host key)."""
+    """Through the API, as a user would: register, confirm the host key, probe."""
     created = register(staff_api, sshd, name, work_dir=f"{settings.RUNNER_WORK_DIR}/{name}")
-    probed = staff_api.post(f"/api/hosts/{created['id']}/probe/").json()
+    probed = confirm_host_key(staff_api, created["id"], sshd.fingerprint)
     assert probed["status"] == "idle" and probed["host_key_fingerprint"] == sshd.fingerprint, probed
     return created
 

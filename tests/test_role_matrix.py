@@ -78,6 +78,7 @@ MATRIX = [
     ("get", "planner/", "/planner/", None, READ),
     ("get", "hosts/", "/hosts/", None, READ),
     ("post", "hosts/<pk>/probe/", "/hosts/{host}/probe/", {}, (LOGIN, 403, 403, 403, 302)),
+    ("post", "hosts/<pk>/trust-key/", "/hosts/{host}/trust-key/", {}, (LOGIN, 403, 403, 403, 302)),
     ("get", "imports/new/", "/imports/new/", None, EXPERIMENTER_PAGE),
     ("post", "imports/new/", "/imports/new/", {}, EXPERIMENTER_PAGE),
     # API
@@ -100,6 +101,13 @@ MATRIX = [
     ("post", "api/hosts/", "/api/hosts/", {"name": "db10", "transport": "local"}, (401, 403, 403, 403, 201)),
     ("get", "api/hosts/<pk>/", "/api/hosts/{host}/", None, API_READ),
     ("post", "api/hosts/<pk>/probe/", "/api/hosts/{host}/probe/", {}, (401, 403, 403, 403, 200)),
+    (
+        "post",
+        "api/hosts/<pk>/trust-host-key/",
+        "/api/hosts/{host}/trust-host-key/",
+        {},
+        (401, 403, 403, 403, 400),  # an admin's empty body: no fingerprint
+    ),
     ("post", "api/imports/", "/api/imports/", {}, EXPERIMENTER_API_BAD_BODY),
     ("get", "api/explore/", "/api/explore/?x=redo_bytes&y=recovery_seconds", None, API_READ),
     ("get", "api/compare/", "/api/compare/?experiments={experiment},{other_experiment}", None, API_READ),

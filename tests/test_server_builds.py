@@ -12,6 +12,7 @@ from experiments.models import Run
 from workers.runner.probe import server_builds
 
 from .conftest import wait_for
+from .factories import UserFactory
 
 SYSTEM_SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
 
@@ -61,7 +62,10 @@ def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api
     body = on_builds("builds", ["system", "11.4-debug"])
     answer = api.post("/api/experiments/", body, format="json")
     assert answer.status_code == 400
-    assert "has no server build 11.4-debug (it has: system)" in answer.json()["parameters.server_build"][0]
+    assert (
+        "has no server build 11.4-debug (its last probe listed: system)"
+        in answer.json()["parameters.server_build"][0]
+    )
     assert Run.objects.count() == 0
     bad = api.post(
         "/api/experiments/", {**body, "parameters": {"server_build": ["../../bin"]}}, format="json"
@@ -70,18 +74,35 @@ def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api
 
 
 @pytest.mark.django_db
-def test_a_build_unpacked_since_the_last_probe_is_found_by_probing_again(
-    api, client, user, local_host, copied_build
+def test_a_build_unpacked_since_the_last_probe_is_found_when_an_admin_asks_for_it(
+    staff_api, client, local_host, copied_build
 ):
     local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
     local_host.save()
     body = on_builds("the build a CI job just handed over", ["copy"])
-    answer = api.post("/api/experiments/", body, format="json")
+    answer = staff_api.post("/api/experiments/", body, format="json")
     assert answer.status_code == 201, answer.content
     local_host.refresh_from_db()
     assert "copy" in [build["name"] for build in local_host.facts["server_builds"]]
-    client.force_login(user)
+    client.force_login(UserFactory(username="boss", is_staff=True))
     assert ">copy</span>" in client.get("/hosts/").content.decode()  # the hosts page lists it
+
+
+@pytest.mark.django_db
+def test_an_experimenter_s_request_never_probes_a_host_and_gets_the_builds_known(
+    api, local_host, copied_build
+):
+    """Only an admin's request (or beat) makes the dashboard reach a host."""
+    local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
+    local_host.save()
+    answer = api.post("/api/experiments/", on_builds("not probed for", ["copy"]), format="json")
+    assert answer.status_code == 400
+    refusal = answer.json()["parameters.server_build"][0]
+    assert "has no server build copy (its last probe listed: system)" in refusal
+    assert "an admin's probe (or beat's, every 10 minutes) lists them" in refusal
+    local_host.refresh_from_db()
+    assert local_host.last_seen is None and len(local_host.facts["server_builds"]) == 1  # not probed
+    assert Run.objects.count() == 0
 
 
 @pytest.mark.mariadb

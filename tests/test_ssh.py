@@ -1,4 +1,5 @@
-"""SSH hosts against a real sshd on loopback: registration, probe and key pinning, refusals."""
+"""SSH hosts against a real sshd on loopback: registration, the probe, an admin confirming the
+host key, refusals."""
 
 import pytest
 
@@ -28,14 +29,34 @@ def register(staff_api, sshd, name="bench1", **more):
     return response.json()
 
 
-def test_a_registered_host_shows_the_dashboard_key_and_a_probe_pins_its_key_and_reads_its_facts(
-    staff_api, sshd
-):
+def confirm_host_key(staff_api, host_id: int, fingerprint: str) -> dict:
+    """What an admin does for a new SSH host: probe (reads the key it offers), compare the
+    fingerprint with the host's own, trust it, probe again (now over the trusted key)."""
+    offered = staff_api.post(f"/api/hosts/{host_id}/probe/").json()
+    assert offered["offered_host_key_fingerprint"] == fingerprint, offered
+    trusted = staff_api.post(f"/api/hosts/{host_id}/trust-host-key/", {"fingerprint": fingerprint})
+    assert trusted.status_code == 200, trusted.content
+    return staff_api.post(f"/api/hosts/{host_id}/probe/").json()
+
+
+def test_a_registered_host_shows_the_dashboard_key_and_a_probe_reads_only_the_key_it_offers(staff_api, sshd):
+    sshd.authorized_keys.write_text("")  # a login would be refused: the first probe makes none
     host = register(staff_api, sshd)
     assert host["public_key"] == dashboard_public_key() and host["public_key"].startswith("ssh-ed25519 ")
     assert host["status"] == "unknown"
 
     probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    assert probed["status"] == "unverified", probed
+    assert probed["offered_host_key_fingerprint"] == sshd.fingerprint
+    assert probed["host_key_fingerprint"] == "" and probed["facts"] == {}
+    assert "ssh-keygen -lf" in probed["error"] and "authorized_keys" not in probed["error"]
+    stored = Host.objects.get(id=host["id"])
+    assert stored.host_key == "" and stored.offered_host_key.startswith("ssh-ed25519 ")
+
+
+def test_an_admin_confirms_the_key_then_the_probe_reads_the_facts(staff_api, sshd):
+    host = register(staff_api, sshd)
+    probed = confirm_host_key(staff_api, host["id"], sshd.fingerprint)
     assert probed["status"] == "idle", probed
     assert probed["host_key_fingerprint"] == sshd.fingerprint
     facts = probed["facts"]
@@ -43,31 +64,68 @@ def test_a_registered_host_shows_the_dashboard_key_and_a_probe_pins_its_key_and_
     assert "mariadbd" in facts["servers"] and facts["disk"]["free_bytes"] > 0
     listed = staff_api.get("/api/hosts/").json()["results"][0]
     assert listed["status"] == "idle" and listed["last_seen"] and listed["facts"]["kernel"]
+    assert listed["offered_host_key_fingerprint"] == ""
+
+
+def test_a_fingerprint_that_is_not_the_offered_one_pins_nothing(staff_api, api, sshd):
+    host = register(staff_api, sshd)
+    url = f"/api/hosts/{host['id']}/trust-host-key/"
+    never_probed = staff_api.post(url, {"fingerprint": sshd.fingerprint})
+    assert never_probed.status_code == 400 and "offered no key yet" in never_probed.json()["fingerprint"][0]
+    staff_api.post(f"/api/hosts/{host['id']}/probe/")
+    other = "SHA256:" + "A" * 43
+    wrong = staff_api.post(url, {"fingerprint": other})
+    assert wrong.status_code == 400
+    assert f"offered {sshd.fingerprint}, not {other}" in wrong.json()["fingerprint"][0]
+    assert staff_api.post(url, {"fingerprint": "SHA256:short"}).status_code == 400
+    assert api.post(url, {"fingerprint": sshd.fingerprint}).status_code == 403  # experimenters may not
+    assert Host.objects.get(id=host["id"]).host_key == ""
+
+
+def test_beat_s_probe_never_pins_a_key(staff_api, sshd):
+    from workers import tasks
+
+    host = register(staff_api, sshd)
+    tasks.probe_host_task.run(host["id"])
+    tasks.probe_host_task.run(host["id"])
+    stored = Host.objects.get(id=host["id"])
+    assert stored.status == HostStatus.UNVERIFIED and stored.host_key == ""
+    assert stored.offered_host_key_fingerprint == sshd.fingerprint
+
+
+def test_a_new_address_forgets_the_confirmed_key(staff_api, sshd):
+    host = register(staff_api, sshd)
+    confirm_host_key(staff_api, host["id"], sshd.fingerprint)
+    services.register_host("bench1", Transport.SSH, "root", "localhost", sshd.port)
+    moved = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    assert moved["status"] == "unverified" and moved["host_key_fingerprint"] == ""
+    assert moved["offered_host_key_fingerprint"] == sshd.fingerprint
 
 
 def test_a_changed_host_key_is_refused(staff_api, sshd):
     host = register(staff_api, sshd)
-    pinned = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()["host_key_fingerprint"]
+    pinned = confirm_host_key(staff_api, host["id"], sshd.fingerprint)["host_key_fingerprint"]
     sshd.new_host_key()
     probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
     assert probed["status"] == "down"
-    assert "not the one pinned" in probed["error"] and pinned in probed["error"]
-    assert Host.objects.get(id=host["id"]).host_key_fingerprint == pinned  # still the first key
+    assert "not the one an admin confirmed" in probed["error"] and pinned in probed["error"]
+    assert Host.objects.get(id=host["id"]).host_key_fingerprint == pinned  # still the confirmed key
 
 
-def test_forgetting_the_key_pins_the_new_one_at_the_next_probe(staff_api, sshd):
+def test_forgetting_the_key_reads_the_new_one_for_an_admin_to_confirm(staff_api, sshd):
     host = register(staff_api, sshd)
-    staff_api.post(f"/api/hosts/{host['id']}/probe/")
+    confirm_host_key(staff_api, host["id"], sshd.fingerprint)
     sshd.new_host_key()
     services.forget_host_key(host["id"])
     assert (
-        staff_api.post(f"/api/hosts/{host['id']}/probe/").json()["host_key_fingerprint"] == sshd.fingerprint
+        confirm_host_key(staff_api, host["id"], sshd.fingerprint)["host_key_fingerprint"] == sshd.fingerprint
     )
 
 
 def test_a_key_missing_from_authorized_keys_says_which_line_to_add(staff_api, sshd):
-    sshd.authorized_keys.write_text("")
     host = register(staff_api, sshd)
+    confirm_host_key(staff_api, host["id"], sshd.fingerprint)
+    sshd.authorized_keys.write_text("")
     probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
     assert probed["status"] == "down"
     assert "authorized_keys" in probed["error"] and dashboard_public_key() in probed["error"]
@@ -91,6 +149,10 @@ def test_only_staff_register_and_probe_hosts(api, sshd):
     assert api.post("/api/hosts/", body, format="json").status_code == 403
     host = services.register_host("x", Transport.SSH, "root", "127.0.0.1", sshd.port)
     assert api.post(f"/api/hosts/{host.id}/probe/").status_code == 403
+    assert (
+        api.post(f"/api/hosts/{host.id}/trust-host-key/", {"fingerprint": sshd.fingerprint}).status_code
+        == 403
+    )
     assert api.get("/api/hosts/").status_code == 200
 
 
@@ -120,3 +182,22 @@ def test_host_values_are_checked_against_patterns(staff_api, field, value):
 def test_the_local_host_probes_without_ssh(local_host):
     found = probe_host(local_host.id)
     assert found["status"] == HostStatus.IDLE and found["facts"]["cpu_count"] >= 1
+
+
+def test_registerhost_trusts_a_key_only_by_its_fingerprint(sshd):
+    """The command an admin runs with the fingerprint read on the host itself."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    where = f"root@127.0.0.1:{sshd.port}"
+    with pytest.raises(CommandError, match=f"offered {sshd.fingerprint}, not SHA256:"):
+        call_command("registerhost", "bench9", "--ssh", where, "--trust-host-key", "SHA256:" + "B" * 43)
+    assert Host.objects.get(name="bench9").host_key == ""
+    out = StringIO()
+    call_command(
+        "registerhost", "bench9", "--ssh", where, "--trust-host-key", sshd.fingerprint, "--probe", stdout=out
+    )
+    assert f"trusted host key {sshd.fingerprint} of bench9" in out.getvalue()
+    assert "probed: idle" in out.getvalue()
+    assert Host.objects.get(name="bench9").host_key_fingerprint == sshd.fingerprint

@@ -1,4 +1,5 @@
-"""Probing a host: connect, pin its key at first contact, read its facts, record its status.
+"""Probing a host: read its facts over a connection to its confirmed key (or, for a host whose key
+no admin confirmed yet, only the key it offers), record its status.
 
 Called by the API (`POST /api/hosts/{id}/probe/`), `registerhost --probe` and the beat task, by
 name (experiments never imports workers).
@@ -25,5 +26,17 @@ def probe_host(host_id: int) -> dict:
             "host_key_fingerprint": host.host_key_fingerprint,
             "error": str(exc),
         }
-    host = services.record_probe(host_id, found["facts"], found["host_key"], found["host_key_fingerprint"])
+    if found["facts"] is None:  # a host whose key no admin confirmed: only its key was read
+        host = services.record_offered_host_key(host_id, found["host_key"], found["host_key_fingerprint"])
+        return {
+            "status": host.status,
+            "facts": host.facts,
+            "host_key_fingerprint": host.host_key_fingerprint,
+            "offered_host_key_fingerprint": host.offered_host_key_fingerprint,
+            "error": (
+                f"host {host.name} offers the SSH key {host.offered_host_key_fingerprint}: compare it with "
+                "`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host, then confirm it"
+            ),
+        }
+    host = services.record_probe(host_id, found["facts"])
     return {"status": host.status, "facts": host.facts, "host_key_fingerprint": host.host_key_fingerprint}

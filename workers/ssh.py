@@ -1,7 +1,8 @@
 """The SSH transport (asyncssh): the runner zip and the spec go to the host, the runner runs
 with the host's python3 and streams its events back, the bundle comes back as one tar.gz.
 
-The host's key is pinned at first contact (a probe) and any other key is refused afterwards.
+A host's key is pinned when an admin confirms the fingerprint a probe read (the probe of an
+unconfirmed host reads the offered key and nothing else), and any other key is refused afterwards.
 The dashboard logs in with its own key (experiments.ssh_keys), decrypted in memory only. The
 runner's stdin stays open for the whole run: if the connection drops, sshd closes it and the
 runner stops every process it started. Every command is built from values the dashboard made
@@ -49,8 +50,28 @@ class SSHTransport:
     # The two things a transport does -----------------------------------------------------
 
     def probe(self) -> dict:
-        """Connect now (pinning the host key if none is pinned yet) and read the host's facts."""
-        return asyncio.run(self._with_connection(self._probe, pin=True))
+        """Read the host's facts over a connection whose key is the pinned one. With no key
+        pinned yet, only the key the host offers is read (no login, nothing sent): an admin
+        confirms its fingerprint before anything else happens; "facts" is None then."""
+        if not self.host.host_key:
+            return asyncio.run(self._offered_key())
+        return asyncio.run(self._with_connection(self._probe))
+
+    async def _offered_key(self) -> dict:
+        try:
+            key = await asyncio.wait_for(
+                asyncssh.get_server_host_key(self.host.ssh_host, port=self.host.ssh_port, config=[]),
+                settings.SSH_CONNECT_TIMEOUT_S,
+            )
+        except (OSError, TimeoutError, asyncssh.Error) as exc:
+            raise TransportError(f"{self.where}: {connection_trouble(exc)}", host_down=True) from None
+        if key is None:
+            raise TransportError(f"{self.where} offered no host key", permanent=True)
+        return {
+            "facts": None,
+            "host_key": key.export_public_key().decode().strip(),
+            "host_key_fingerprint": key.get_fingerprint("sha256"),
+        }
 
     def execute(
         self,
@@ -61,8 +82,9 @@ class SSHTransport:
     ) -> Bundle:
         if not self.host.host_key:
             raise TransportError(
-                f"host {self.host.name}: its SSH key is not pinned yet; probe it first "
-                "(POST /api/hosts/{id}/probe/ or the hosts page)",
+                f"host {self.host.name}: an admin has not confirmed its SSH host key yet; probe it and "
+                "confirm the fingerprint (the hosts page, POST /api/hosts/{id}/trust-host-key/ or "
+                "registerhost NAME --trust-host-key SHA256:...)",
                 permanent=True,
             )
 
@@ -76,7 +98,7 @@ class SSHTransport:
                     f"the host runner did not finish within {RUNNER_HARD_LIMIT_S} s", permanent=True
                 ) from None
 
-        return asyncio.run(self._with_connection(run, pin=False))
+        return asyncio.run(self._with_connection(run))
 
     # Connection ----------------------------------------------------------------------------
 
@@ -84,12 +106,10 @@ class SSHTransport:
     def where(self) -> str:
         return f"{self.host.ssh_user}@{self.host.ssh_host}:{self.host.ssh_port}"
 
-    async def _with_connection(self, work: Callable[[asyncssh.SSHClientConnection], Awaitable], pin: bool):
-        known_hosts = None  # first contact: accept the key, and record it
-        if self.host.host_key:
-            known_hosts = ([asyncssh.import_public_key(self.host.host_key)], [], [])
-        elif not pin:
-            raise TransportError(f"host {self.host.name}: no pinned host key", permanent=True)
+    async def _with_connection(self, work: Callable[[asyncssh.SSHClientConnection], Awaitable]):
+        if not self.host.host_key:  # never log in to a machine nobody vouched for
+            raise TransportError(f"host {self.host.name}: no confirmed host key", permanent=True)
+        known_hosts = ([asyncssh.import_public_key(self.host.host_key)], [], [])
         try:
             async with asyncssh.connect(
                 self.host.ssh_host,
@@ -106,10 +126,10 @@ class SSHTransport:
                 return await work(conn)
         except asyncssh.HostKeyNotVerifiable:
             raise TransportError(
-                f"{self.where} presented a host key that is not the one pinned at first contact "
+                f"{self.where} presented a host key that is not the one an admin confirmed "
                 f"({self.host.host_key_fingerprint}). If the host was reinstalled on purpose, forget "
-                "the old key (python manage.py registerhost NAME --forget-host-key) and probe again; "
-                "otherwise something is answering in its place.",
+                "the old key (python manage.py registerhost NAME --forget-host-key), probe again and "
+                "confirm the new one; otherwise something is answering in its place.",
                 permanent=True,
             ) from None
         except asyncssh.PermissionDenied:
@@ -145,7 +165,6 @@ class SSHTransport:
     # Work ------------------------------------------------------------------------------------
 
     async def _probe(self, conn) -> dict:
-        server_key = conn.get_server_host_key()
         folder = await self._upload_runner(conn)
         try:
             output = await self._command(
@@ -154,11 +173,7 @@ class SSHTransport:
             )
         finally:
             await self._remove(conn, folder)
-        return {
-            "facts": json.loads(output),
-            "host_key": server_key.export_public_key().decode().strip(),
-            "host_key_fingerprint": server_key.get_fingerprint("sha256"),
-        }
+        return {"facts": json.loads(output), "host_key": "", "host_key_fingerprint": ""}
 
     async def _execute(
         self,

@@ -22,12 +22,15 @@ from .hosts import (
     SSH_HOST,
     SSH_USER,
     WORK_DIR,
+    HostKeyRejected,
     active_host_names,
     forget_host_key,
     record_host_down,
     record_host_reachable,
+    record_offered_host_key,
     record_probe,
     register_host,
+    trust_host_key,
 )
 from .runs import (
     TRUNCATION_MARKER,
@@ -51,6 +54,7 @@ from .runs import (
 
 __all__ = [
     "AnnotationRejected",
+    "HostKeyRejected",
     "DRIVE_HOST_TASK",
     "IDEMPOTENCY_KEY",
     "PROBE_HOST",
@@ -78,7 +82,9 @@ __all__ = [
     "ingest_bundle",
     "mark_run_failed",
     "record_host_reachable",
+    "record_offered_host_key",
     "record_probe",
+    "trust_host_key",
     "record_host_down",
     "record_progress",
     "record_sample",

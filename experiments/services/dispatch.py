@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
-from ..models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, without_nul
+from ..models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport, without_nul
 from .runs import end_attempt, refresh_experiment_status, superseded
 
 logger = logging.getLogger(__name__)
@@ -47,8 +47,13 @@ def _ready(now, prefix: str = "") -> Q:
     )
 
 
+def _unconfirmed(prefix: str = "") -> Q:
+    """An SSH host whose key no admin confirmed: nothing is sent to it, its runs wait queued."""
+    return Q(**{f"{prefix}transport": Transport.SSH, f"{prefix}host_key": ""})
+
+
 def _claimable(host_id: int, now) -> QuerySet:
-    return Run.objects.filter(_ready(now), host_id=host_id)
+    return Run.objects.filter(_ready(now), host_id=host_id).exclude(_unconfirmed("host__"))
 
 
 def has_claimable_run(host_id: int) -> bool:
@@ -63,6 +68,7 @@ def hosts_to_wake(busy_host_ids: set[int], resend_after: timedelta) -> list[int]
     lost = Q(runs__status=RunStatus.RUNNING, runs__imported=False)
     candidates = (
         Host.objects.filter(active=True)
+        .exclude(_unconfirmed())
         .filter(_ready(now, "runs__") | lost)
         .filter(Q(wake_sent_at__isnull=True) | Q(wake_sent_at__lt=now - resend_after))
         .exclude(id__in=busy_host_ids)

@@ -7,6 +7,7 @@ from django.utils.module_loading import import_string
 
 from ..definition import DefinitionError, ExperimentDefinition, clean_notes, clean_tags, validate_definition
 from ..models import Experiment, Host, Run
+from ..roles import may_administer
 from ..units import parse_size
 from .audit import audited_by
 from .dispatch import wake_hosts
@@ -35,7 +36,7 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     _check_hosts_can_crash_so(definition)
-    _check_hosts_have_builds(definition)
+    _check_hosts_have_builds(definition, may_probe=may_administer(user))
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -76,24 +77,31 @@ def _build_names(facts: dict | None) -> list[str] | None:
     return None if listed is None else [build["name"] for build in listed]
 
 
-def _check_hosts_have_builds(definition: ExperimentDefinition) -> None:
+def _check_hosts_have_builds(definition: ExperimentDefinition, may_probe: bool) -> None:
     """Each server build named must be one the host lists. A build its last probe did not list
-    may have been unpacked since (a CI job hands its build over, then asks for it): the host is
-    probed again before the definition is refused. A host never probed is let through (its
-    runner refuses a build it does not have)."""
+    may have been unpacked since (a CI job hands its build over, then asks for it): for an admin
+    the host is probed again before the definition is refused. Anyone else gets the builds known
+    (no request of theirs makes the dashboard log in to a host; beat's probe or an admin
+    refreshes them). A host never probed is let through (its runner refuses a build it does
+    not have)."""
     wanted = definition.parameters.get("server_build") or []
     refused = []
     for host in Host.objects.filter(name__in=definition.hosts) if wanted else []:
         names = _build_names(host.facts)
         if names is None:
             continue
-        if set(wanted) - set(names):
+        if set(wanted) - set(names) and may_probe:
             names = _build_names(import_string(PROBE_HOST)(host.pk).get("facts")) or []
         for build in wanted:
             if build not in names:
                 refused.append(
-                    f"host {host.name} has no server build {build} (it has: {', '.join(names) or 'none'}); "
-                    "unpack builds in its work directory's builds/NAME/ and probe it again"
+                    f"host {host.name} has no server build {build} (its last probe listed: "
+                    f"{', '.join(names) or 'none'}); unpack builds in its work directory's builds/NAME/; "
+                    + (
+                        "probe it again"
+                        if may_probe
+                        else "an admin's probe (or beat's, every 10 minutes) lists them"
+                    )
                 )
     if refused:
         raise DefinitionError({"parameters.server_build": refused})

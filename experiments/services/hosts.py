@@ -1,4 +1,4 @@
-"""Hosts: registration (checked against patterns), probe results, pinned keys."""
+"""Hosts: registration (checked against patterns), probe results, host keys an admin confirms."""
 
 import re
 
@@ -24,7 +24,7 @@ def register_host(
     user=None,
 ) -> Host:
     """Create or update a host. Running it twice with the same values changes nothing; a new
-    address forgets the pinned host key (the next probe pins the new machine's)."""
+    address forgets the confirmed host key (an admin confirms the new machine's)."""
     if not HOST_NAME.match(name or ""):
         raise ValueError(f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63")
     if transport not in Transport.values:
@@ -50,20 +50,60 @@ def register_host(
             setattr(host, field, value)
         if moved:
             host.host_key = host.host_key_fingerprint = ""
+            host.offered_host_key = host.offered_host_key_fingerprint = ""
             host.status = HostStatus.UNKNOWN
         host.save()
     return host
 
 
-def record_probe(host_id: int, facts: dict, host_key: str = "", fingerprint: str = "") -> Host:
-    """Store what a probe found; the first key seen is pinned. Running it twice changes nothing
-    but last_seen."""
+def record_probe(host_id: int, facts: dict) -> Host:
+    """Store what a probe found over a connection to the confirmed key (or a local host). Running
+    it twice changes nothing but last_seen. Never pins a key: see trust_host_key."""
     with transaction.atomic():
         host = Host.objects.select_for_update().get(id=host_id)
-        if host_key and not host.host_key:
-            host.host_key, host.host_key_fingerprint = host_key, fingerprint
         host.facts, host.last_seen, host.last_error = facts, timezone.now(), ""
         host.status = HostStatus.IDLE
+        host.save()
+    return host
+
+
+def record_offered_host_key(host_id: int, host_key: str, fingerprint: str) -> Host:
+    """A probe of a host with no confirmed key read the key it offers: kept to show an admin, the
+    host `unverified` (nothing is sent to it) until an admin confirms it. Running it twice
+    changes nothing but last_seen; a host whose key was confirmed meanwhile is left as it is."""
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(id=host_id)
+        if host.host_key:
+            return host
+        host.offered_host_key, host.offered_host_key_fingerprint = host_key, fingerprint
+        host.status, host.last_seen, host.last_error = HostStatus.UNVERIFIED, timezone.now(), ""
+        host.save()
+    return host
+
+
+class HostKeyRejected(ValueError):
+    """A fingerprint an admin gave does not confirm the key the host offered (or none was read)."""
+
+
+def trust_host_key(host_id: int, fingerprint: str, user=None) -> Host:
+    """An admin's act: pin the key the last probe read, if `fingerprint` (SHA256:...) is its
+    fingerprint, compared out of band with the host's own (`ssh-keygen -lf
+    /etc/ssh/ssh_host_ed25519_key.pub` there). Running it twice changes nothing."""
+    fingerprint = (fingerprint or "").strip()
+    with transaction.atomic(), audited_by(user):
+        host = Host.objects.select_for_update().get(id=host_id)
+        if host.host_key and host.host_key_fingerprint == fingerprint:
+            return host
+        if not host.offered_host_key:
+            raise HostKeyRejected(f"host {host.name} has offered no key yet: probe it, then confirm")
+        if fingerprint != host.offered_host_key_fingerprint:
+            raise HostKeyRejected(
+                f"host {host.name} offered {host.offered_host_key_fingerprint}, not "
+                f"{fingerprint or 'nothing'}: nothing was pinned (compare with ssh-keygen -lf on the host)"
+            )
+        host.host_key, host.host_key_fingerprint = host.offered_host_key, host.offered_host_key_fingerprint
+        host.offered_host_key = host.offered_host_key_fingerprint = ""
+        host.status = HostStatus.UNKNOWN  # confirmed; the next probe reads its facts
         host.save()
     return host
 
@@ -75,8 +115,15 @@ def record_host_down(host_id: int, error: str) -> Host:
 
 
 def forget_host_key(host_id: int) -> None:
-    """After a host was reinstalled on purpose: the next probe pins its new key."""
-    Host.objects.filter(id=host_id).update(host_key="", host_key_fingerprint="", status=HostStatus.UNKNOWN)
+    """After a host was reinstalled on purpose: the next probe reads its new key, for an admin to
+    confirm."""
+    Host.objects.filter(id=host_id).update(
+        host_key="",
+        host_key_fingerprint="",
+        offered_host_key="",
+        offered_host_key_fingerprint="",
+        status=HostStatus.UNKNOWN,
+    )
 
 
 def active_host_names() -> list[str]:

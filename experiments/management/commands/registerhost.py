@@ -14,7 +14,9 @@ _SSH = re.compile(r"^([a-z_][a-z0-9_-]{0,31})@([A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F
 class Command(BaseCommand):
     help = (
         "Register (or update) a benchmark host: --local, or --ssh USER@HOST[:PORT] (prints the "
-        "dashboard's public key to put in the host's authorized_keys). --probe connects now."
+        "dashboard's public key to put in the host's authorized_keys). --probe connects now. An SSH "
+        "host is used only once an admin confirmed its key: --trust-host-key SHA256:... (compare "
+        "with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host)."
     )
 
     def add_arguments(self, parser):
@@ -26,15 +28,22 @@ class Command(BaseCommand):
             "--work-dir", default="/var/tmp/recovery-lab", help="where runs write on the host"
         )
         parser.add_argument(
-            "--probe", action="store_true", help="connect now: pin the host key, read its facts"
+            "--probe",
+            action="store_true",
+            help="connect now: read its facts (a host with no confirmed key: only the key it offers)",
+        )
+        parser.add_argument(
+            "--trust-host-key",
+            metavar="SHA256:...",
+            help="confirm the host's SSH key by its fingerprint, read on the host itself",
         )
         parser.add_argument(
             "--forget-host-key",
             action="store_true",
-            help="the host was reinstalled: pin its new key at the next probe",
+            help="the host was reinstalled: forget its key (confirm the new one with --trust-host-key)",
         )
 
-    def handle(self, *args, name, local, ssh, work_dir, probe, forget_host_key, **options):
+    def handle(self, *args, name, local, ssh, work_dir, probe, forget_host_key, trust_host_key, **options):
         try:
             if local:
                 host = services.register_host(name, Transport.LOCAL, work_dir=work_dir)
@@ -65,9 +74,14 @@ class Command(BaseCommand):
         self.stdout.write(f"registered host {host.name} ({host.address})")
         if forget_host_key:
             services.forget_host_key(host.id)
-            self.stdout.write("forgot its pinned host key: the next probe pins the key it presents")
+            self.stdout.write("forgot its host key: confirm the new one with --trust-host-key SHA256:...")
+        if trust_host_key:
+            self._trust(host, trust_host_key)
         if probe:
             found = import_string(PROBE_HOST)(host.id)
+            if found.get("offered_host_key_fingerprint"):
+                self.stdout.write(f"unverified: {found['error']}; then: --trust-host-key FINGERPRINT")
+                return
             if "error" in found:
                 raise CommandError(f"probe failed: {found['error']}")
             facts = found["facts"]
@@ -76,3 +90,17 @@ class Command(BaseCommand):
                 f"probed: {found['status']}, key {found['host_key_fingerprint'] or '(local)'}; "
                 f"{facts.get('os')}, {facts.get('cpu_count')} CPUs, engines {engines}"
             )
+
+    def _trust(self, host: Host, fingerprint: str) -> None:
+        """Read the key the host offers now and pin it if its fingerprint is the one given."""
+        if host.transport != Transport.SSH:
+            raise CommandError(f"host {host.name} is local: it has no SSH key to trust")
+        if not host.host_key:
+            found = import_string(PROBE_HOST)(host.id)
+            if not found.get("offered_host_key_fingerprint"):
+                raise CommandError(f"could not read the key host {host.name} offers: {found.get('error')}")
+        try:
+            host = services.trust_host_key(host.id, fingerprint)
+        except services.HostKeyRejected as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"trusted host key {host.host_key_fingerprint} of {host.name}")
