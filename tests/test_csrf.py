@@ -1,0 +1,207 @@
+"""CSRF, as a browser meets it: every page form and a session-authenticated API write, with Django's
+checks enforced (the test client skips them unless asked). Without the token: 403 and nothing
+written; with the token the form carries: the write happens."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from experiments import services
+from experiments.models import Experiment, Host, Run, RunStatus
+
+from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory
+from .test_archive import exported
+from .test_imports import parameters, upload
+
+pytestmark = pytest.mark.django_db
+REAL_LOG = Path(__file__).parent / "data" / "mariadb-10.11" / "innodb_after_workload" / "error.log"
+ADMIN_FORMS = {"hosts/<pk>/probe/", "hosts/<pk>/trust-key/"}
+
+
+@dataclass
+class World:
+    experiment: Experiment
+    run: Run  # queued
+    done: Run  # finished, with its raw log
+    host: Host
+
+
+@dataclass
+class Form:
+    route: str  # as the URL configuration and tests/test_role_matrix.py name it
+    path: Callable[[World], str]
+    body: Callable[[World], dict]
+    written: Callable[[World], bool]
+
+
+def new_experiment(_: World) -> dict:
+    return {
+        "name": "csrf checked",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "buffer_pool_size": "128M",
+        "redo_log_size": "64M",
+        "insert_rate": "0",
+        "workload": "oltp_write_only",
+        "tables": 1,
+        "table_size": 1000,
+        "threads": 1,
+        "events": 100,
+        "crash_when": "after_workload",
+        "repetitions": 1,
+    }
+
+
+def an_export(_: World) -> dict:
+    archive = exported(ExperimentFactory(name="moved here", status="done"))
+    Experiment.objects.filter(name="moved here").delete()
+    return {"file": upload(archive, "moved.tar.gz")}
+
+
+FORMS = [
+    Form(
+        "experiments/new/",
+        lambda w: "/experiments/new/",
+        new_experiment,
+        lambda w: Experiment.objects.filter(name="csrf checked").exists(),
+    ),
+    Form(
+        "experiments/import/",
+        lambda w: "/experiments/import/",
+        an_export,
+        lambda w: Experiment.objects.filter(name="moved here").exists(),
+    ),
+    Form(
+        "imports/new/",
+        lambda w: "/imports/new/",
+        lambda w: {
+            **parameters(host_label="csrf.example", timezone="UTC"),
+            "error_log": upload(REAL_LOG.read_bytes()),
+        },
+        lambda w: Run.objects.filter(host_label="csrf.example").exists(),
+    ),
+    Form(
+        "experiments/<pk>/cancel/",
+        lambda w: f"/experiments/{w.experiment.id}/cancel/",
+        lambda w: {},
+        lambda w: Run.objects.get(id=w.run.id).status == RunStatus.CANCELLED,
+    ),
+    Form(
+        "experiments/<pk>/annotate/",
+        lambda w: f"/experiments/{w.experiment.id}/annotate/",
+        lambda w: {"notes": "annotated"},
+        lambda w: Experiment.objects.get(id=w.experiment.id).notes == "annotated",
+    ),
+    Form(
+        "runs/<pk>/annotate/",
+        lambda w: f"/runs/{w.done.id}/annotate/",
+        lambda w: {"notes": "annotated"},
+        lambda w: Run.objects.get(id=w.done.id).notes == "annotated",
+    ),
+    Form(
+        "runs/<pk>/exclude/",
+        lambda w: f"/runs/{w.done.id}/exclude/",
+        lambda w: {"reason": "noisy neighbour"},
+        lambda w: Run.objects.get(id=w.done.id).excluded,
+    ),
+    Form(
+        "runs/<pk>/include/",
+        lambda w: f"/runs/{w.done.id}/include/",
+        lambda w: {},
+        lambda w: not Run.objects.get(id=w.done.id).excluded,
+    ),
+    Form(
+        "runs/<pk>/reparse/",
+        lambda w: f"/runs/{w.done.id}/reparse/",
+        lambda w: {},
+        lambda w: Run.objects.get(id=w.done.id).recovery_seconds is not None,
+    ),
+    Form(
+        "hosts/<pk>/probe/",
+        lambda w: f"/hosts/{w.host.id}/probe/",
+        lambda w: {},
+        lambda w: Host.objects.get(id=w.host.id).last_seen is not None,
+    ),
+    Form(
+        "hosts/<pk>/trust-key/",
+        lambda w: f"/hosts/{w.host.id}/trust-key/",
+        lambda w: {"fingerprint": "SHA256:" + "C" * 43},
+        lambda w: Host.objects.get(id=w.host.id).host_key_fingerprint == "SHA256:" + "C" * 43,
+    ),
+    Form(
+        "logout/",
+        lambda w: "/logout/",
+        lambda w: {},
+        lambda w: True,  # checked below: the session is gone
+    ),
+]
+
+
+@pytest.fixture
+def world(db) -> World:
+    author = UserFactory(username="author", password="correct horse battery", is_staff=True)
+    host = HostFactory(name="local")
+    experiment = ExperimentFactory(created_by=author, status="running")
+    run = RunFactory(experiment=experiment, host=host, status="queued")
+    done = RunFactory(experiment=experiment, host=host, status="done", matrix_index=1)
+    done.files.create(name="error.log", content=REAL_LOG.read_bytes(), size_bytes=REAL_LOG.stat().st_size)
+    return World(experiment=experiment, run=run, done=done, host=host)
+
+
+def strict_client() -> Client:
+    client = Client(enforce_csrf_checks=True)
+    page = client.get("/login/")
+    token = page.cookies["csrftoken"].value
+    answer = client.post(
+        "/login/",
+        {"username": "author", "password": "correct horse battery", "csrfmiddlewaretoken": token},
+    )
+    assert answer.status_code == 302, answer.content[:500]
+    return client
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.route)
+def test_a_page_form_without_its_token_is_refused_and_with_it_writes(world, form):
+    if form.route == "hosts/<pk>/trust-key/":
+        services.record_offered_host_key(world.host.id, "ssh-ed25519 AAAA", "SHA256:" + "C" * 43)
+    if form.route == "runs/<pk>/include/":
+        Run.objects.filter(id=world.done.id).update(excluded=True, excluded_reason="noisy")
+    client = strict_client()
+
+    refused = client.post(form.path(world), form.body(world))
+    assert refused.status_code == 403 and b"CSRF" in refused.content
+    if form.route != "logout/":
+        assert not form.written(world)
+
+    body = {**form.body(world), "csrfmiddlewaretoken": client.cookies["csrftoken"].value}
+    answer = client.post(form.path(world), body)
+    assert answer.status_code in (200, 302), answer.content[:500]
+    assert form.written(world)
+    if form.route == "logout/":
+        assert client.get("/experiments/").status_code == 302  # logged out
+
+
+def test_every_page_form_is_checked_here():
+    from .test_role_matrix import MATRIX
+
+    page_posts = {route for method, route, *_ in MATRIX if method == "post" and not route.startswith("api/")}
+    assert page_posts == {form.route for form in FORMS}
+
+
+def test_a_session_authenticated_api_write_needs_the_token(world):
+    """The API takes the page's session too (DRF's SessionAuthentication enforces CSRF for it);
+    a token-authenticated client needs none."""
+    client = APIClient(enforce_csrf_checks=True)
+    client.cookies.load(strict_client().cookies)
+    body = {"name": "by the API", "hosts": ["local"], "engines": ["innodb"], "workload": {"events": 100}}
+    refused = client.post("/api/experiments/", body, format="json")
+    assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
+    assert not Experiment.objects.filter(name="by the API").exists()
+    token = client.cookies["csrftoken"].value
+    created = client.post("/api/experiments/", body, format="json", HTTP_X_CSRFTOKEN=token)
+    assert created.status_code == 201, created.content
+    assert Experiment.objects.filter(name="by the API").exists()
