@@ -20,4 +20,4 @@ RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev --compile-bytecode \
 RUN SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))') \
     python manage.py collectstatic --noinput -v 0
 EXPOSE 8000
-CMD ["gunicorn", "webapp.wsgi", "-b", "0.0.0.0:8000", "-w", "3"]
+CMD ["gunicorn", "-c", "webapp/gunicorn.conf.py", "-b", "0.0.0.0:8000", "-w", "3"]

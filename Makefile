@@ -12,7 +12,7 @@ start: setup
 	@mkdir -p $(RUN_DIR)
 	@$(MAKE) -s stop
 	@$(PY) manage.py collectstatic --noinput -v 0
-	@nohup .venv/bin/gunicorn webapp.wsgi -b $(WEB_ADDR) -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
+	@nohup .venv/bin/gunicorn -c webapp/gunicorn.conf.py -b $(WEB_ADDR) -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 > $(RUN_DIR)/worker.log 2>&1 & echo $$! > $(RUN_DIR)/worker.pid
 	@nohup .venv/bin/celery -A webapp beat -l info -s $(RUN_DIR)/beat-schedule > $(RUN_DIR)/beat.log 2>&1 & echo $$! > $(RUN_DIR)/beat.pid
 	@echo "web on http://$(WEB_ADDR)/ (logs in $(RUN_DIR)/); stop with 'make stop'"

@@ -5,9 +5,15 @@ address that cannot resolve; every request the page makes is answered here: the 
 and the static files it names (plotly.js, the stylesheet) from the installation. Anything else is
 refused, so a report never reaches the network. The PDF is taken once the page says its charts
 are drawn (`data-charts-ready` on <body>).
+
+Everything, from waiting for a free printer to the last page, is within one deadline
+(REPORT_PDF_TIMEOUT_S); gunicorn's worker timeout is above it (webapp/gunicorn.conf.py). Chromium
+keeps its sandbox around the page (REPORT_PDF_SANDBOX) unless the web process runs as root,
+where Chromium refuses it.
 """
 
 import threading
+import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -72,17 +78,30 @@ def html_to_pdf(html: str, title: str) -> bytes:
             f"no Chromium at {chromium}: install Debian's chromium package or set CHROMIUM_PATH "
             "(the web page of the report prints from any browser)"
         )
-    timeout_ms = settings.REPORT_PDF_TIMEOUT_S * 1000
-    if not _PRINTERS.acquire(timeout=settings.REPORT_PDF_TIMEOUT_S):
+    deadline = time.monotonic() + settings.REPORT_PDF_TIMEOUT_S
+
+    def left_ms() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise PDFError(f"the report was not printed within {settings.REPORT_PDF_TIMEOUT_S} s")
+        return left * 1000
+
+    if not _PRINTERS.acquire(timeout=left_ms() / 1000):
         raise PDFError("too many reports are being printed at once; try again in a minute")
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium, args=_OFFLINE)
+            browser = playwright.chromium.launch(
+                executable_path=chromium,
+                args=_OFFLINE,
+                chromium_sandbox=settings.REPORT_PDF_SANDBOX,
+                timeout=left_ms(),
+            )
             try:
                 page = browser.new_page()
+                page.set_default_timeout(left_ms())  # page.pdf() takes no timeout of its own
                 page.route("**/*", _answer(html))
-                page.goto(ORIGIN + PAGE_PATH, timeout=timeout_ms)
-                page.wait_for_function("document.body.dataset.chartsReady", timeout=timeout_ms)
+                page.goto(ORIGIN + PAGE_PATH, timeout=left_ms())
+                page.wait_for_function("document.body.dataset.chartsReady", timeout=left_ms())
                 ready = page.evaluate("document.body.dataset.chartsReady")
                 if ready != "yes":
                     raise PDFError(f"the report's charts were not drawn ({ready})")

@@ -130,7 +130,7 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     Path(WORK_DIR).mkdir(parents=True, exist_ok=True)
     web = start(
-        [str(BIN / "gunicorn"), "webapp.wsgi", "-b", f"127.0.0.1:{port}", "-w", "2"],
+        [str(BIN / "gunicorn"), "-c", "webapp/gunicorn.conf.py", "-b", f"127.0.0.1:{port}", "-w", "2"],
         Path(f"{WORK_DIR}.web.log"),
         env,
     )

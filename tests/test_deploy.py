@@ -106,3 +106,24 @@ def test_the_openapi_schema_validates_without_a_warning(tmp_path):
     schema = (tmp_path / "schema.yml").read_text()
     for name in ("EngineEnum", "RunStatusEnum", "ExperimentStatusEnum"):
         assert f"    {name}:" in schema
+
+
+@pytest.mark.parametrize(
+    ("env", "timeout"),
+    [
+        ({}, 30 + 2 * 4 * 1024**3 // (10 * 1024**2)),  # the largest upload at the slowest rate
+        ({"UPLOAD_MAX_BYTES": str(1024**2), "REPORT_PDF_TIMEOUT_S": "600"}, 630),  # a PDF report
+    ],
+)
+def test_gunicorn_s_worker_timeout_covers_the_longest_request_the_settings_allow(env, timeout):
+    """gunicorn's own default (30 s) would kill a worker in the middle of an upload or a report."""
+    probe = "import runpy; print(runpy.run_path('webapp/gunicorn.conf.py')['timeout'])"
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", probe],
+        env={**os.environ, **PRODUCTION, **env},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == timeout

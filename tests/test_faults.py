@@ -278,7 +278,15 @@ def start_web(port: int) -> subprocess.Popen:
     """The real web process (gunicorn, as `make start` runs it) on the test database."""
     env = {**manage_env(connection.settings_dict["NAME"]), "ALLOWED_HOSTS": "127.0.0.1"}
     return subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "webapp.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
+        [
+            str(ROOT / ".venv" / "bin" / "gunicorn"),
+            "-c",
+            "webapp/gunicorn.conf.py",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            "1",
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -1,8 +1,11 @@
 """Reports: findings in sentences from seeded runs whose effects are known, the caveats a reader
 must see, the page for every role, and the PDF as Chromium prints it, read back with poppler."""
 
+import os
 import re
+import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -250,3 +253,36 @@ def test_the_comparison_report_prints_to_a_pdf(page, live_server, two_versions):
     subprocess.run(
         ["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / "compare-report-page"], check=True
     )
+
+
+def test_a_web_process_that_is_not_root_prints_with_chromium_s_sandbox(tmp_path):
+    """As a packaged install runs it (an unprivileged user): the sandbox is on by default, and
+    Chromium prints under it. (Root is the one case Chromium refuses it.)"""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.chown(home, "nobody")
+    probe = (
+        "import django; django.setup()\n"
+        "from django.conf import settings\n"
+        "from experiments.pdf import html_to_pdf\n"
+        "assert settings.REPORT_PDF_SANDBOX is True\n"
+        "pdf = html_to_pdf('<body data-charts-ready=yes><h1>sandboxed</h1></body>', 'sandbox')\n"
+        "print(pdf[:5].decode())\n"
+    )
+    done = subprocess.run(
+        # the system's Python 3.11 on the project's packages (the venv's interpreter may live
+        # under /root, which nobody may enter)
+        ["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", probe],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "REPORT_PDF_SANDBOX"},
+            "HOME": str(home),
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "PYTHONPATH": f"{ROOT}:{sysconfig.get_paths()['purelib']}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "%PDF-"

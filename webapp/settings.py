@@ -4,6 +4,7 @@ Every value has a development default that works on a machine set up by `make se
 that is present but malformed stops start-up with ImproperlyConfigured instead of being guessed.
 """
 
+import os
 import socket
 from datetime import timedelta
 from pathlib import Path
@@ -261,16 +262,26 @@ WAKE_RESEND_S = env.int("WAKE_RESEND_S", default=300)
 INSTALLATION_NAME = env.str("INSTALLATION_NAME", default=socket.gethostname())
 # Reports are printed to PDF by this Chromium (Debian's package), offline, within this time.
 CHROMIUM_PATH = env.str("CHROMIUM_PATH", default="/usr/bin/chromium")
+# The whole print, from waiting for a free printer to the last page: one deadline.
 REPORT_PDF_TIMEOUT_S = env.int("REPORT_PDF_TIMEOUT_S", default=60)
+# Chromium's own sandbox around the page. Chromium refuses it to root (a web process should not
+# run as root: the image's and a packaged install's do not), so it is on unless running as root.
+REPORT_PDF_SANDBOX = env.bool("REPORT_PDF_SANDBOX", default=os.geteuid() != 0)
 # The largest request body taken (imports of big error logs, exported experiments); files in it
 # are streamed to temporary files, not kept in memory.
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=4 * 1024**3)
+# The slowest upload a web worker waits for: with UPLOAD_MAX_BYTES it bounds how long a request
+# may take, and gunicorn's --timeout (webapp/gunicorn.conf.py) is set from that.
+UPLOAD_MIN_BYTES_PER_S = env.int("UPLOAD_MIN_BYTES_PER_S", default=10 * 1024**2)
 # Raw files above this size are kept as head + tail, so one runaway log cannot fill the database.
 RAW_FILE_MAX_BYTES = env.int("RAW_FILE_MAX_BYTES", default=32 * 1024 * 1024)
 # What a .tar.gz made elsewhere may unpack to, counted while it is decompressed (a gzip bomb is
 # refused at the bound): an experiment's export, and a run's bundle sent back by a host over SSH.
 ARCHIVE_MAX_UNPACKED_BYTES = env.int("ARCHIVE_MAX_UNPACKED_BYTES", default=4 * 1024**3)
 BUNDLE_MAX_UNPACKED_BYTES = env.int("BUNDLE_MAX_UNPACKED_BYTES", default=1024**3)
+# The longest a synchronous request may take with these settings (an upload of the largest body
+# at the slowest rate, with its import; a PDF report), plus a margin: gunicorn's worker timeout.
+LONGEST_REQUEST_S = 30 + max(2 * UPLOAD_MAX_BYTES // UPLOAD_MIN_BYTES_PER_S, REPORT_PDF_TIMEOUT_S)
 
 LOGGING = {
     "version": 1,
