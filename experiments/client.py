@@ -41,6 +41,8 @@ DEFAULT_METRICS = ("recovery_seconds",)
 # Parameters a stored definition leaves out unless named, and what their absence means.
 UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD}
 THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
+# A refused connection or a 502/503/504 is tried again this many times, with backoff (~1 min).
+DEFAULT_RETRIES = 6
 
 
 class ClientError(Exception):
@@ -52,7 +54,7 @@ class Api:
     during a long wait) are retried with backoff; POSTs carry an Idempotency-Key, so a retried
     one never creates a second experiment."""
 
-    def __init__(self, url: str, token: str, timeout_s: float = 60):
+    def __init__(self, url: str, token: str, timeout_s: float = 60, retries: int = DEFAULT_RETRIES):
         if not url:
             raise ClientError("no server: set RECOVERY_LAB_URL (e.g. http://127.0.0.1:8000) or pass --url")
         if not token:
@@ -60,11 +62,11 @@ class Api:
                 "no token: set RECOVERY_LAB_TOKEN (`python manage.py drf_create_token USER` on the "
                 "server prints one) or pass --token"
             )
-        self.url, self.timeout_s = url.rstrip("/"), timeout_s
+        self.url, self.timeout_s, self.retries = url.rstrip("/"), timeout_s, retries
         self.session = requests.Session()
         self.session.headers.update({"Authorization": f"Token {token}", "Accept": "application/json"})
         retry = Retry(
-            total=6,
+            total=retries,
             backoff_factor=1,
             status_forcelist=(502, 503, 504),
             allowed_methods=frozenset({"GET", "POST"}),
@@ -77,7 +79,7 @@ class Api:
         try:
             response = self.session.request(method, self.url + path, timeout=self.timeout_s, **options)
         except requests.RequestException as exc:
-            raise ClientError(f"cannot reach {self.url}: {exc}") from None
+            raise ClientError(f"cannot reach {self.url} (tried {self.retries + 1} times): {exc}") from None
         if response.status_code in (401, 403):
             raise ClientError(
                 f"{self.url} refused the token (HTTP {response.status_code}: {_said(response)}): check "
@@ -437,6 +439,13 @@ def parser() -> argparse.ArgumentParser:
     )
     main_parser.add_argument("--url", default=os.environ.get("RECOVERY_LAB_URL", ""), help="the server")
     main_parser.add_argument("--token", default=os.environ.get("RECOVERY_LAB_TOKEN", ""), help="API token")
+    main_parser.add_argument(
+        "--retries",
+        type=int,
+        default=int(os.environ.get("RECOVERY_LAB_RETRIES", DEFAULT_RETRIES)),
+        help=f"tries again after a refused connection or a 502/503/504, waiting 2, 4, 8... s "
+        f"(default {DEFAULT_RETRIES}: about a minute)",
+    )
     commands = main_parser.add_subparsers(dest="command", required=True)
 
     def waiting(command):
@@ -490,7 +499,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](Api(args.url, args.token), args, sys.stdout)
+        return COMMANDS[args.command](Api(args.url, args.token, retries=args.retries), args, sys.stdout)
     except ClientError as exc:
         print(f"recovery-lab: {exc}", file=sys.stderr)
         return EXIT_ERROR

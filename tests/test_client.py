@@ -61,8 +61,10 @@ def test_a_definition_file_that_is_no_definition_is_refused_before_any_request(
 def test_an_unreachable_server_and_a_wrong_token_exit_2_with_what_to_check(live_server, token, db):
     refused = run_cli(live_server.url, "not-a-token", "compare", "1", "2")
     assert refused.returncode == 2 and "refused the token (HTTP 401" in refused.stderr
-    unreachable = run_cli("http://127.0.0.1:9", token, "compare", "1", "2")
-    assert unreachable.returncode == 2 and "cannot reach http://127.0.0.1:9" in unreachable.stderr
+    # two tries again (2 + 4 s) rather than the default six (a minute): the same path
+    unreachable = run_cli("http://127.0.0.1:9", token, "--retries", "2", "compare", "1", "2")
+    assert unreachable.returncode == 2
+    assert "cannot reach http://127.0.0.1:9 (tried 3 times)" in unreachable.stderr
     nothing = subprocess.run([str(CLIENT), "compare", "1", "2"], capture_output=True, text=True, env={})
     assert nothing.returncode == 2 and "RECOVERY_LAB_URL" in nothing.stderr
 

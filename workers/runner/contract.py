@@ -42,6 +42,8 @@ def server_option_allowed(name: str, value: object) -> bool:
     if isinstance(allowed, range):
         return isinstance(value, int) and value in allowed
     return value in allowed
+
+
 # A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
 BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 BUILDS_DIR = "builds"
