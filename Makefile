@@ -25,8 +25,10 @@ stop:
 demo: start
 	@$(PY) manage.py demo --url http://$(WEB_ADDR)
 
+# Two processes: the tests that run a real server in one, in order (see tests/conftest.py),
+# everything else in the other.
 test: setup
-	@$(PY) -m pytest
+	@$(PY) -m pytest -n 2 --dist loadgroup
 
 bench: setup
 	@$(PY) scripts/bench.py

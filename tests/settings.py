@@ -5,10 +5,14 @@ id is put in the environment, so the Celery worker the tests start uses the same
 
 import os
 import uuid
+from pathlib import Path
 
-SESSION = os.environ.setdefault("RECOVERY_LAB_TEST_SESSION", uuid.uuid4().hex[:8])
+# Under pytest-xdist each worker process is a session of its own (gw0, gw1...): the processes a
+# worker starts (its Celery worker, manage.py) inherit both variables and find the same names.
+SESSION = os.environ.setdefault("RECOVERY_LAB_TEST_SESSION", uuid.uuid4().hex[:8]) + os.environ.get(
+    "PYTEST_XDIST_WORKER", ""
+)
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
-os.environ.setdefault("RUNNER_WORK_DIR", f"/var/tmp/recovery-lab-test-{SESSION}")
 os.environ.setdefault("RUNNER_START_TIMEOUT_S", "120")
 os.environ.setdefault("SSH_KEY_SECRET", "dGVzdHMtb25seS1zc2gta2V5LXNlY3JldC0zMmJ5dGU=")
 os.environ.setdefault("SSH_CONNECT_TIMEOUT_S", "5")
@@ -28,4 +32,5 @@ STATIC_ROOT = BASE_DIR / "test-artifacts" / "static"  # noqa: F405
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 CELERY_TASK_DEFAULT_QUEUE = f"recovery-lab-test-{SESSION}"
+RUNNER_WORK_DIR = Path(f"/var/tmp/recovery-lab-test-{SESSION}")
 DATABASES["default"]["TEST"] = {"NAME": f"test_recovery_lab_{SESSION}"}  # noqa: F405

@@ -180,7 +180,6 @@ def test_the_runner_takes_the_server_options_the_dashboard_allows():
         ({"innodb_io_capacity": 5}, "innodb_io_capacity=5 is not an allowed value"),
         ({"innodb_flush_method": "O_DIRECT; reboot"}, "is not an allowed value"),
         ({"log_bin": True}, "log_bin=True is not an allowed value"),
-        ({"rocksdb_max_background_jobs": 4}, "is not for engine innodb"),
     ],
 )
 def test_the_runner_refuses_a_server_option_outside_the_allow_list(options, message):

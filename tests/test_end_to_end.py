@@ -69,8 +69,8 @@ def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, local_host, celery_wor
         "parameters": {"redo_log_size": ["64M", "512M"]},
         "workload": {
             "name": "oltp_write_only",
-            "tables": 4,
-            "table_size": 20000,
+            "tables": 2,
+            "table_size": 20000,  # the dataset most tests here share (loaded once, then copied)
             "threads": 4,
             "events": 8000,
         },
@@ -174,12 +174,23 @@ def test_a_server_that_hangs_after_the_crash_fails_the_run_in_bounded_time_with_
 
 
 def test_a_server_refusing_an_option_fails_the_run_with_its_own_words(tmp_path):
+    """An allowed option the server does not know (a MyRocks option, its plugin not loaded for an
+    InnoDB run; the dashboard leaves such options out, as an older build may not know one)."""
     work = settings.RUNNER_WORK_DIR / "bad-option"
-    spec = {**insert_spec("64M", work), "server_options": {"innodb_no_such_option": "1"}}
+    spec = {**insert_spec("64M", work), "server_options": {"rocksdb_max_background_jobs": 4}}
     exit_code, last_event = run_runner(tmp_path, spec)
     assert exit_code == 1 and last_event["event"] == "failed"
     assert "mariadbd exited with code" in last_event["error"]
-    assert "unknown variable 'innodb_no_such_option=1'" in last_event["error"]  # the log's tail
+    assert "unknown variable 'rocksdb_max_background_jobs=4'" in last_event["error"]  # the log's tail
+    assert mariadbd_pids(work) == []
+
+
+def test_an_option_outside_the_allow_list_is_refused_before_anything_starts(tmp_path):
+    work = settings.RUNNER_WORK_DIR / "bad-option"
+    spec = {**insert_spec("64M", work), "server_options": {"innodb_no_such_option": "1"}}
+    exit_code, last_event = run_runner(tmp_path, spec)
+    assert exit_code == 1 and last_event["permanent"] is True
+    assert "server option 'innodb_no_such_option' is not one this runner sets" in last_event["error"]
     assert mariadbd_pids(work) == []
 
 
@@ -237,6 +248,8 @@ def analysed(folder) -> tuple[dict, object]:
 
 
 def insert_spec(redo_log_size: str, work_dir) -> dict:
+    """A runner-level spec on the tables most tests share: with the session's work directory as
+    work_dir, its dataset is the one the worker's runs cached (loaded once a session)."""
     return {
         "run_id": 3,
         "engine": "innodb",
@@ -275,14 +288,14 @@ def test_runs_start_from_a_cached_clean_dataset_so_the_redo_replayed_is_the_work
 def test_a_checkpoint_that_moves_during_the_workload_is_reported(tmp_path):
     """A 4 MB redo log cannot hold 8 MB of workload redo: recovery replays less than was written,
     and the run says so rather than passing the smaller number off as the workload's."""
-    assert run_runner(tmp_path, insert_spec("4M", settings.RUNNER_WORK_DIR / "runner-tests"))[0] == 0
+    assert run_runner(tmp_path, insert_spec("4M", settings.RUNNER_WORK_DIR))[0] == 0
     _, analysis = analysed(tmp_path)
     assert analysis.metrics["redo_bytes"] < 0.85 * analysis.metrics["log_bytes_written"]
     assert any("a checkpoint moved during the workload" in w for w in analysis.warnings), analysis.warnings
 
 
 def test_crash_when_the_redo_to_replay_reaches_a_target(tmp_path):
-    spec = insert_spec("128M", settings.RUNNER_WORK_DIR / "runner-tests")
+    spec = insert_spec("128M", settings.RUNNER_WORK_DIR)
     spec["workload"].update(events=0, time_seconds=300)  # the target ends it, not the workload
     spec["crash"] = {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "32M"}
     assert run_runner(tmp_path, spec)[0] == 0
@@ -295,7 +308,7 @@ def test_crash_when_the_redo_to_replay_reaches_a_target(tmp_path):
 
 
 def test_crash_with_a_transaction_open_times_its_rollback(tmp_path):
-    spec = insert_spec("256M", settings.RUNNER_WORK_DIR / "runner-tests")
+    spec = insert_spec("256M", settings.RUNNER_WORK_DIR)
     spec["crash"] = {"method": "sigkill", "when": "during_transaction", "open_rows": 100_000}
     assert run_runner(tmp_path, spec)[0] == 0
     result, analysis = analysed(tmp_path)
@@ -311,15 +324,15 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
     api, local_host, celery_worker_process
 ):
     """The method, unattended: oltp_insert at 500 and 2,000 rows/s on InnoDB and MyRocks, a crash
-    after fixed events, three repetitions."""
+    after fixed events, two repetitions."""
     body = {
         "name": "Method: insert rates on both engines",
         "hosts": ["local"],
         "engines": ["innodb", "rocksdb"],
         "parameters": {"redo_log_size": ["256M"], "insert_rate": [500, 2000]},
-        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 10000, "threads": 4, "events": 2000},
+        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 4, "events": 2000},
         "crash": {"method": "sigkill", "when": "after_workload"},
-        "repetitions": 3,
+        "repetitions": 2,
     }
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
@@ -327,16 +340,16 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
     wait_for(
         lambda: all(r.is_finished for r in Run.objects.filter(experiment_id=experiment_id)),
         timeout_s=1200,
-        what="12 runs",
+        what="8 runs",
         interval_s=1,
     )
     runs = list(Run.objects.filter(experiment_id=experiment_id).order_by("started_at"))
-    assert [r.status for r in runs] == ["done"] * 12, [r.error for r in runs]
+    assert [r.status for r in runs] == ["done"] * 8, [r.error for r in runs]
     for engine in ("innodb", "rocksdb"):
         mine = [r for r in runs if r.engine == engine]
         # loaded once per engine at most (an earlier test of the session may have cached the same
         # tables: oltp_insert and oltp_write_only prepare the same dataset), then copied
-        assert [r.dataset_reused for r in mine][1:] == [True] * 5
+        assert [r.dataset_reused for r in mine][1:] == [True] * 3
     for run in runs:
         assert run.achieved_insert_rate is not None and run.achieved_insert_rate > 0, run
         if run.achieved_insert_rate < 0.9 * run.insert_rate:
@@ -355,7 +368,7 @@ def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_re
 
 @pytest.mark.parametrize("files", [1, 200])
 def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, files):
-    spec = insert_spec("256M", settings.RUNNER_WORK_DIR / "runner-tests")
+    spec = insert_spec("256M", settings.RUNNER_WORK_DIR)
     spec["parameters"]["binlog_files"] = files
     assert run_runner(tmp_path, spec)[0] == 0
     result, analysis = analysed(tmp_path)
@@ -365,7 +378,7 @@ def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, file
 
 
 def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
-    spec = insert_spec("256M", settings.RUNNER_WORK_DIR / "runner-tests")
+    spec = insert_spec("256M", settings.RUNNER_WORK_DIR)
     spec["workload"]["warmup_max_seconds"] = 30
     assert run_runner(tmp_path, spec)[0] == 0
     result, analysis = analysed(tmp_path)
@@ -411,7 +424,7 @@ def test_redo_log_size_is_named_as_each_server_build_names_it(build, option):
 
 def test_this_hosts_server_reports_the_redo_log_size_asked_for(tmp_path):
     """The translation, read back from a real server: requested beside effective."""
-    assert run_runner(tmp_path, insert_spec("128M", settings.RUNNER_WORK_DIR / "runner-tests"))[0] == 0
+    assert run_runner(tmp_path, insert_spec("128M", settings.RUNNER_WORK_DIR))[0] == 0
     result = json.loads((tmp_path / "bundle" / "result.json").read_text())
     assert int(result["effective_settings"]["innodb_log_file_size"]) == 128 << 20
     assert "--innodb-log-file-size=128M" in result["server_args"]

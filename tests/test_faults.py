@@ -38,7 +38,7 @@ DEFINITION = {
     "hosts": ["local"],
     "engines": ["innodb"],
     "parameters": {"buffer_pool_size": ["64M"], "redo_log_size": ["64M"], "insert_rate": [0]},
-    "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 4000, "threads": 2, "events": 40000},
+    "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 4000, "threads": 2, "events": 20000},
     "crash": {"method": "sigkill", "when": "after_workload"},
     "repetitions": 2,
 }

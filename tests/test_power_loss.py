@@ -74,7 +74,10 @@ def test_a_log_synced_at_each_commit_loses_no_acknowledged_commit(tmp_path, engi
         # written to the operating system at each commit, synced once a second (or later)
         ("innodb", {"innodb_flush_log_at_trx_commit": 2, "innodb_flush_log_at_timeout": 2700}),
         ("rocksdb", {"rocksdb_flush_log_at_trx_commit": 2}),
+        # not even written at each commit: the log buffer goes out with the timeout's flush
+        ("innodb", {"innodb_flush_log_at_trx_commit": 0, "innodb_flush_log_at_timeout": 2700}),
     ],
+    ids=["innodb-2", "rocksdb-2", "innodb-0"],
 )
 def test_a_log_synced_once_a_second_loses_the_commits_after_the_last_sync(tmp_path, engine, options):
     result = power_cut(tmp_path, f"lossy-{engine}", engine, options)
