@@ -79,7 +79,8 @@ def test_a_large_import_is_streamed_to_disk_not_held_by_the_web_process(tmp_path
             sent = subprocess.run(
                 [
                     "curl", "-sS", "--max-time", "600", "-o", str(tmp_path / "answer.json"),
-                    "-w", "%{http_code}", "-H", f"Authorization: Token {token}", *fields, "-F", f"error_log=@{log}",
+                    "-w", "%{http_code}", "-H", f"Authorization: Token {token}", *fields,
+                    "-F", f"error_log=@{log}",
                     f"http://127.0.0.1:{port}/api/imports/",
                 ],
                 capture_output=True, text=True, check=False,
