@@ -1,8 +1,11 @@
 """`make bench`: parse a 1 GiB error log and compare with grep on the same file.
 
 The log is what a busy server leaves: repeated warnings (aborted connections, page cleaner
-notes, denied logins), with a real MariaDB crash recovery, recovery and clean restart (from
-tests/data) every ~128 MiB. It is built once under /var/tmp and reused.
+notes, denied logins), with the stamped error log of a real MariaDB run (tests/data/bundles: its
+start, its crash recovery and its clean restart) 162 times, each copy an hour after the last,
+evenly spread through the file. The parser must find every one of them: the bench prints the
+crash recoveries found against those written, and fails when they differ. It is built once
+under /var/tmp and reused.
 
 Each command runs three times from a warm page cache; the best time counts. The parser runs in
 a child process so its peak memory (max RSS) can be reported.
@@ -15,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import date, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 from experiments.parsers.errorlog import TRIGGERS  # noqa: E402
 
 BENCH_DIR = Path(os.environ.get("BENCH_DIR", "/var/tmp/recovery-lab-bench"))
-LOG = BENCH_DIR / "mostly-warnings-1GiB-v2.log"  # v2: each recovery copy on a day of its own
+LOG = BENCH_DIR / "mostly-warnings-1GiB-v3.log"  # v3: 162 stamped runs, an hour apart
 SIZE = 1 << 30
-RECOVERY_EVERY = 128 << 20
-RECOVERY = ROOT / "tests/data/mariadb-10.11/innodb_binlog_during_load/error_with_clean_restart.log"
+COPIES = 162
+RUN_LOG = ROOT / "tests/data/bundles/innodb_during_workload/error.log.stamped"
 WARNINGS = (
     "{ts} {tid} [Warning] Aborted connection {tid} to db: 'sbtest' user: 'sbtest' host: 'localhost' "
     "(Got an error reading communication packets)\n",
@@ -45,15 +48,20 @@ def warning_lines(count: int):
         yield template.format(ts=stamp, tid=1000 + i, tid3=i % 250, ms=4000 + i % 900).encode()
 
 
-def recovery_on_day(days: int) -> bytes:
-    """The real recovery excerpt moved `days` later: each copy is a start of its own (the same
-    lines at the same moments would be one start pasted twice, and counted once)."""
-    text = RECOVERY.read_text()
+def run_log_later(hours: int) -> bytes:
+    """The real run's stamped log moved `hours` later, the runner's stamps and the server's own
+    times alike: each copy is a run of its own (the same lines at the same moments would be one
+    run pasted twice, and counted once)."""
+    seconds = hours * 3600
+    text = re.sub(
+        r"\[runner ([0-9.]+)\]", lambda m: f"[runner {float(m.group(1)) + seconds:.6f}]", RUN_LOG.read_text()
+    )
     return re.sub(
-        r"\b(\d{4}-\d{2}-\d{2})(?=[ T])",
-        lambda m: (date.fromisoformat(m.group(1)) + timedelta(days=days)).isoformat(),
+        r"\d{4}-\d{2}-\d{2} [ \d]\d:\d{2}:\d{2}",
+        lambda m: (datetime.strptime(m.group(0).replace("  ", " "), "%Y-%m-%d %H:%M:%S")
+                   + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S"),
         text,
-    ).encode()
+    ).encode()  # fmt: skip
 
 
 def build_log() -> None:
@@ -61,15 +69,15 @@ def build_log() -> None:
         return
     BENCH_DIR.mkdir(parents=True, exist_ok=True)
     print(f"building {LOG} (once)...", flush=True)
-    chunk = b"".join(warning_lines(20000))
-    written, next_recovery, copy = 0, RECOVERY_EVERY // 2, 0
+    chunk = b"".join(warning_lines(2000))
+    every = SIZE // COPIES
+    written, copy = 0, 0
     with LOG.open("wb") as out:
-        while written < SIZE:
-            if written >= next_recovery:
-                recovery = recovery_on_day(copy)
-                out.write(recovery)
-                written += len(recovery)
-                next_recovery += RECOVERY_EVERY
+        while written < SIZE or copy < COPIES:
+            if copy < COPIES and written >= every * copy + every // 2:
+                run = run_log_later(copy)
+                out.write(run)
+                written += len(run)
                 copy += 1
             out.write(chunk)
             written += len(chunk)
@@ -114,7 +122,7 @@ def parse_run(path: Path, mode: str) -> dict:
 def main() -> None:
     build_log()
     size_mib = LOG.stat().st_size / (1 << 20)
-    expected_recoveries = len(range(RECOVERY_EVERY // 2, SIZE, RECOVERY_EVERY))
+    expected_recoveries = COPIES
     subprocess.run(["cat", str(LOG)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
     triggers = BENCH_DIR / "triggers.txt"
     triggers.write_text("\n".join(TRIGGERS) + "\n")
@@ -135,14 +143,20 @@ def main() -> None:
     django_whole, _ = best_time([sys.executable, str(ROOT / "manage.py"), "parselog", "--json", str(LOG)])
     django_startup, _ = best_time([sys.executable, str(ROOT / "manage.py"), "parselog", "--help"])
 
-    ok = parsed["crashes"] == expected_recoveries
-    print(f"\n{size_mib:.0f} MiB error log, {expected_recoveries} crash recoveries, best of {RUNS}, LC_ALL=C")
+    ok = parsed["crashes"] == expected_recoveries and parsed["episodes"] == 3 * expected_recoveries
+    print(
+        f"\n{size_mib:.0f} MiB error log, {expected_recoveries} runs written (a start, a crash recovery "
+        f"and a clean restart each), best of {RUNS}, LC_ALL=C"
+    )
     print(f"  grep -c 'ready for connections'        {grep_ready:6.2f} s   ({count} lines)")
     print(f"  grep -c -F -f <the parser's {len(TRIGGERS)} words> {grep_words:6.2f} s")
     print(
         f"  parselog (keyword scan)                {parsed['seconds']:6.2f} s   "
-        f"{parsed['seconds'] / grep_ready:.1f}x the first grep; {parsed['episodes']} starts, "
-        f"{parsed['crashes']} crash recoveries; peak memory {parsed['max_rss_mib']:.0f} MiB"
+        f"{parsed['seconds'] / grep_ready:.1f}x the first grep; peak memory {parsed['max_rss_mib']:.0f} MiB"
+    )
+    print(
+        f"  crash recoveries found {parsed['crashes']} of {expected_recoveries} written; starts found "
+        f"{parsed['episodes']} of {3 * expected_recoveries}: {'all' if ok else 'NOT all'}"
     )
     print(
         f"  every line through the parser, 64 MiB  {every_line['seconds']:6.2f} s   "

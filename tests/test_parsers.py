@@ -1,8 +1,10 @@
 """Parsers on real logs. Expected values were read off the files by a person."""
 
 import json
+import sys
 from datetime import datetime
 from io import StringIO
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -14,6 +16,10 @@ from experiments.parsers import parse_bytes, parse_path
 from experiments.parsers.model import BEFORE_READY
 
 from .conftest import DATA, ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench import run_log_later, warning_lines  # noqa: E402  the bench's own log, in small
 
 MARIADB = DATA / "mariadb-10.11"
 SCHEMA = json.loads((ROOT / "experiments" / "parsers" / "schemas" / "parsed_file.schema.json").read_text())
@@ -305,3 +311,27 @@ def test_a_buffer_pool_load_asked_for_at_run_time_is_not_a_new_start():
         b"2026-11-21  5:02:00 9 [Note] InnoDB: Loading buffer pool(s) from /var/lib/mysql/ib_buffer_pool\n"
     )
     assert len(parse_bytes("runtime-load.log", log).episodes) == 1
+
+
+STAMPED = Path(__file__).parent / "data" / "bundles" / "innodb_during_workload" / "error.log.stamped"
+FILLER = b"".join(warning_lines(300))
+
+
+def test_162_runs_of_one_log_with_filler_between_are_162_crash_recoveries():
+    """The bench's log in small: each copy of a real run's stamped log an hour after the last,
+    busy-server warnings between them; every start is counted, with the scan and without."""
+    content = b"".join(run_log_later(hours) + FILLER for hours in range(162))
+    once = parse_path(STAMPED)
+    for scan in (True, False):
+        parsed = parse_bytes("162.log", content, scan=scan)
+        assert len(parsed.crash_episodes) == 162 and len(parsed.episodes) == 162 * len(once.episodes)
+        assert {e.redo_bytes for e in parsed.crash_episodes} == {once.crash_episodes[0].redo_bytes}
+
+
+def test_the_same_lines_at_the_same_moments_again_and_again_are_one_start_said_once():
+    """Copies that are not shifted are one start pasted many times: counted once, and the warning
+    says how many times it is there (once, not once per copy)."""
+    parsed = parse_bytes("same.log", (STAMPED.read_bytes() + FILLER) * 20)
+    assert len(parsed.crash_episodes) == 1
+    pasted = [w for w in parsed.warnings if "are in the log 20 times" in w]
+    assert len(pasted) == len(parse_path(STAMPED).episodes)

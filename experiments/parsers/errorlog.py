@@ -569,10 +569,14 @@ class ErrorLogParser:
         for episode in parsed.episodes:
             if episode.break_note and not (episode in repeats or episode.broke_from in repeats):
                 parsed.warn(episode.break_note)
-        for episode in (e for e in parsed.episodes if e in repeats):  # in the log's order
+        copies: dict[str, int] = {}  # start -> times its lines appear again, in the log's order
+        for episode in (e for e in parsed.episodes if e in repeats):
+            copies[iso(episode.started_at)] = copies.get(iso(episode.started_at), 0) + 1
+        for started, again in copies.items():
+            times = "twice" if again == 1 else f"{again + 1} times"
             parsed.warn(
-                f"the lines of the start at {iso(episode.started_at)} are in the log twice (a tail "
-                "pasted again, as `systemctl status` and `journalctl` both print it): counted once"
+                f"the lines of the start at {started} are in the log {times} (a tail pasted again, "
+                "as `systemctl status` and `journalctl` both print it): counted once"
             )
         # A shutdown tail of a process whose start is not in the excerpt is no start.
         parsed.episodes = [e for e in parsed.episodes if e.began and e not in repeats]
