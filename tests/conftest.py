@@ -22,15 +22,20 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_itemcollected(item):
     """`make test` runs two pytest-xdist processes (--dist loadgroup). Every test that starts a
     real mariadbd is put in one group, carried out in order by one process: two servers never
     load this 2-core machine's disk at once, so what the tests measure (rates, recovery times,
     the gate's comparisons) is measured as in a serial run. The other tests run beside them.
-    The group comes first, so the longest unit of work starts at once."""
-    servers = [item for item in items if item.get_closest_marker("mariadb")]
-    for item in servers:
+    (Marked as each item is collected: xdist names the groups in its own modifyitems hook.)"""
+    if item.get_closest_marker("mariadb"):
         item.add_marker(pytest.mark.xdist_group("mariadb"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """The group first, so its long run of work starts at once (after pytest-django's order)."""
+    servers = [item for item in items if item.get_closest_marker("mariadb")]
     items[:] = servers + [item for item in items if not item.get_closest_marker("mariadb")]
 
 
