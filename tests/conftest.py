@@ -88,7 +88,14 @@ def runner_processes() -> list[str]:
 
 def start_celery_worker(database: str | None = None, broker: str | None = None) -> subprocess.Popen:
     """A real Celery worker in its own process (and process group), on the test database and
-    broker (or the ones at those URLs); its log goes to test-artifacts/worker.log."""
+    broker (or the ones at those URLs); its log goes to test-artifacts/worker.log. The session's
+    shared worker is stopped first: a test that starts workers of its own (to kill them) is the
+    only one taking its queue's tasks."""
+    stop_session_worker()
+    return _spawn_celery_worker(database, broker)
+
+
+def _spawn_celery_worker(database: str | None = None, broker: str | None = None) -> subprocess.Popen:
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     env["DATABASE_URL"] = database or f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
@@ -152,12 +159,37 @@ def celery_broker(url: str):
         reset_pools()
 
 
+# The session's shared worker: started by the first test that asks for one, kept for the next.
+_SESSION_WORKER: dict[str, subprocess.Popen] = {}
+
+
+def stop_session_worker() -> None:
+    process = _SESSION_WORKER.pop("process", None)
+    if process is not None:
+        stop_celery_worker(process)
+
+
+@pytest.fixture(scope="session")
+def session_celery_worker(django_db_setup):
+    """Stopped when the session ends, before its test database is dropped."""
+    yield _SESSION_WORKER
+    stop_session_worker()
+
+
 @pytest.fixture
-def celery_worker_process(transactional_db, broker):
-    """A real Celery worker in its own process, on the test database and broker."""
-    process = start_celery_worker()
+def celery_worker_process(session_celery_worker, transactional_db, broker):
+    """A real Celery worker in its own process, on the test database and broker: one for the
+    session (its start-up and warm shutdown are paid once, not per test), or a new one if the
+    last has gone. The test's rows are flushed after it as for any transactional test, and no
+    process of its runs is left for the next one (a worker whose runs do not end is stopped)."""
+    process = session_celery_worker.get("process")
+    if process is None or process.poll() is not None:
+        process = session_celery_worker["process"] = _spawn_celery_worker()
     yield process
-    stop_celery_worker(process)
+    try:
+        wait_for(lambda: not runner_processes(), 60, "the test's runs to end")
+    except AssertionError:
+        stop_session_worker()  # its runners go with it; the next test gets a fresh worker
 
 
 def wait_for(condition, timeout_s: float, what: str, interval_s: float = 0.5):
