@@ -65,3 +65,23 @@ class RunFactory(factory.django.DjangoModelFactory):
     parameters = factory.LazyFunction(
         lambda: {"buffer_pool_size": "128M", "redo_log_size": "64M", "insert_rate": 0}
     )
+
+
+def experiment_form(name: str, **changes) -> dict:
+    """What the new-experiment page's form posts for one small InnoDB run on the local host."""
+    return {
+        "name": name,
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "buffer_pool_size": "128M",
+        "redo_log_size": "64M",
+        "insert_rate": "0",
+        "workload": "oltp_write_only",
+        "tables": 1,
+        "table_size": 1000,
+        "threads": 1,
+        "events": 100,
+        "crash_when": "after_workload",
+        "repetitions": 1,
+        **changes,
+    }

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from experiments import services
 from experiments.models import Experiment, Host, Run, RunStatus
 
-from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory
+from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory, experiment_form
 from .test_archive import exported
 from .test_imports import parameters, upload
 
@@ -39,21 +39,7 @@ class Form:
 
 
 def new_experiment(_: World) -> dict:
-    return {
-        "name": "csrf checked",
-        "hosts": ["local"],
-        "engines": ["innodb"],
-        "buffer_pool_size": "128M",
-        "redo_log_size": "64M",
-        "insert_rate": "0",
-        "workload": "oltp_write_only",
-        "tables": 1,
-        "table_size": 1000,
-        "threads": 1,
-        "events": 100,
-        "crash_when": "after_workload",
-        "repetitions": 1,
-    }
+    return experiment_form("csrf checked")
 
 
 def an_export(_: World) -> dict:

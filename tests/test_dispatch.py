@@ -23,7 +23,7 @@ from workers.locks import busy_host_ids, host_lock
 from workers.transports import RUNNER_PATH
 
 from .conftest import celery_broker, queued_messages
-from .factories import HostFactory, RunFactory, UserFactory
+from .factories import HostFactory, RunFactory, UserFactory, experiment_form
 from .sshd import free_port
 from .test_definition import definition
 from .test_services import fixture_bundle
@@ -330,22 +330,7 @@ def test_the_form_sent_twice_with_its_key_makes_one_experiment(client, local_hos
     form = client.get("/experiments/new/")
     key = form.context["idempotency_key"]
     assert key.startswith("form-") and f'value="{key}"' in form.content.decode()
-    fields = {
-        "name": "double click",
-        "hosts": ["local"],
-        "engines": ["innodb"],
-        "buffer_pool_size": "128M",
-        "redo_log_size": "64M",
-        "insert_rate": "0",
-        "workload": "oltp_write_only",
-        "tables": 1,
-        "table_size": 1000,
-        "threads": 1,
-        "events": 100,
-        "crash_when": "after_workload",
-        "repetitions": 1,
-        "idempotency_key": key,
-    }
+    fields = experiment_form("double click", idempotency_key=key)
     first, second = client.post("/experiments/new/", fields), client.post("/experiments/new/", fields)
     assert first.status_code == second.status_code == 302 and first.url == second.url
     assert Run.objects.count() == 1 and queued_messages(broker) == 1
