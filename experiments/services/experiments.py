@@ -36,7 +36,7 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     _check_hosts_can_crash_so(definition)
-    _check_hosts_have_builds(definition, may_probe=may_administer(user))
+    _check_hosts_have_builds(definition, user)
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -77,7 +77,7 @@ def _build_names(facts: dict | None) -> list[str] | None:
     return None if listed is None else [build["name"] for build in listed]
 
 
-def _check_hosts_have_builds(definition: ExperimentDefinition, may_probe: bool) -> None:
+def _check_hosts_have_builds(definition: ExperimentDefinition, user) -> None:
     """Each server build named must be one the host lists. A build its last probe did not list
     may have been unpacked since (a CI job hands its build over, then asks for it): for an admin
     the host is probed again before the definition is refused. Anyone else gets the builds known
@@ -85,6 +85,7 @@ def _check_hosts_have_builds(definition: ExperimentDefinition, may_probe: bool) 
     refreshes them). A host never probed is let through (its runner refuses a build it does
     not have)."""
     wanted = definition.parameters.get("server_build") or []
+    may_probe = bool(wanted) and may_administer(user)
     refused = []
     for host in Host.objects.filter(name__in=definition.hosts) if wanted else []:
         names = _build_names(host.facts)
