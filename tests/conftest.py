@@ -34,8 +34,10 @@ def pytest_itemcollected(item):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """The group first, so its long run of work starts at once (after pytest-django's order)."""
+    """The group first, so its long run of work starts at once (after pytest-django's order);
+    in it, the tests that use the session's Celery worker together, so it starts once."""
     servers = [item for item in items if item.get_closest_marker("mariadb")]
+    servers.sort(key=lambda item: "celery_worker_process" not in item.fixturenames)
     items[:] = servers + [item for item in items if not item.get_closest_marker("mariadb")]
 
 
@@ -174,6 +176,13 @@ def session_celery_worker(django_db_setup):
     """Stopped when the session ends, before its test database is dropped."""
     yield _SESSION_WORKER
     stop_session_worker()
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_worker_unless_asked(request):
+    """A test that did not ask for the session's worker gets none taking its queue's messages."""
+    if "celery_worker_process" not in request.fixturenames:
+        stop_session_worker()
 
 
 @pytest.fixture
