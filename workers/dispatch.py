@@ -19,9 +19,10 @@ from django.db import InterfaceError, OperationalError, connection, connections
 from experiments import services
 from experiments.models import AttemptOutcome, Run, RunAttempt
 
+from .hosts import transport_for
 from .locks import host_lock
 from .runner.contract import RunFailed
-from .transports import RunCancelled, TransportError, transport_for
+from .transports import RunCancelled, TransportError
 
 logger = logging.getLogger(__name__)
 CANCEL_POLL_S = 1.0

@@ -9,7 +9,8 @@ from experiments import services
 from experiments.models import Host
 from experiments.ssh_keys import SSHKeyError
 
-from .transports import TransportError, transport_for
+from .hosts import transport_for
+from .transports import TransportError
 
 
 def probe_host(host_id: int) -> dict:
