@@ -40,3 +40,4 @@ bench: setup
 
 lint: setup
 	@.venv/bin/ruff check .
+	@.venv/bin/lint-imports --no-cache

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Experiment, Host, Run, RunFile
+from experiments.models import Experiment, Host, Run, RunFile
 
 
 @admin.register(Host)

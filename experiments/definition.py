@@ -14,16 +14,15 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
-from workers.runner import contract
-
-from .units import SizeError, format_size, parse_size
-from .vocabulary import (
+from experiments.units import SizeError, format_size, parse_size
+from experiments.vocabulary import (
     CRASH_METHOD_NAMES,
     CRASH_WHEN_NAMES,
     INSERTS_PER_TRANSACTION,
     RUNNABLE_ENGINES,
     WORKLOAD_NAMES,
 )
+from workers.runner import contract
 
 MAX_VALUES_PER_PARAMETER = 10
 MAX_REPETITIONS = 20
@@ -94,7 +93,7 @@ def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
 
 
 # Engine-neutral parameters: name -> (validator, default). Translation to server variables is
-# the runner's job (it knows the server version); see workers/runner/runner.py.
+# the runner's job (it knows the server version); see workers/runner/server.py.
 PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "buffer_pool_size": (_size_between("8M", "64G"), "128M"),
     "redo_log_size": (_size_between("8M", "64G"), "96M"),

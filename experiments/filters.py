@@ -4,7 +4,7 @@
 import django_filters as filters
 from django.db.models import Exists, OuterRef, Q
 
-from .models import Engine, Experiment, ExperimentStatus, Run, RunStatus
+from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 
 
 class CharInFilter(filters.BaseInFilter, filters.CharFilter):

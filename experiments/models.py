@@ -6,7 +6,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.urls import reverse
 
-from . import vocabulary
+from experiments import vocabulary
 
 # Engines come from the one vocabulary (value, label, colour): INNODB, ROCKSDB, TOKUDB.
 Engine = models.TextChoices("Engine", [(t.value.upper(), (t.value, t.label)) for t in vocabulary.ENGINES])
@@ -252,7 +252,7 @@ class Run(RunMetrics):
     # Seconds per recovery phase ({"redo_scan": s, "redo_apply": s, ...}), for the breakdown.
     phases = models.JSONField(default=dict, blank=True)
     # The seconds before the crash: the runner's per-second samples as levels and rates
-    # (experiments/seconds.py); and after it: the restart's timeline beside the clean start.
+    # (experiments/ingest/seconds.py); and after it: the restart's timeline beside the clean start.
     # (Defaults in the database too: rows written by SQL of its own, as the benchmarks' are.)
     samples = models.JSONField(default=dict, db_default={}, blank=True)
     timeline = models.JSONField(default=dict, db_default={}, blank=True)

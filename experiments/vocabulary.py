@@ -59,3 +59,18 @@ RATE_REACHED_SHARE = 0.9
 def choices(terms: tuple[Term, ...], allowed: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
     """(value, label) pairs for Django choices and forms, optionally only the allowed values."""
     return [(t.value, t.label) for t in terms if allowed is None or t.value in allowed]
+
+
+# What an axis of a chart or an explored question is called, and the unit of its values.
+AXIS_TITLES = {
+    "buffer_pool_size": "buffer pool (bytes)",
+    "redo_log_size": "redo log size (bytes)",
+    "insert_rate": "insert rate asked (rows/s)",
+    "binlog_files": "binlog files",
+    "engine": "storage engine",
+    "host": "host",
+    "server_version": "server version",
+    "server_build": "server build",
+    "experiment": "experiment",
+}
+PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "workers" / "runner" / "runner.py"
+# The host runner from the source tree: the package the transports ship as a zip.
+RUNNER = [sys.executable, "-m", "workers.runner"]
 WORK = Path("/var/tmp/recovery-lab-bench-dataset")
 RUNS = 4
 
@@ -49,7 +50,8 @@ def one_run(reuse: bool, index: int) -> tuple[float, dict]:
     (folder / "spec.json").write_text(json.dumps(spec(reuse)))
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(RUNNER), "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
+        [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "workers" / "runner" / "runner.py"
+# The host runner from the source tree: the package the transports ship as a zip.
+RUNNER = [sys.executable, "-m", "workers.runner"]
 WORK = Path("/var/tmp/recovery-lab-bench-power-loss")
 PAGE = 16 * 1024
 TOTAL = 64 * 1024 * 1024
@@ -104,7 +105,8 @@ def one_run(method: str, index: int | str, run_spec: dict | None = None) -> dict
     folder.mkdir(parents=True)
     (folder / "spec.json").write_text(json.dumps(run_spec or spec(method)))
     done = subprocess.run(
-        [sys.executable, str(RUNNER), "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
+        [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )

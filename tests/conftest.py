@@ -247,7 +247,7 @@ def session_work_dir():
 @pytest.fixture
 def sshd(tmp_path, db):
     """A real sshd on loopback that lets the dashboard's key in as root."""
-    from experiments.ssh_keys import dashboard_public_key
+    from experiments.services.ssh_keys import dashboard_public_key
 
     from .sshd import start_sshd
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from experiments import services
-from experiments.analysis import impossible_values
+from experiments.ingest.bundle import impossible_values
 from experiments.models import Run, RunStatus
 from experiments.units import format_size
 
@@ -406,7 +406,7 @@ def test_excluding_and_including_twice_changes_nothing_more():
 def test_redo_flushed_before_the_kill_but_not_replayed_is_reported_and_buffered_redo_is_not():
     from pathlib import Path
 
-    from experiments.analysis import analyse_run
+    from experiments.ingest.bundle import analyse_run
 
     folder = Path(__file__).parent / "data" / "mariadb-10.11" / "innodb_after_workload"
     error_log = (folder / "error.log").read_bytes()

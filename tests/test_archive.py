@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from experiments.archive import export_experiment, import_experiment
 from experiments.models import Experiment, Run, RunAttempt, RunFile, RunStatus
-from experiments.pages import experiment_context
+from experiments.pages.context import experiment_context
+from experiments.services.archive import export_experiment, import_experiment
 
 from .conftest import MANAGE, database_url, manage_env
 from .factories import ExperimentFactory, UserFactory

@@ -4,8 +4,8 @@
 import pytest
 
 from experiments import services
-from experiments.imports import import_runs
 from experiments.models import Experiment, Run, RunStatus
+from experiments.services.imports import import_runs
 
 from .conftest import wait_for
 from .samples import samples

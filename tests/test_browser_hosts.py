@@ -7,7 +7,7 @@ from django.db import connections
 from django.utils import timezone
 
 from experiments.models import Run
-from workers.dispatch import drive_host
+from workers.driver import drive_host
 
 from .factories import RunFactory
 from .test_browser import log_in, screenshot

@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from experiments import charts
-from experiments.cells import ROW_FIELDS, build_cells
+from experiments.analysis.cells import ROW_FIELDS, build_cells
+from experiments.charts.experiment import parameter_chart, phase_chart, redo_fit_chart
+from experiments.charts.explore import explore_figure
 
 
 def row(run_id: int, **values) -> dict:
@@ -36,7 +37,7 @@ def test_the_redo_chart_reads_its_slope_as_an_apply_rate_with_an_interval():
         row(i, redo_bytes=int(mb * 1e6), recovery_seconds=0.1 + mb / 150 + rng.normal(0, 0.01))
         for i, mb in enumerate([10, 50, 100, 200, 300, 400])
     ]
-    figure = charts.redo_fit_chart(rows)
+    figure = redo_fit_chart(rows)
     (line,) = [t for t in figure["data"] if "apply rate" in t.get("name", "")]
     low, high = (float(v) for v in line["name"].split("95% CI ")[1].split(")")[0].split("-"))
     assert low < 150 < high
@@ -48,7 +49,7 @@ def test_no_apply_rate_is_claimed_where_redo_hardly_varies():
     rows = [
         row(i, redo_bytes=32_000_000 + i * 1000, recovery_seconds=s) for i, s in enumerate([0.22, 0.21, 0.23])
     ]
-    figure = charts.redo_fit_chart(rows)
+    figure = redo_fit_chart(rows)
     assert len(figure["data"]) == 1 and "no apply rate" in figure["data"][0]["name"]
 
 
@@ -69,7 +70,7 @@ def test_a_parameter_chart_has_a_series_per_engine_and_other_varied_setting():
                 downtime_seconds=0.3,
             )
         )
-    figure = charts.parameter_chart(rows, "redo_log_size", ["redo_log_size", "insert_rate", "engine"])
+    figure = parameter_chart(rows, "redo_log_size", ["redo_log_size", "insert_rate", "engine"])
     names = {t["name"] for t in figure["data"] if t.get("showlegend") is not False}
     assert "MyRocks · rate 2000: crash recovery" in names and len(names) == 8  # 2 engines x 2 rates x 2
     assert figure["layout"]["xaxis"]["ticksuffix"] == "B"
@@ -78,13 +79,13 @@ def test_a_parameter_chart_has_a_series_per_engine_and_other_varied_setting():
 
 def test_values_over_two_decades_get_a_log_axis():
     rows = [row(i, recovery_seconds=s, downtime_seconds=s + 0.1) for i, s in enumerate([0.05, 0.5, 40.0])]
-    figure = charts.parameter_chart(rows, "engine", ["engine"])
+    figure = parameter_chart(rows, "engine", ["engine"])
     assert figure["layout"]["yaxis"]["type"] == "log"
     assert figure["layout"]["xaxis"]["type"] == "category"
 
 
 def test_hover_text_names_every_parameter_and_the_repetition():
-    figure = charts.parameter_chart(
+    figure = parameter_chart(
         [row(7, recovery_seconds=0.3, repetition=2, server_options={"log_bin": 1})], "engine", ["engine"]
     )
     text = figure["data"][0]["text"][0]
@@ -103,7 +104,7 @@ def test_the_phase_chart_stacks_the_restart_up_to_the_downtime_beside_the_clean_
         )
         for i in range(3)
     ]
-    figure = charts.phase_chart(build_cells(rows))
+    figure = phase_chart(build_cells(rows))
     by_name = {t["name"]: t for t in figure["data"]}
     before_ready = ("redo scan", "redo apply", "binlog / XA recovery", "rest of start-up to first query")
     assert sum(by_name[name]["x"][0] for name in before_ready) == 0.4
@@ -132,7 +133,7 @@ def test_large_explore_sets_are_drawn_with_webgl():
         ],
         "fits": [],
     }
-    assert charts.explore_figure(result)["data"][0]["type"] == "scattergl"
+    assert explore_figure(result)["data"][0]["type"] == "scattergl"
 
 
 def test_explore_draws_categories_as_boxes_with_every_run_beside_them():
@@ -156,12 +157,12 @@ def test_explore_draws_categories_as_boxes_with_every_run_beside_them():
         ],
         "fits": [],
     }
-    (trace,) = charts.explore_figure(result)["data"]
+    (trace,) = explore_figure(result)["data"]
     assert (trace["type"], trace["boxpoints"], trace["x"][0]) == ("box", "all", "InnoDB")
     assert trace["customdata"] == [1, 2, 3, 4]
 
 
 def test_an_experiment_with_no_finished_run_has_no_chart_yet():
-    from experiments.charts import experiment_figures
+    from experiments.charts.experiment import experiment_figures
 
     assert experiment_figures([], [], []) == {}  # the page says the charts fill in as runs finish

@@ -134,7 +134,8 @@ def test_a_definition_that_is_not_an_object_is_refused():
 def test_the_dashboard_offers_exactly_what_the_runner_runs_each_with_a_label():
     """The runner checks the spec again with its own allow-lists (it ships alone to the host);
     the dashboard reads them from there, and has a label for every one."""
-    from experiments import definition, forms, services, vocabulary
+    from experiments import definition, services, vocabulary
+    from experiments.pages import forms
     from workers.runner import contract
 
     assert set(vocabulary.RUNNABLE_ENGINES) == set(contract.ENGINES)

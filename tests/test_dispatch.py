@@ -18,9 +18,9 @@ from django.utils import timezone
 from experiments import services
 from experiments.models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport
 from workers import tasks
-from workers.dispatch import drive_host, watch_for_cancel
+from workers.driver import drive_host, watch_for_cancel
 from workers.locks import busy_host_ids, host_lock
-from workers.transports import RUNNER_PATH
+from workers.transports import write_runner
 
 from .conftest import celery_broker, queued_messages
 from .factories import HostFactory, RunFactory, UserFactory, experiment_form
@@ -308,7 +308,14 @@ def test_a_runner_finding_its_work_directory_in_use_says_the_host_is_busy_and_ma
         }
         (tmp_path / "spec.json").write_text(json.dumps(spec))
         done = subprocess.run(
-            [sys.executable, str(RUNNER_PATH), "--spec", str(tmp_path / "spec.json"), "--out", str(tmp_path)],
+            [
+                sys.executable,
+                str(write_runner(tmp_path)),
+                "--spec",
+                str(tmp_path / "spec.json"),
+                "--out",
+                str(tmp_path),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -350,7 +357,7 @@ def test_beat_probes_every_active_host_except_those_a_driver_holds(broker):
 def test_a_driver_finding_a_live_run_on_its_host_starts_nothing_beside_it(local_host, broker):
     """The run's own driver lost the host's lock with its database connection but still beats:
     the next driver leaves the run alone, starts no second one, and looks again later."""
-    from workers.dispatch import drive_host
+    from workers.driver import drive_host
 
     running, waiting = RunFactory(host=local_host), RunFactory(host=local_host)
     services.claim_next_run(local_host.id, "celery@elsewhere")

@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 
 from experiments.models import Run, RunStatus
-from workers.transports import RUNNER_PATH
+from workers.transports import write_runner
 
 from .conftest import runner_processes, wait_for
 
@@ -22,7 +22,14 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
 def runner_command(folder, out: str = "bundle") -> list[str]:
     """The host runner as a transport starts it, on folder/spec.json, writing folder/<out>."""
-    return [sys.executable, str(RUNNER_PATH), "--spec", str(folder / "spec.json"), "--out", str(folder / out)]
+    return [
+        sys.executable,
+        str(write_runner(folder)),
+        "--spec",
+        str(folder / "spec.json"),
+        "--out",
+        str(folder / out),
+    ]
 
 
 def run_runner(folder, spec: dict) -> tuple[int, dict]:
@@ -44,7 +51,7 @@ def runner_in_its_workload(folder, spec: dict) -> subprocess.Popen:
     runner = subprocess.Popen(
         [
             sys.executable,
-            str(RUNNER_PATH),
+            str(write_runner(folder)),
             "--watch-stdin",
             "--spec",
             str(folder / "spec.json"),
@@ -238,7 +245,7 @@ def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
 
 def analysed(folder) -> tuple[dict, object]:
     """A runner's bundle as ingest reads it: its result and the analysis of its files."""
-    from experiments.analysis import analyse_run
+    from experiments.ingest.bundle import analyse_run
     from workers.runner.contract import size_bytes
 
     files = {p.name: p.read_bytes() for p in (folder / "bundle").iterdir()}
@@ -417,7 +424,7 @@ def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
     ],
 )
 def test_redo_log_size_is_named_as_each_server_build_names_it(build, option):
-    from workers.runner.runner import redo_log_option
+    from workers.runner.server import redo_log_option
 
     assert redo_log_option(build, "512M") == f"--{option}=512M"
 

@@ -18,7 +18,7 @@ from experiments.definition import (
     clean_tags,
     validate_definition,
 )
-from experiments.imports import ImportRejected, validate_import
+from experiments.services.imports import ImportRejected, validate_import
 
 from .factories import ExperimentFactory, HostFactory, UserFactory
 from .test_analysis import done_run

@@ -5,8 +5,8 @@ import io
 import pytest
 
 from experiments import services
-from experiments.imports import import_runs
 from experiments.models import Experiment, Run, RunStatus
+from experiments.services.imports import import_runs
 
 from .conftest import DATA
 from .factories import RunFactory

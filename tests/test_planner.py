@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from experiments.analysis.planner import MIB, PlanRefused, Point, plan, round_log_size
 from experiments.models import RunStatus
-from experiments.planner import MIB, PlanRefused, Point, plan, round_log_size
 
 from .factories import RunFactory
 

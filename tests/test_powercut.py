@@ -114,7 +114,7 @@ def test_without_a_cut_every_write_stays_and_files_lock_as_the_server_locks_them
 def test_a_layer_left_by_a_killed_runner_is_unmounted_by_the_next_one(directory):
     """Its process killed, the mount is dead (every access fails); the next runner, holding the
     work directory, unmounts what is left under it before it starts."""
-    from workers.runner.runner import unmount_stale
+    from workers.runner.processes import unmount_stale
 
     base = directory
     (base / "run-1" / "data").mkdir(parents=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.cells import build_cells
+from experiments.analysis.cells import build_cells
 from experiments.models import RunStatus
-from experiments.pages import row_of
-from experiments.reports import caveats, findings
+from experiments.pages.context import row_of
+from experiments.reports.findings import caveats, findings
 
 from .factories import ExperimentFactory, UserFactory
 from .test_analysis import done_run, noisy
@@ -264,7 +264,7 @@ def test_a_web_process_that_is_not_root_prints_with_chromium_s_sandbox(tmp_path)
     probe = (
         "import django; django.setup()\n"
         "from django.conf import settings\n"
-        "from experiments.pdf import html_to_pdf\n"
+        "from experiments.reports.pdf import html_to_pdf\n"
         "assert settings.REPORT_PDF_SANDBOX is True\n"
         "pdf = html_to_pdf('<body data-charts-ready=yes><h1>sandboxed</h1></body>', 'sandbox')\n"
         "print(pdf[:5].decode())\n"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.analysis import analyse_run
-from experiments.run_charts import live_samples_chart, samples_chart, timeline_chart
-from experiments.seconds import AFTER_CRASH, CLEAN_START, sample_series
+from experiments.charts.run import live_samples_chart, samples_chart, timeline_chart
+from experiments.ingest.bundle import analyse_run
+from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, sample_series
 
 BUNDLES = Path(__file__).parent / "data" / "bundles"
 

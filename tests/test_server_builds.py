@@ -135,7 +135,7 @@ def test_a_sweep_of_builds_runs_each_builds_own_server_and_charts_across_them(
 
 @pytest.mark.django_db
 def test_the_experiment_page_charts_the_same_definition_across_builds():
-    from experiments.pages import experiment_context
+    from experiments.pages.context import experiment_context
 
     from .factories import ExperimentFactory
     from .test_analysis import done_run, noisy

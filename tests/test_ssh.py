@@ -7,7 +7,7 @@ import pytest
 
 from experiments import services
 from experiments.models import Host, HostStatus, Transport
-from experiments.ssh_keys import dashboard_public_key
+from experiments.services.ssh_keys import dashboard_public_key
 from workers.probing import probe_host
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from experiments import stats
+from experiments.analysis import stats
 
 
 def noise(seed: int, n: int, typical: float = 2.0, spread: float = 0.15) -> list[float]:

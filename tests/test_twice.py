@@ -1,7 +1,7 @@
 """Every Celery task delivered twice leaves what one delivery leaves. Tasks are acknowledged late
 (CELERY_TASK_ACKS_LATE), so a message whose worker died, or that outlived the broker's visibility
 timeout, is delivered again; beat and the API may also send a second one. Also every call the
-driver retries on a dropped database connection (workers.dispatch.with_db), made twice.
+driver retries on a dropped database connection (workers.driver.with_db), made twice.
 
 Tests elsewhere that are about the same: beat's wake pass run twice sends one driver
 (test_dispatch.py), an ingest and a re-parse made twice (test_services.py), a form or POST sent

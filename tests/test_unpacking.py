@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from experiments.unpacking import BoundedTar, Limits, UnpackRefused
+from experiments.ingest.unpacking import BoundedTar, Limits, UnpackRefused
 from workers.ssh import unpack_bundle
 from workers.transports import TransportError
 

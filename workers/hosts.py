@@ -2,16 +2,15 @@
 imported only for an SSH host (asyncssh is loaded by workers that reach one)."""
 
 from experiments.models import Host, Transport
-
-from .local import LocalTransport
-from .transports import TransportError
+from workers.local import LocalTransport
+from workers.transports import TransportError
 
 
 def transport_for(host: Host):
     if host.transport == Transport.LOCAL:
         return LocalTransport(host)
     if host.transport == Transport.SSH:
-        from .ssh import SSHTransport
+        from workers.ssh import SSHTransport
 
         return SSHTransport(host)
     raise TransportError(f"host {host.name}: unknown transport {host.transport!r}", permanent=True)

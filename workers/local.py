@@ -14,16 +14,15 @@ from django.conf import settings
 
 from experiments.models import Host
 from experiments.services import Bundle
-
-from .runner.contract import RunSpec
-from .transports import (
+from workers.runner.contract import RunSpec
+from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,
     RunCancelled,
     SampleCallback,
     TransportError,
     handle_event,
-    runner_zip,
+    write_runner,
 )
 
 logger = logging.getLogger(__name__)
@@ -72,8 +71,7 @@ class LocalTransport:
         """This machine's facts, read by the runner itself."""
         settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="probe-", dir=settings.RUNNER_WORK_DIR) as tmp:
-            runner = Path(tmp) / "runner.pyz"
-            runner.write_bytes(runner_zip())
+            runner = write_runner(Path(tmp))
             done = subprocess.run(
                 [sys.executable, str(runner), "--probe", str(settings.RUNNER_WORK_DIR)],
                 capture_output=True,
@@ -96,8 +94,7 @@ class LocalTransport:
             folder = Path(tmp)
             spec_path = folder / "spec.json"
             spec_path.write_text(replace(spec, work_dir=str(settings.RUNNER_WORK_DIR)).to_json())
-            runner = folder / "runner.pyz"
-            runner.write_bytes(runner_zip())
+            runner = write_runner(folder)
             out = folder / "bundle"
             process = subprocess.Popen(
                 [sys.executable, str(runner), "--spec", str(spec_path), "--out", str(out), "--watch-stdin"],

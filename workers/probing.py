@@ -7,10 +7,9 @@ name (experiments never imports workers).
 
 from experiments import services
 from experiments.models import Host
-from experiments.ssh_keys import SSHKeyError
-
-from .hosts import transport_for
-from .transports import TransportError
+from experiments.services.ssh_keys import SSHKeyError
+from workers.hosts import transport_for
+from workers.transports import TransportError
 
 
 def probe_host(host_id: int) -> dict:

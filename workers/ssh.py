@@ -3,7 +3,7 @@ with the host's python3 and streams its events back, the bundle comes back as on
 
 A host's key is pinned when an admin confirms the fingerprint a probe read (the probe of an
 unconfirmed host reads the offered key and nothing else), and any other key is refused afterwards.
-The dashboard logs in with its own key (experiments.ssh_keys), decrypted in memory only. The
+The dashboard logs in with its own key (experiments.services.ssh_keys), decrypted in memory only. The
 runner's stdin stays open for the whole run: if the connection drops, sshd closes it and the
 runner stops every process it started. Every command is built from values the dashboard made
 (paths it generated, validated at registration), each quoted; nothing a user typed is in them.
@@ -21,13 +21,12 @@ from dataclasses import replace
 import asyncssh
 from django.conf import settings
 
+from experiments.ingest.unpacking import BoundedTar, Limits, UnpackRefused
 from experiments.models import Host
 from experiments.services import Bundle
-from experiments.ssh_keys import dashboard_private_key, dashboard_public_key
-from experiments.unpacking import BoundedTar, Limits, UnpackRefused
-
-from .runner.contract import RunSpec
-from .transports import (
+from experiments.services.ssh_keys import dashboard_private_key, dashboard_public_key
+from workers.runner.contract import RunSpec
+from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,
     RunCancelled,

@@ -8,10 +8,9 @@ from django.conf import settings
 
 from experiments import services
 from experiments.models import Host
-
-from .dispatch import drive_host
-from .locks import busy_host_ids
-from .probing import probe_host
+from workers.driver import drive_host
+from workers.locks import busy_host_ids
+from workers.probing import probe_host
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +18,7 @@ logger = logging.getLogger(__name__)
 @shared_task(bind=True)
 def drive_host_task(self, host_id: int) -> bool:
     """Carry out the host's next queued run and send itself for the one after
-    (workers/dispatch.py). Sent when runs are queued, and by beat for hosts with work and no
+    (workers/driver.py). Sent when runs are queued, and by beat for hosts with work and no
     driver. Runs twice: the second finds the host's lock taken, or nothing left to do."""
     return drive_host(host_id, worker=self.request.hostname or "")
 

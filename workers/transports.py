@@ -18,11 +18,11 @@ from functools import cache
 from pathlib import Path
 
 RUNNER_PACKAGE = Path(__file__).resolve().parent / "runner"
-RUNNER_PATH = RUNNER_PACKAGE / "runner.py"
+RUNNER_FILE = "runner.pyz"
 # The runner has its own time limits for each step; this only catches a runner that hangs.
 RUNNER_HARD_LIMIT_S = 24 * 3600
 ProgressCallback = Callable[[str, float | None], None]
-# A second's sample of the server's counters, as the runner took it (runner.py Sampler).
+# A second's sample of the server's counters, as the runner took it (workers/runner/sampler.py).
 SampleCallback = Callable[[dict], None]
 
 
@@ -65,6 +65,13 @@ def runner_zip() -> bytes:
         # libfuse3, which the dashboard's own machine need not have.
         archive.write(importlib.util.find_spec("mfusepy").origin, "mfusepy.py")
     return buffer.getvalue()
+
+
+def write_runner(folder: Path) -> Path:
+    """The runner zip written into folder, as the transports ship it; its path."""
+    path = folder / RUNNER_FILE
+    path.write_bytes(runner_zip())
+    return path
 
 
 def handle_event(line: str, on_progress: ProgressCallback, on_sample: SampleCallback | None = None) -> bool:

@@ -14,14 +14,14 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import BinaryIO
 
-from .errorlog import TRIGGERS, parse_error_log
-from .innodb_status import parse_innodb_status
-from .lines import read_lines, stamped_lines, strip_noise
-from .model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
-from .rocksdb_log import parse_rocksdb_log
-from .rocksdb_status import parse_rocksdb_status
-from .scan import keyword_lines
-from .sysbench import parse_sysbench
+from experiments.parsers.errorlog import TRIGGERS, parse_error_log
+from experiments.parsers.innodb_status import parse_innodb_status
+from experiments.parsers.lines import read_lines, stamped_lines, strip_noise
+from experiments.parsers.model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
+from experiments.parsers.rocksdb_log import parse_rocksdb_log
+from experiments.parsers.rocksdb_status import parse_rocksdb_status
+from experiments.parsers.scan import keyword_lines
+from experiments.parsers.sysbench import parse_sysbench
 
 __all__ = [
     "Episode",

@@ -13,8 +13,8 @@ import os
 import sys
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..summary import summarize
-from . import ParsedFile, parse_path
+from experiments.parsers import ParsedFile, parse_path
+from experiments.parsers.summary import summarize
 
 DESCRIPTION = "Parse server error logs, RocksDB LOGs, status snapshots and sysbench reports."
 TZ_HELP = "IANA zone of timestamps the log writes without one (MySQL 5.5/5.6, MariaDB, TokuFT); default UTC"

@@ -31,8 +31,8 @@ the scanner (scan.py) feeds only such lines of a large file. A pattern added her
 import re
 from collections.abc import Iterable
 
-from .lines import Line
-from .model import Episode, ParsedFile, iso
+from experiments.parsers.lines import Line
+from experiments.parsers.model import Episode, ParsedFile, iso
 
 TRIGGERS = (
     "Starting MariaDB", "starting as process", "MySQL Server - start", "Version: '",

@@ -3,8 +3,8 @@
 import re
 from collections.abc import Iterable
 
-from .lines import status_lines
-from .model import LogSection, ParsedFile
+from experiments.parsers.lines import status_lines
+from experiments.parsers.model import LogSection, ParsedFile
 
 _FIELDS = (
     ("lsn", re.compile(r"^Log sequence number\s+([0-9]+)(?:\s+([0-9]+))?")),

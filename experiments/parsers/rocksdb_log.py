@@ -5,7 +5,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 
-from .model import Episode, ParsedFile
+from experiments.parsers.model import Episode, ParsedFile
 
 _EVENT = re.compile(r"EVENT_LOG_v1 (\{.*\})\s*$")
 _OPEN = re.compile(r"^(\d{4})/(\d{2})/(\d{2})-(\d{2}):(\d{2}):(\d{2})\.(\d{6}) \S+\s+RocksDB version: (\S+)")

@@ -7,8 +7,8 @@ read), keys written, and the unflushed memtable bytes (what replay must rebuild)
 import re
 from collections.abc import Iterable
 
-from .lines import status_lines
-from .model import ParsedFile, RocksdbStatus
+from experiments.parsers.lines import status_lines
+from experiments.parsers.model import ParsedFile, RocksdbStatus
 
 _TICKERS = {
     "rocksdb.wal.bytes": "wal_bytes",

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
-from .lines import MAX_PENDING_LINES, decode_line, has_timestamp, read_lines, warn_read
+from experiments.parsers.lines import MAX_PENDING_LINES, decode_line, has_timestamp, read_lines, warn_read
 
 logger = logging.getLogger(__name__)
 

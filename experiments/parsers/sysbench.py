@@ -3,7 +3,7 @@
 import re
 from collections.abc import Iterable
 
-from .model import ParsedFile, SysbenchReport
+from experiments.parsers.model import ParsedFile, SysbenchReport
 
 _TRANSACTIONS = re.compile(r"^\s*transactions:\s+([0-9]+)\s+\(([0-9.]+) per sec\.\)")
 _QUERIES = re.compile(r"^\s*queries:\s+([0-9]+)\s+\(([0-9.]+) per sec\.\)")

@@ -1,11 +1,15 @@
 """Every state change of hosts, experiments and runs goes through these functions.
 
 Views, the API, management commands and Celery tasks call them and nothing else writes rows.
-One module per area; each is the only writer of its rows.
+One module per area; each is the only writer of its rows: experiments.py, runs.py (progress,
+ingest, re-parse), hosts.py, dispatch.py (claims, attempts, retries), imports.py (logs of runs
+made elsewhere), archive.py (experiment archives out and in), ssh_keys.py (the dashboard's own
+key) and audit.py (who changed what). The first four are gathered here; import the others from
+their modules.
 """
 
-from ..definition import DefinitionError
-from .dispatch import (
+from experiments.definition import DefinitionError
+from experiments.services.dispatch import (
     DRIVE_HOST_TASK,
     beat,
     claim_next_run,
@@ -17,8 +21,14 @@ from .dispatch import (
     retry_run,
     wake_hosts,
 )
-from .experiments import IDEMPOTENCY_KEY, PROBE_HOST, AnnotationRejected, annotate, create_experiment
-from .hosts import (
+from experiments.services.experiments import (
+    IDEMPOTENCY_KEY,
+    PROBE_HOST,
+    AnnotationRejected,
+    annotate,
+    create_experiment,
+)
+from experiments.services.hosts import (
     SSH_HOST,
     SSH_USER,
     WORK_DIR,
@@ -32,7 +42,7 @@ from .hosts import (
     register_host,
     trust_host_key,
 )
-from .runs import (
+from experiments.services.runs import (
     TRUNCATION_MARKER,
     Bundle,
     apply_metrics,

@@ -1,5 +1,5 @@
 """Dispatch: waking a host's driver, claiming its next run, attempts, retries with a growing
-pause, runs a lost worker left behind. workers/dispatch.py is the driver that calls these."""
+pause, runs a lost worker left behind. workers/driver.py is the driver that calls these."""
 
 import logging
 from collections.abc import Iterable
@@ -12,8 +12,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
-from ..models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport, without_nul
-from .runs import end_attempt, refresh_experiment_status, superseded
+from experiments.models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport, without_nul
+from experiments.services.runs import end_attempt, refresh_experiment_status, superseded
 
 logger = logging.getLogger(__name__)
 

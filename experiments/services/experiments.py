@@ -5,13 +5,19 @@ import re
 from django.db import IntegrityError, transaction
 from django.utils.module_loading import import_string
 
-from ..definition import DefinitionError, ExperimentDefinition, clean_notes, clean_tags, validate_definition
-from ..models import Experiment, Host, Run
-from ..roles import may_administer
-from ..units import parse_size
-from .audit import audited_by
-from .dispatch import wake_hosts
-from .hosts import active_host_names
+from experiments.definition import (
+    DefinitionError,
+    ExperimentDefinition,
+    clean_notes,
+    clean_tags,
+    validate_definition,
+)
+from experiments.models import Experiment, Host, Run
+from experiments.roles import may_administer
+from experiments.services.audit import audited_by
+from experiments.services.dispatch import wake_hosts
+from experiments.services.hosts import active_host_names
+from experiments.units import parse_size
 
 # Probing is the workers' (a transport reaches the host); named, as experiments never imports workers.
 PROBE_HOST = "workers.probing.probe_host"

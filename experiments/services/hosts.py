@@ -5,9 +5,9 @@ import re
 from django.db import transaction
 from django.utils import timezone
 
-from ..definition import HOST_NAME
-from ..models import Host, HostStatus, Transport
-from .audit import audited_by
+from experiments.definition import HOST_NAME
+from experiments.models import Host, HostStatus, Transport
+from experiments.services.audit import audited_by
 
 SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")

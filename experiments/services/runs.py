@@ -21,11 +21,9 @@ from django.db.models import (
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 
-from workers.runner.contract import RunSpec
-
-from ..analysis import analyse_run
-from ..metrics import METRIC_NAMES
-from ..models import (
+from experiments.ingest.bundle import analyse_run
+from experiments.metrics import METRIC_NAMES
+from experiments.models import (
     AttemptOutcome,
     Experiment,
     ExperimentStatus,
@@ -35,7 +33,8 @@ from ..models import (
     RunStatus,
     without_nul,
 )
-from .audit import audit, audited_by
+from experiments.services.audit import audit, audited_by
+from workers.runner.contract import RunSpec
 
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
 
@@ -288,7 +287,7 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
 
 def cancel_experiment(experiment_id: int, user=None) -> int:
     """Queued runs will never start; running ones are stopped on their hosts by their driver
-    (workers/dispatch.py watches for this), every process of theirs killed. All end cancelled.
+    (workers/driver.py watches for this), every process of theirs killed. All end cancelled.
     Finished runs stay as they are. Running it twice changes nothing. Returns the runs cancelled."""
     who = getattr(user, "username", "") or "someone"
     with transaction.atomic():

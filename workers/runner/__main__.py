@@ -1,4 +1,5 @@
-"""`python -m workers.runner`: the host runner, as the transports ship it (see package.py)."""
+"""`python -m workers.runner`: the host runner from the source tree (the transports ship the same
+package as a zip, workers/transports.py runner_zip)."""
 
 import sys
 

@@ -19,7 +19,8 @@ top of the mount; the write returns once every undurable write is undone, and fr
 layer refuses writes (a request of the dead server still in flight is not applied). The runner
 then unmounts it.
 
-Run as `python3 runner.pyz --power-cut-layer DIR` (it prints "mounted" once the mount is up).
+Run by the runner (crash.py, PowerCutLayer) as `python3 -m <its package>.powercut DIR`; it prints
+"mounted" once the mount is up.
 """
 
 import errno
@@ -31,10 +32,8 @@ from dataclasses import dataclass, field
 
 import mfusepy as fuse
 
-try:
-    from .contract import POWER_CUT_FILE as CUT_FILE
-except ImportError:  # run as a script: python3 powercut.py DIR
-    from contract import POWER_CUT_FILE as CUT_FILE
+from .contract import POWER_CUT_FILE as CUT_FILE
+
 SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
 
 

@@ -10,10 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-try:
-    from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
-except ImportError:  # run as a script beside contract.py
-    from contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
+from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
 

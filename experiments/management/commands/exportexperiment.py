@@ -5,8 +5,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.archive import ArchiveRejected, export_experiment
 from experiments.models import Experiment
+from experiments.services.archive import ArchiveRejected, export_experiment
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.archive import ArchiveRejected, import_experiment
+from experiments.services.archive import ArchiveRejected, import_experiment
 
 
 class Command(BaseCommand):

@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.module_loading import import_string
 
 from experiments import services
-from experiments.api import PROBE_HOST
 from experiments.models import Host, Transport
-from experiments.ssh_keys import SSHKeyError, dashboard_public_key
+from experiments.services import PROBE_HOST
+from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
 
 _SSH = re.compile(r"^([a-z_][a-z0-9_-]{0,31})@([A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:]+\])(?::([0-9]{1,5}))?$")
 

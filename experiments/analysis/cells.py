@@ -1,0 +1,189 @@
+"""Cells of an experiment (engine x parameter values x host, over its repetitions) and what the
+statistics say of each. Plain rows in, dataclasses out; no Django.
+
+A row is a dict of one Run's columns (`ROW_FIELDS`, as `QuerySet.values()` gives them).
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from experiments.analysis import stats
+from experiments.metrics import NUMERIC_METRICS
+from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
+from workers.runner.contract import SYSTEM_BUILD
+
+ENGINE_NAMES = ENGINE_LABELS
+ROW_FIELDS = (
+    "id",
+    "experiment_id",
+    "status",
+    "engine",
+    "host_label",
+    "parameters",
+    "server_options",
+    "repetition",
+    "imported",
+    "server_version",
+    "phases",
+    "suspect",
+    "suspect_reason",
+    "excluded",
+    "excluded_reason",
+    "buffer_pool_bytes",
+    "redo_log_bytes",
+    "insert_rate",
+    *NUMERIC_METRICS,
+)
+# What the summary table shows per cell, in this order.
+SUMMARY_METRICS = (
+    ("recovery_seconds", "recovery (s)"),
+    ("downtime_seconds", "downtime (s)"),
+    ("redo_bytes", "redo (MB)"),
+    ("redo_apply_mb_per_s", "apply rate (MB/s)"),
+    ("rows_undone", "rows undone"),
+    ("lost_commits", "acknowledged commits lost"),
+    ("workload_tps", "TPS"),
+    ("achieved_insert_rate", "insert rate reached (rows/s)"),
+)
+# Summarised too, for the charts (the trade-off of a bigger log, the clean-start baseline).
+CHART_METRICS = ("pages_written", "log_bytes_written", "clean_start_seconds")
+PARAMETER_LABELS = {
+    "buffer_pool_size": "pool",
+    "redo_log_size": "log",
+    "insert_rate": "rate",
+    "binlog_files": "binlogs",
+    "server_build": "build",
+}
+PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files")
+
+
+def analysable(row: dict) -> bool:
+    return row["status"] == "done" and not row["suspect"] and not row["excluded"]
+
+
+def settings_text(row: dict) -> str:
+    """'pool 1G · log 256M · rate 2000 · innodb_flush_log_at_trx_commit=1'"""
+    parts = [
+        f"{PARAMETER_LABELS.get(k, k)} {v}"
+        for k, v in sorted(row["parameters"].items())
+        if not (k == "binlog_files" and not v)  # the binary log off: the usual case, not worth a word
+    ]
+    parts += [f"{k}={v}" for k, v in sorted(row["server_options"].items())]
+    return " · ".join(parts)
+
+
+def hover_text(row: dict) -> str:
+    """Every parameter and the repetition, for a chart's hover box."""
+    text = (
+        f"run {row['id']} · {ENGINE_NAMES.get(row['engine'], row['engine'])} on {row['host_label']}"
+        f"<br>{settings_text(row)}<br>repetition {row['repetition']}"
+    )
+    if row["imported"]:
+        text += f"<br>imported, {row['server_version'] or 'version unknown'}"
+    if row["suspect"]:
+        text += f"<br>SUSPECT: {row['suspect_reason']}"
+    return text
+
+
+def cell_key(row: dict) -> tuple:
+    return (
+        row["host_label"],
+        row["engine"],
+        tuple(sorted(row["parameters"].items())),
+        tuple(sorted(row["server_options"].items())),
+    )
+
+
+@dataclass
+class Cell:
+    host: str
+    engine: str
+    parameters: dict
+    server_options: dict
+    label: str
+    run_ids: list[int] = field(default_factory=list)
+    summaries: dict[str, stats.Summary] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    rate_note: str = ""
+
+    def median(self, metric: str) -> float | None:
+        return self.summaries[metric].median
+
+    @property
+    def needs_more(self) -> list[str]:
+        """Why this cell's recovery or downtime should not be read yet."""
+        reasons = []
+        for name, label in (("recovery_seconds", "recovery"), ("downtime_seconds", "downtime")):
+            summary = self.summaries.get(name)
+            if summary is not None and summary.n and summary.needs_more:
+                reasons.append(f"{label}: {summary.reason}")
+        return reasons
+
+
+def build_cells(rows: list[dict]) -> list[Cell]:
+    """One Cell per engine x parameters x host, summarising its analysable runs only."""
+    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        if analysable(row):
+            grouped[cell_key(row)].append(row)
+    keys = sorted(grouped, key=_sort_key)
+    metrics = (*(name for name, _ in SUMMARY_METRICS), *CHART_METRICS)
+    # Every sample of every cell summarised in one batch (scipy vectorises equal sizes).
+    requests = [(key, metric, [r[metric] for r in grouped[key]]) for key in keys for metric in metrics]
+    phase_requests = [
+        (key, name, [r["phases"].get(name) for r in grouped[key]])
+        for key in keys
+        for name in sorted({name for r in grouped[key] for name in r["phases"]})
+    ]
+    summaries = stats.summarize_many([values for _, _, values in requests])
+    phase_medians = stats.summarize_many([values for _, _, values in phase_requests])
+    cells = {}
+    for key in keys:
+        first = grouped[key][0]
+        cells[key] = Cell(
+            host=first["host_label"],
+            engine=first["engine"],
+            parameters=first["parameters"],
+            server_options=first["server_options"],
+            label=f"{ENGINE_NAMES.get(first['engine'], first['engine'])} · {settings_text(first)}",
+            run_ids=[r["id"] for r in grouped[key]],
+        )
+    for (key, metric, _), summary in zip(requests, summaries, strict=True):
+        cells[key].summaries[metric] = summary
+    for (key, name, _), summary in zip(phase_requests, phase_medians, strict=True):
+        if summary.median is not None:
+            cells[key].phases[name] = summary.median
+    for key, cell in cells.items():
+        cell.rate_note = _rate_note(
+            grouped[key][0].get("insert_rate"), cell.summaries["achieved_insert_rate"]
+        )
+    return list(cells.values())
+
+
+def _sort_key(key: tuple) -> tuple:
+    host, engine, parameters, options = key
+    return (host, engine, [(k, str(v)) for k, v in parameters], [(k, str(v)) for k, v in options])
+
+
+def _rate_note(asked: int | None, reached: stats.Summary) -> str:
+    if not asked or reached.median is None or reached.median >= RATE_REACHED_SHARE * asked:
+        return ""
+    return f"reached {reached.median:,.0f} of the {asked:,} rows/s asked for: not the same work"
+
+
+def varied_axes(rows: list[dict]) -> list[str]:
+    """The parameters (and engine, host, server options, version) that take more than one value
+    among these runs: the axes worth a chart."""
+    values: dict[str, set] = defaultdict(set)
+    for row in rows:
+        values["engine"].add(row["engine"])
+        values["host"].add(row["host_label"])
+        values["server_version"].add(row["server_version"])
+        for name in PARAMETER_ORDER:
+            values[name].add(str(row["parameters"].get(name, 0 if name == "binlog_files" else None)))
+        for name, value in row["server_options"].items():
+            values[name].add(str(value))
+        values["server_build"].add(row["parameters"].get("server_build", SYSTEM_BUILD))
+    order = [*PARAMETER_ORDER, "engine", "host", "server_build", "server_version"]
+    order += sorted(k for k in values if k not in order)
+    return [name for name in order if len(values[name]) > 1]

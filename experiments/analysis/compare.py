@@ -1,0 +1,285 @@
+"""Comparisons of matched cells: between experiments (the same engine and settings, e.g. two
+server versions) and between engines (the same settings). Plain rows in, plain dicts out; the
+numbers come from stats.compare, the sentences are built from them. At the end, what the API and
+the compare page share: their parameters parsed, and `comparison`, the one reader of the
+database here (the experiments' rows)."""
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable
+
+from experiments.analysis import stats
+from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
+from experiments.models import Experiment, Run
+from workers.runner.contract import SYSTEM_BUILD
+
+# metric -> (what it is in a sentence, less is better)
+COMPARED_METRICS = {
+    "recovery_seconds": ("crash recovery", True),
+    "downtime_seconds": ("downtime", True),
+    "ready_seconds": ("start to ready", True),
+    "recovery_seconds_per_gb_redo": ("recovery per GB of redo", True),
+    "recovery_seconds_per_1000_rows": ("recovery per 1000 rows inserted", True),
+    "redo_bytes": ("redo to replay", True),
+    "redo_apply_mb_per_s": ("redo apply rate", False),
+    "workload_tps": ("workload TPS", False),
+    "achieved_insert_rate": ("insert rate reached", False),
+}
+# Slower by a significant margin on these: a regression.
+REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gb_redo")
+
+
+def normalised(row: dict) -> dict:
+    """The row with recovery per GB of redo and per 1000 rows inserted: comparable when two runs
+    did different amounts of work."""
+    recovery, redo, rows = row.get("recovery_seconds"), row.get("redo_bytes"), row.get("rows_inserted")
+    return {
+        **row,
+        "recovery_seconds_per_gb_redo": recovery / (redo / 1e9) if recovery is not None and redo else None,
+        "recovery_seconds_per_1000_rows": recovery / (rows / 1000) if recovery is not None and rows else None,
+    }
+
+
+def _settings_key(row: dict, ignore: frozenset = frozenset()) -> tuple:
+    """The settings a cell is matched on: parameters and server options, less those ignored."""
+    return tuple(
+        tuple(sorted((name, value) for name, value in row[part].items() if name not in ignore))
+        for part in ("parameters", "server_options")
+    )
+
+
+def _match(
+    rows: list[dict], side_of: Callable[[dict], Hashable], key_of: Callable[[dict], tuple], sides: list
+) -> list[tuple[tuple, dict[Hashable, list[dict]]]]:
+    """Cells present on at least two sides, each with its rows per side."""
+    cells: dict[tuple, dict[Hashable, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if analysable(row) and side_of(row) in sides:
+            cells[key_of(row)][side_of(row)].append(normalised(row))
+    return [(key, cells[key]) for key in sorted(cells, key=str) if len(cells[key]) >= 2]
+
+
+def _metric_blocks(matched: list[tuple[tuple, dict]], sides: list[list]) -> list[dict[str, dict]]:
+    """Per matched cell, each metric's summary per side and each later side against the cell's
+    first side (its baseline), if that side ran it. All the statistics of all cells are
+    computed in two batches."""
+    summary_requests, compare_requests = [], []
+    for position, ((_, per_side), cell_sides) in enumerate(zip(matched, sides, strict=True)):
+        present = [s for s in cell_sides if s in per_side]
+        for metric in COMPARED_METRICS:
+            for side in present:
+                summary_requests.append((position, metric, side, [r[metric] for r in per_side[side]]))
+            if present and present[0] == cell_sides[0]:
+                baseline = [r[metric] for r in per_side[present[0]]]
+                for side in present[1:]:
+                    compare_requests.append(
+                        (position, metric, side, (baseline, [r[metric] for r in per_side[side]]))
+                    )
+    summaries = stats.summarize_many([values for *_, values in summary_requests])
+    comparisons = stats.compare_many([pair for *_, pair in compare_requests])
+    blocks: list[dict[str, dict]] = [{} for _ in matched]
+    for (position, metric, side, _), summary in zip(summary_requests, summaries, strict=True):
+        blocks[position].setdefault(metric, {})[str(side)] = {
+            "n": summary.n,
+            "median": summary.median,
+            "ci": list(summary.ci) if summary.ci else None,
+        }
+    for (position, metric, side, _), result in zip(compare_requests, comparisons, strict=True):
+        blocks[position][metric].setdefault("versus", {})[str(side)] = result.as_dict()
+    for block in blocks:
+        for metric in list(block):
+            versus = block[metric].get("versus")
+            if not versus or all(v["n"] == 0 for k, v in block[metric].items() if k != "versus"):
+                del block[metric]  # nothing to compare: the baseline is missing or nothing measured it
+                continue
+            block[metric].update(next(iter(versus.values())))
+    return blocks
+
+
+def compare_experiments(
+    rows: list[dict], experiment_ids: list[int], names: dict[int, str], ignore: frozenset = frozenset()
+) -> dict:
+    """GET /api/compare/: cells matched on engine and settings across experiments; each metric's
+    ratio is the later experiment over the first, with its 95% interval. `ignore`: parameters and
+    server options left out of the match, the change under test (a new build, a smaller buffer
+    pool): each side's runs of a cell are pooled over them."""
+    versions = _versions(rows)
+    cells = []
+    matched = _match(
+        rows,
+        lambda r: r["experiment_id"],
+        lambda r: (r["engine"], *_settings_key(r, ignore)),
+        experiment_ids,
+    )
+    blocks = _metric_blocks(matched, [experiment_ids] * len(matched))
+    for (key, per_side), metrics in zip(matched, blocks, strict=True):
+        engine, parameters, options = key
+        cell = {
+            "engine": engine,
+            "parameters": dict(parameters),
+            "server_options": dict(options),
+            "metrics": metrics,
+            "ignored_values": _ignored_values(per_side, ignore),
+        }
+        matched_on = {"parameters": dict(parameters), "server_options": dict(options)}
+        label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(matched_on) or 'the same settings'}"
+        side_names = {str(i): _experiment_name(i, versions) for i in experiment_ids}
+        cell["sentences"] = _sentences(cell["metrics"], side_names, str(experiment_ids[0]), label)
+        cell["regressions"] = _regressions(cell["metrics"], side_names, str(experiment_ids[0]), label)
+        cells.append(cell)
+    return {
+        "experiments": experiment_ids,
+        "names": {str(i): names.get(i, "") for i in experiment_ids},
+        "server_versions": {str(i): versions.get(i, "") for i in experiment_ids},
+        "ignored": sorted(ignore),
+        "cells": cells,
+        "engines": compare_engines(rows),
+    }
+
+
+def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
+    """Per side, the values its runs had for each ignored name: {"3": {"buffer_pool_size": ["1G"]}}."""
+    found: dict = {}
+    for side, rows in per_side.items():
+        for name in sorted(ignore):
+            values = {
+                str(row["parameters"].get(name, row["server_options"].get(name, "")))
+                for row in rows
+                if name in row["parameters"] or name in row["server_options"]
+            }
+            if not values and name == "server_build":
+                values = {SYSTEM_BUILD}  # named by none of its runs: the system's build
+            if values:
+                found.setdefault(str(side), {})[name] = sorted(values)
+    return found
+
+
+def compare_engines(rows: list[dict]) -> dict:
+    """Engines against each other at the same settings (pooled over the runs given); the
+    baseline is InnoDB where it ran."""
+    present = sorted({r["engine"] for r in rows if analysable(r)}, key=lambda e: (e != "innodb", e))
+    cells = []
+    if len(present) >= 2:
+        matched = _match(rows, lambda r: r["engine"], _settings_key, present)
+        sides_per_cell = [[e for e in present if e in per_side] for _, per_side in matched]
+        blocks = _metric_blocks(matched, sides_per_cell)
+        for (key, _), sides, metrics in zip(matched, sides_per_cell, blocks, strict=True):
+            parameters, options = key
+            label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
+            side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
+            cells.append(
+                {
+                    "parameters": dict(parameters),
+                    "server_options": dict(options),
+                    "metrics": metrics,
+                    "sentences": _sentences(metrics, side_names, sides[0], f"at {label}", subject_first=True),
+                }
+            )
+    return {"engines": present, "cells": cells}
+
+
+def _versions(rows: list[dict]) -> dict[int, str]:
+    """Each experiment's server version: the one most of its runs report, runs done here
+    counting before imported ones."""
+    found: dict[int, Counter] = defaultdict(Counter)
+    for row in rows:
+        if row["server_version"]:
+            found[row["experiment_id"]][row["server_version"]] += 1 if row["imported"] else 1000
+    return {experiment: counter.most_common(1)[0][0] for experiment, counter in found.items()}
+
+
+def _experiment_name(experiment_id: int, versions: dict) -> str:
+    """'#12', with the server version where the experiments ran different ones (the page
+    header gives the full names)."""
+    version = versions.get(experiment_id)
+    return f"#{experiment_id}" + (f" ({version})" if version and len(set(versions.values())) > 1 else "")
+
+
+def _sentences(
+    metrics: dict, side_names: dict, baseline: str, label: str, subject_first: bool = False
+) -> list[str]:
+    """Findings a manager reads, for recovery and downtime."""
+    found = []
+    for metric in ("recovery_seconds", "downtime_seconds"):
+        block = metrics.get(metric)
+        if not block:
+            continue
+        what = COMPARED_METRICS[metric][0]
+        for side, result in block["versus"].items():
+            found.append(
+                finding_sentence(what, side_names[side], side_names[baseline], label, result, subject_first)
+            )
+    return found
+
+
+def finding_sentence(
+    what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool
+) -> str:
+    ratio, ci = result["ratio"], result["ratio_ci"]
+    where = f"{label}: " if not subject_first else ""
+    tail = f" {label}" if subject_first else ""
+    if ratio is None:
+        return f"{where}{what} of {subject} and {baseline} cannot be compared (no values on one side){tail}"
+    if ci is None:
+        return (
+            f"{where}{what}: {subject} took {ratio:.2f}x the time of {baseline}{tail}, "
+            "but with fewer than 2 runs a side there is no interval: repeat the runs"
+        )
+    if not result["significant"]:
+        return (
+            f"{where}no significant difference in {what} between {subject} and {baseline}{tail} "
+            f"({ratio:.2f}x, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x)"
+        )
+    if ratio < 1:
+        return (
+            f"{where}{subject}: {what} {1 / ratio:.1f}x faster than {baseline}{tail}, "
+            f"95% CI {1 / ci[1]:.1f}-{1 / ci[0]:.1f}x"
+        )
+    return (
+        f"{where}{subject}: {what} {ratio:.1f}x slower than {baseline}{tail}, 95% CI {ci[0]:.1f}-{ci[1]:.1f}x"
+    )
+
+
+def _regressions(metrics: dict, side_names: dict, baseline: str, label: str) -> list[str]:
+    """Slowdowns beyond the noise against the first experiment (the baseline version or build)."""
+    found = []
+    for metric in REGRESSION_METRICS:
+        block = metrics.get(metric)
+        for side, result in (block or {}).get("versus", {}).items():
+            if result["significant"] and result["ratio"] and result["ratio"] > 1:
+                low, high = result["ratio_ci"]
+                found.append(
+                    f"{label}: {COMPARED_METRICS[metric][0]} {result['ratio']:.2f}x slower in "
+                    f"{side_names[side]} than in {side_names[baseline]} (95% CI {low:.2f}-{high:.2f}x)"
+                )
+    return found
+
+
+def parse_experiment_ids(text: str) -> list[int]:
+    """'3,7' -> [3, 7]; two to six existing experiments, each once."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts) or not 2 <= len(parts) <= 6 or len(set(parts)) != len(parts):
+        raise ValueError("two to six different experiment ids, comma-separated, e.g. 3,7")
+    ids = [int(p) for p in parts]
+    missing = set(ids) - set(Experiment.objects.filter(id__in=ids).values_list("id", flat=True))
+    if missing:
+        raise ValueError(f"no experiment {', '.join(map(str, sorted(missing)))}")
+    return ids
+
+
+IGNORED_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def parse_ignored(text: str) -> frozenset:
+    """'server_build,buffer_pool_size' -> those names (parameter or option names, nothing else)."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    bad = [name for name in names if not IGNORED_NAME.match(name)]
+    if bad:
+        raise ValueError(f"not a parameter or option name: {', '.join(bad)[:200]}")
+    return frozenset(names)
+
+
+def comparison(ids: list[int], ignore: frozenset = frozenset()) -> dict:
+    rows = list(Run.objects.filter(experiment_id__in=ids).values(*ROW_FIELDS))
+    names = dict(Experiment.objects.filter(id__in=ids).values_list("id", "name"))
+    return compare_experiments(rows, ids, names, ignore)

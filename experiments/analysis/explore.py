@@ -1,0 +1,233 @@
+"""Any metric against any parameter or metric, grouped (GET /api/explore/ and /explore/).
+
+PostgreSQL does the heavy part: it groups the runs, writes each group's points as JSON arrays in
+one pass and fits the line with its own regression aggregates (regr_slope, regr_intercept,
+regr_r2), so 100,000 runs never become 100,000 Python objects.
+"""
+
+import json
+from dataclasses import dataclass, field
+
+from django.contrib.postgres.aggregates import RegrIntercept, RegrR2, RegrSlope
+from django.db.models import (
+    Aggregate,
+    BigIntegerField,
+    Case,
+    CharField,
+    Count,
+    F,
+    QuerySet,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce
+
+from experiments.analysis.cells import ENGINE_NAMES
+from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
+from experiments.models import Experiment
+from experiments.units import format_size
+from experiments.vocabulary import AXIS_TITLES, CRASH_METHOD_LABELS, PARAMETER_UNITS
+from workers.runner.contract import SYSTEM_BUILD
+
+NUMERIC_PARAMETERS = {
+    "buffer_pool_size": F("buffer_pool_bytes"),
+    "redo_log_size": F("redo_log_bytes"),
+    "insert_rate": F("insert_rate"),
+    "binlog_files": Cast(KT("parameters__binlog_files"), BigIntegerField()),
+}
+CATEGORIES = {
+    "engine": F("engine"),
+    "server_version": F("server_version"),
+    "host": F("host_label"),
+    "crash_method": F("crash_method"),
+    # Runs that named no build ran the host's installed server.
+    "server_build": Coalesce(KT("parameters__server_build"), Value(SYSTEM_BUILD), output_field=TextField()),
+}
+X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
+Y_AXES = NUMERIC_METRICS
+POWER_CUT_SUFFIX = " · power loss"
+GROUPS = (
+    "engine",
+    "host",
+    "server_version",
+    "server_build",
+    "crash_method",
+    "experiment",
+    *NUMERIC_PARAMETERS,
+)
+
+
+class ExploreError(ValueError):
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__(str(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Query:
+    x: str = "redo_bytes"
+    y: str = "recovery_seconds"
+    group: str = "engine"
+
+    @classmethod
+    def from_params(cls, params) -> "Query":
+        query = cls(
+            x=params.get("x") or cls.x, y=params.get("y") or cls.y, group=params.get("group") or cls.group
+        )
+        errors = {}
+        for name, value, allowed in (
+            ("x", query.x, X_AXES),
+            ("y", query.y, Y_AXES),
+            ("group", query.group, GROUPS),
+        ):
+            if value not in allowed:
+                errors[name] = [f"{value!r} is not one of: {', '.join(allowed)}"]
+        if errors:
+            raise ExploreError(errors)
+        return query
+
+
+def _expression(name: str):
+    if name in NUMERIC_PARAMETERS:
+        return NUMERIC_PARAMETERS[name]
+    if name in CATEGORIES:
+        return CATEGORIES[name]
+    if name == "experiment":
+        return F("experiment_id")
+    return F(name)
+
+
+def title(name: str) -> str:
+    return AXIS_TITLES.get(name) or LABELS.get(name, name)
+
+
+class JsonAggText(Aggregate):
+    """json_agg(...) handed over as text: the points go from PostgreSQL into the response as
+    they are, never becoming Python numbers (parsing and re-encoding 200,000 of them would cost
+    more than the query)."""
+
+    function = "json_agg"
+    template = "%(function)s(%(expressions)s)::text"
+    output_field = TextField()
+
+
+@dataclass
+class ExploreResult:
+    """GET /api/explore/'s answer; each series' points are JSON text straight from PostgreSQL."""
+
+    meta: dict
+    series: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        """The answer as DESIGN.md writes it, assembled around the JSON PostgreSQL made."""
+        series = ",".join(
+            f'{{"name": {json.dumps(s["name"])}, "key": {json.dumps(s["key"])}, '
+            f'"x": {s["x"]}, "y": {s["y"]}, "run_ids": {s["run_ids"]}}}'
+            for s in self.series
+        )
+        head = json.dumps(self.meta)[:-1]
+        return f'{head}, "series": [{series}]}}'.encode()
+
+    def to_dict(self) -> dict:
+        series = [
+            {**s, "x": json.loads(s["x"]), "y": json.loads(s["y"]), "run_ids": json.loads(s["run_ids"])}
+            for s in self.series
+        ]
+        return {**self.meta, "series": series}
+
+
+def explore(runs: QuerySet, query: Query) -> ExploreResult:
+    """Y against X per group for runs already filtered (filters.AnalysisFilter). The three
+    arrays of a group are built from the same rows in the same order, so they line up."""
+    numeric_x = query.x not in CATEGORIES
+    aggregates = {
+        "xs": JsonAggText("_x"),
+        "ys": JsonAggText("_y"),
+        "run_ids": JsonAggText("id"),
+        "n": Count("id"),
+    }
+    if numeric_x:
+        aggregates.update(
+            slope=RegrSlope("_y", "_x"), intercept=RegrIntercept("_y", "_x"), r2=RegrR2("_y", "_x")
+        )
+    # Runs crashed by a power cut are a series of their own in any grouping (the layer slows the
+    # workload before the crash; they answer a durability question): "_m" splits them off.
+    power_cut = "" if query.group == "crash_method" else POWER_CUT_SUFFIX
+    groups = list(
+        runs.annotate(
+            _x=_expression(query.x),
+            _y=_expression(query.y),
+            _g=_expression(query.group),
+            _m=Case(
+                When(crash_method="power_loss", then=Value(power_cut)),
+                default=Value(""),
+                output_field=CharField(),
+            ),
+        )
+        .filter(_x__isnull=False, _y__isnull=False)
+        .values("_g", "_m")
+        .annotate(**aggregates)
+        .order_by("_g", "_m")
+    )
+    names = _group_names(query.group, [g["_g"] for g in groups])
+    result = ExploreResult(
+        meta={
+            "x": query.x,
+            "y": query.y,
+            "group": query.group,
+            "count": sum(g["n"] for g in groups),
+            "fits": [],
+            "x_kind": "number" if numeric_x else "category",
+            "x_title": title(query.x),
+            "y_title": title(query.y),
+            "x_unit": PARAMETER_UNITS.get(query.x, UNITS.get(query.x, "")),
+            "y_unit": UNITS.get(query.y, ""),
+        }
+    )
+    for group in groups:
+        name = names[group["_g"]] + group["_m"]
+        result.series.append(
+            {
+                "name": name,
+                "key": str(group["_g"]) + ("|power_loss" if group["_m"] else ""),
+                "x": group["xs"],
+                "y": group["ys"],
+                "run_ids": group["run_ids"],
+            }
+        )
+        if numeric_x and group["slope"] is not None and group["n"] >= 3:
+            result.meta["fits"].append(
+                {
+                    "series": name,
+                    "slope": group["slope"],
+                    "intercept": group["intercept"],
+                    "r2": group["r2"],
+                    "n": group["n"],
+                    "reads_as": fit_reading(query, group["slope"]),
+                }
+            )
+    return result
+
+
+def fit_reading(query: Query, slope: float) -> str:
+    """A slope of seconds per byte reads better upside down: the bytes handled per second (for
+    redo against recovery, the apply rate)."""
+    x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
+    if x_unit == "B" and UNITS.get(query.y) == "s" and slope > 0:
+        return f"{1 / slope / 1e6:,.1f} MB/s"
+    return ""
+
+
+def _group_names(group: str, keys: list) -> dict:
+    if group == "engine":
+        return {key: ENGINE_NAMES.get(key, key) for key in keys}
+    if group == "experiment":
+        names = dict(Experiment.objects.filter(id__in=keys).values_list("id", "name"))
+        return {key: f"#{key} {names.get(key, '')}".strip() for key in keys}
+    if group in PARAMETER_UNITS:
+        return {key: format_size(key) if key is not None else "not set" for key in keys}
+    if group == "crash_method":
+        return {key: CRASH_METHOD_LABELS.get(key, "imported (unknown)") for key in keys}
+    return {key: str(key) if key not in (None, "") else "not set" for key in keys}

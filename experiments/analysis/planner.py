@@ -1,0 +1,323 @@
+"""The recovery-time planner: how much redo keeps the downtime after a crash under a target.
+
+From the runs measured on one host and engine (and server version), downtime (kill to first
+query) is fitted against the redo replayed with a least-squares line. The answer is the redo at
+which the line meets the target, with the 95% *prediction* interval of that redo (the range of a
+single future crash, not of the mean line): its lower end is the redo at which the upper
+prediction bound meets the target, the volume a careful designer sizes for.
+
+Redo to replay is the checkpoint age at the crash, and InnoDB never lets the checkpoint age pass
+the redo log's capacity; so a redo log no larger than that volume keeps every crash under the
+target (the measured share of the log the runs filled is reported beside it). With a write rate,
+it says how many seconds of writes that log holds, and, where runs measured page writes at two
+or more log sizes, what each size costs in page writes.
+
+The model is plain Python. At the end, what the planner page and GET /api/planner/ share: one
+form for their parameters, and `plan_from`, which reads the runs to answer from (the analysable
+ones of one host and engine, and one server version if given) and hands their values in.
+"""
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from django import forms
+from scipy import optimize, stats
+
+from experiments.analysis.stats import CONFIDENCE, fit_line
+from experiments.models import Run, RunStatus
+from experiments.vocabulary import ENGINES, choices
+
+MIN_RUNS = 5
+MIB = 1 << 20
+
+
+class PlanRefused(ValueError):
+    """The runs cannot carry an answer; `reason` says why in words."""
+
+    def __init__(self, reason: str, based_on_runs: int = 0):
+        super().__init__(reason)
+        self.reason = reason
+        self.based_on_runs = based_on_runs
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: int
+    redo_bytes: float
+    downtime_seconds: float
+    redo_log_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class PageWrites:
+    """Pages written per MB of redo written, at one redo log size (median over its runs)."""
+
+    redo_log_bytes: int
+    pages_per_mb: float
+    runs: int
+    pages_per_second: float | None = None  # at the plan's write rate
+
+
+@dataclass
+class Plan:
+    target_downtime_seconds: float
+    max_redo_bytes: int
+    interval: tuple[int, int]
+    based_on_runs: int
+    extrapolated: bool
+    log_size_suggestion: int
+    slope_seconds_per_gb: float
+    intercept_seconds: float
+    r2: float
+    measured_redo: tuple[int, int]
+    filled_share: float | None = None
+    write_mb_per_s: float | None = None
+    seconds_of_writes: float | None = None
+    page_writes: list[PageWrites] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    run_ids: list[int] = field(default_factory=list)
+    # The fitted line and its 95% prediction band on a grid of redo (bytes), for the chart.
+    band: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["interval"] = list(self.interval)
+        data["measured_redo"] = list(self.measured_redo)
+        return data
+
+
+def round_log_size(size: float) -> int:
+    """A redo log size a DBA would type, no larger than `size`: whole 64 MiB steps from 128 MiB,
+    whole MiB below (0 when under 1 MiB)."""
+    if size >= 128 * MIB:
+        return int(size // (64 * MIB)) * 64 * MIB
+    return int(size // MIB) * MIB
+
+
+def plan(
+    points: list[Point],
+    target_downtime_seconds: float,
+    write_mb_per_s: float | None = None,
+    page_samples: list[tuple[int, float, float]] | None = None,
+) -> Plan:
+    """The plan for `target_downtime_seconds` from measured (redo, downtime) points.
+
+    `page_samples` are (redo log size, pages written, log bytes written) of runs that counted
+    them. Raises PlanRefused with the reason when the runs cannot carry an answer.
+    """
+    if not math.isfinite(target_downtime_seconds) or target_downtime_seconds <= 0:
+        raise PlanRefused("the target downtime must be a positive number of seconds")
+    n = len(points)
+    if n < MIN_RUNS:
+        raise PlanRefused(
+            f"{n} run(s) measured both redo replayed and downtime here; the planner needs at least "
+            f"{MIN_RUNS} (a line and its prediction interval from fewer would say nothing)",
+            n,
+        )
+    xs = np.array([p.redo_bytes for p in points], float)
+    ys = np.array([p.downtime_seconds for p in points], float)
+    if np.ptp(xs) == 0:
+        raise PlanRefused("every run replayed the same redo: vary the insert rate or redo log size", n)
+    fit = fit_line(xs, ys)  # the line and slope interval the charts draw
+    t = stats.t.ppf((1 + CONFIDENCE) / 2, n - 2)
+    if fit.slope_ci[0] <= 0:
+        raise PlanRefused(
+            "downtime does not grow measurably with redo in these runs (the slope's 95% interval "
+            "reaches zero): redo volume is not what limits it here",
+            n,
+        )
+    residual = math.sqrt(float(np.sum((ys - (fit.intercept + fit.slope * xs)) ** 2)) / (n - 2))
+    mean_x, sxx = float(xs.mean()), float(np.sum((xs - xs.mean()) ** 2))
+
+    def spread(x: float) -> float:
+        return t * residual * math.sqrt(1 + 1 / n + (x - mean_x) ** 2 / sxx)
+
+    def crossing(bound: float) -> float:
+        """The redo at which line + bound * spread meets the target; both are increasing in
+        redo when the slope is significant (see module doc)."""
+
+        def gap(x: float) -> float:
+            return fit.intercept + fit.slope * x + bound * spread(x) - target_downtime_seconds
+
+        if gap(0.0) >= 0:
+            return 0.0
+        high = max(float(xs.max()), 1.0)
+        while gap(high) < 0:
+            high *= 2
+        return optimize.brentq(gap, 0.0, high)
+
+    warnings: list[str] = []
+    best = (target_downtime_seconds - fit.intercept) / fit.slope
+    if best <= 0:
+        raise PlanRefused(
+            f"even with no redo to replay, the line predicts {fit.intercept:.2f} s of downtime: "
+            f"the target of {target_downtime_seconds:g} s is below what this host takes to restart",
+            n,
+        )
+    low, high = crossing(+1.0), crossing(-1.0)
+    if low == 0:
+        warnings.append(
+            "one crash in twenty may take longer than the target even with no redo: the low end "
+            "of the interval is 0 bytes"
+        )
+    measured = (int(xs.min()), int(xs.max()))
+    extrapolated = best > measured[1] or best < measured[0]
+    if extrapolated:
+        warnings.append(
+            f"the answer ({best / MIB:,.0f} MiB) is outside the redo these runs replayed "
+            f"({measured[0] / MIB:,.0f} to {measured[1] / MIB:,.0f} MiB): the line is extended "
+            "beyond its data; measure runs near it before trusting it"
+        )
+    filled = [p.redo_bytes / p.redo_log_bytes for p in points if p.redo_log_bytes]
+    result = Plan(
+        target_downtime_seconds=target_downtime_seconds,
+        max_redo_bytes=int(best),
+        interval=(int(low), int(high)),
+        based_on_runs=n,
+        extrapolated=extrapolated,
+        log_size_suggestion=round_log_size(low),
+        slope_seconds_per_gb=round(fit.slope * 1e9, 6),
+        intercept_seconds=round(float(fit.intercept), 6),
+        r2=round(fit.r2, 4),
+        measured_redo=measured,
+        filled_share=round(max(filled), 3) if filled else None,
+        warnings=warnings,
+        run_ids=[p.run_id for p in points],
+    )
+    top = max(float(xs.max()), high) * 1.1
+    grid = [top * i / 60 for i in range(61)]
+    result.band = {
+        "redo_bytes": [int(x) for x in grid],
+        "line": [round(fit.intercept + fit.slope * x, 6) for x in grid],
+        "lower": [round(fit.intercept + fit.slope * x - spread(x), 6) for x in grid],
+        "upper": [round(fit.intercept + fit.slope * x + spread(x), 6) for x in grid],
+    }
+    if result.log_size_suggestion == 0:
+        warnings.append("no redo log size keeps every crash under the target at 95%")
+    if write_mb_per_s is not None:
+        if not math.isfinite(write_mb_per_s) or write_mb_per_s <= 0:
+            raise PlanRefused("the write rate must be a positive number of MB/s", n)
+        result.write_mb_per_s = write_mb_per_s
+        result.seconds_of_writes = round(result.log_size_suggestion / (write_mb_per_s * 1e6), 1)
+    result.page_writes = _page_writes(page_samples or [], write_mb_per_s)
+    return result
+
+
+def _page_writes(samples: list[tuple[int, float, float]], write_mb_per_s: float | None) -> list[PageWrites]:
+    by_size: dict[int, list[float]] = {}
+    for log_size, pages, log_bytes in samples:
+        if log_size and pages is not None and log_bytes:
+            by_size.setdefault(int(log_size), []).append(pages / (log_bytes / 1e6))
+    if len(by_size) < 2:  # one log size compares with nothing: no cost or gain to tell
+        return []
+    rows = []
+    for size in sorted(by_size):
+        per_mb = float(np.median(by_size[size]))
+        per_second = round(per_mb * write_mb_per_s, 1) if write_mb_per_s else None
+        rows.append(PageWrites(size, round(per_mb, 3), len(by_size[size]), per_second))
+    return rows
+
+
+MAX_TARGET_SECONDS = 7 * 24 * 3600
+MAX_WRITE_MB_PER_S = 100_000
+
+
+class PlannerForm(forms.Form):
+    host = forms.ChoiceField(help_text="the host (or import label) whose runs answer")
+    engine = forms.ChoiceField(choices=choices(ENGINES), initial="innodb")
+    server_version = forms.CharField(
+        required=False, max_length=120, help_text="only runs of this server version (all if empty)"
+    )
+    target_downtime_seconds = forms.FloatField(
+        label="Target downtime (s)",
+        min_value=0.001,
+        max_value=MAX_TARGET_SECONDS,
+        help_text="the longest a crash may keep the database away, kill to first query",
+    )
+    write_mb_per_s = forms.FloatField(
+        label="Write rate (MB/s)",
+        required=False,
+        min_value=0.001,
+        max_value=MAX_WRITE_MB_PER_S,
+        help_text="redo written per second at peak (MB/s); or give a run to take it from",
+    )
+    rate_run = forms.IntegerField(
+        label="Write rate of run",
+        required=False,
+        min_value=1,
+        help_text="a run whose log bytes written per second is the write rate",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        hosts = Run.objects.order_by("host_label").values_list("host_label", flat=True).distinct()
+        self.fields["host"].choices = [(name, name) for name in hosts]
+
+    def clean(self):
+        data = super().clean()
+        run_id = data.get("rate_run")
+        if run_id and data.get("write_mb_per_s"):
+            self.add_error("rate_run", "give a write rate or a run to take it from, not both")
+        elif run_id:
+            try:
+                data["write_mb_per_s"] = write_rate_of(Run.objects.get(pk=run_id))
+            except Run.DoesNotExist:
+                self.add_error("rate_run", f"there is no run {run_id}")
+            except ValueError as exc:
+                self.add_error("rate_run", str(exc))
+        return data
+
+
+def write_rate_of(run: Run) -> float:
+    """The run's redo write rate in MB/s: log bytes written over the workload's duration (rows
+    inserted / achieved insert rate)."""
+    if not (run.log_bytes_written and run.rows_inserted and run.achieved_insert_rate):
+        raise ValueError(
+            f"run {run.id} did not measure log bytes written and its workload's duration: type a rate"
+        )
+    seconds = run.rows_inserted / run.achieved_insert_rate
+    return round(run.log_bytes_written / seconds / 1e6, 3)
+
+
+def _runs(data: dict):
+    runs = Run.objects.filter(
+        status=RunStatus.DONE,
+        suspect=False,
+        excluded=False,
+        host_label=data["host"],
+        engine=data["engine"],
+    )
+    if data.get("server_version"):
+        runs = runs.filter(server_version=data["server_version"])
+    return runs
+
+
+def plan_from(data: dict) -> tuple[Plan, list[Point]]:
+    """The plan for a validated form's data, and the runs' points it stands on (for the chart);
+    PlanRefused says why there is none."""
+    runs = _runs(data)
+    points = [
+        Point(run_id, redo, downtime, log_size)
+        for run_id, redo, downtime, log_size in runs.filter(
+            redo_bytes__isnull=False, downtime_seconds__isnull=False
+        )
+        .order_by("id")
+        .values_list("id", "redo_bytes", "downtime_seconds", "redo_log_bytes")
+    ]
+    page_samples = list(
+        runs.filter(
+            redo_log_bytes__isnull=False, pages_written__isnull=False, log_bytes_written__gt=0
+        ).values_list("redo_log_bytes", "pages_written", "log_bytes_written")
+    )
+    try:
+        answer = plan(points, data["target_downtime_seconds"], data.get("write_mb_per_s"), page_samples)
+    except PlanRefused as refused:
+        if not points:
+            version = f" {data['server_version']}" if data.get("server_version") else ""
+            refused.reason = (
+                f"no finished run of {data['engine']}{version} on {data['host']} measured both the redo "
+                "it replayed and its downtime (imported runs have no downtime: the runner measures it)"
+            )
+        raise
+    return answer, points

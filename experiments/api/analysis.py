@@ -1,0 +1,136 @@
+"""/api/explore/, /api/compare/ and /api/planner/: the questions asked of many runs."""
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from experiments.analysis.compare import comparison, parse_experiment_ids, parse_ignored
+from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
+from experiments.analysis.planner import PlannerForm, PlanRefused, plan_from
+from experiments.api.common import CSVRenderer, wants_csv
+from experiments.api.csv import explore_csv
+from experiments.filters import AnalysisFilter
+from experiments.models import (
+    Run,
+)
+from experiments.vocabulary import ENGINES
+
+
+class ExploreSeriesSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    x = serializers.ListField(child=serializers.JSONField())
+    y = serializers.ListField(child=serializers.FloatField())
+    run_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+class ExploreFitSerializer(serializers.Serializer):
+    series = serializers.CharField()
+    slope = serializers.FloatField()
+    intercept = serializers.FloatField()
+    r2 = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    reads_as = serializers.CharField(help_text="bytes over seconds read as MB/s (the apply rate), else empty")
+
+
+class ExploreResultSerializer(serializers.Serializer):
+    x = serializers.CharField()
+    y = serializers.CharField()
+    group = serializers.CharField()
+    count = serializers.IntegerField()
+    series = ExploreSeriesSerializer(many=True)
+    fits = ExploreFitSerializer(many=True)
+
+
+class ExploreView(generics.GenericAPIView):
+    """GET /api/explore/: Y against X per group, with a fitted line per group where X is numeric.
+    `?format=csv` gives the points, one line per run."""
+
+    renderer_classes = [*APIView.renderer_classes, CSVRenderer]
+    filterset_class = AnalysisFilter  # suspect and excluded runs are left out unless asked for
+    queryset = Run.objects.all()
+    serializer_class = ExploreResultSerializer
+    pagination_class = None
+
+    @extend_schema(
+        filters=True,
+        parameters=[
+            OpenApiParameter("x", OpenApiTypes.STR, enum=list(X_AXES), description="a parameter or metric"),
+            OpenApiParameter("y", OpenApiTypes.STR, enum=list(Y_AXES), description="a numeric metric"),
+            OpenApiParameter("group", OpenApiTypes.STR, enum=list(GROUPS), description="engine by default"),
+        ],
+        responses={200: ExploreResultSerializer},
+    )
+    def get(self, request):
+        try:
+            query = Query.from_params(request.query_params)
+        except ExploreError as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        result = explore(self.filter_queryset(self.get_queryset()), query)
+        if wants_csv(request):
+            return explore_csv(result.to_dict())
+        return HttpResponse(result.to_json(), content_type="application/json")
+
+
+class CompareView(APIView):
+    """GET /api/compare/?experiments=A,B: cells matched on engine and parameters; the ratio of
+    B's typical value to A's with its 95% interval and a Welch t-test; engines compared at the
+    same settings; slowdowns beyond the noise listed as regressions."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("experiments", OpenApiTypes.STR, description="ids, comma-separated: A,B[,C]"),
+            OpenApiParameter(
+                "ignore",
+                OpenApiTypes.STR,
+                description="parameters or server options, comma-separated, left out of the match (the "
+                "change under test, e.g. server_build or buffer_pool_size): runs are pooled over them",
+            ),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        try:
+            ids = parse_experiment_ids(request.query_params.get("experiments", ""))
+        except ValueError as exc:
+            return Response({"experiments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            ignore = parse_ignored(request.query_params.get("ignore", ""))
+        except ValueError as exc:
+            return Response({"ignore": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(comparison(ids, ignore))
+
+
+class PlannerView(APIView):
+    """GET /api/planner/: the largest redo that keeps the downtime after a crash under a target on
+    one host and engine, with its 95% prediction interval, from the runs measured there; with a
+    write rate, how many seconds of writes the suggested redo log holds. 400 on bad parameters,
+    422 with the reason when the runs cannot carry an answer (too few, no growth with redo)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "host", OpenApiTypes.STR, required=True, description="host name or import label"
+            ),
+            OpenApiParameter("engine", OpenApiTypes.STR, required=True, enum=[t.value for t in ENGINES]),
+            OpenApiParameter("target_downtime_seconds", OpenApiTypes.NUMBER, required=True),
+            OpenApiParameter("server_version", OpenApiTypes.STR, description="only runs of this version"),
+            OpenApiParameter("write_mb_per_s", OpenApiTypes.NUMBER, description="redo written per second"),
+            OpenApiParameter("rate_run", OpenApiTypes.INT, description="take the write rate from this run"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        form = PlannerForm(request.query_params)
+        if not form.is_valid():
+            return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            answer, _ = plan_from(form.cleaned_data)
+        except PlanRefused as refused:
+            return Response(
+                {"detail": refused.reason, "based_on_runs": refused.based_on_runs},
+                status=status.HTTP_422_UNPROCESSABLE_ENTITY,
+            )
+        return Response(answer.as_dict())

@@ -1,0 +1,81 @@
+"""CSV of runs and of explored points, streamed (a 100,000-run export never sits in memory)."""
+
+import csv
+import json
+
+from django.http import StreamingHttpResponse
+
+from experiments.metrics import METRIC_NAMES
+
+PARAMETER_COLUMNS = ("buffer_pool_size", "redo_log_size", "insert_rate")
+# The CSV's columns, in order: the run's own columns, its parameters spread out, every metric.
+CSV_COLUMNS = (
+    "id",
+    "experiment_id",
+    "status",
+    "host_label",
+    "engine",
+    *PARAMETER_COLUMNS,
+    "server_options",
+    "repetition",
+    "imported",
+    "server_version",
+    "suspect",
+    "suspect_reason",
+    "excluded",
+    "excluded_reason",
+    "phases",
+    "finished_at",
+    *METRIC_NAMES,
+)
+HEADERS = {"id": "run_id", "experiment_id": "experiment", "host_label": "host"}
+QUERIED = (*(c for c in CSV_COLUMNS if c not in PARAMETER_COLUMNS), "parameters")
+
+
+class _Echo:
+    """A file-like object whose write returns the line: csv.writer feeds the stream with it."""
+
+    def write(self, value):
+        return value
+
+
+def _stream(filename: str, header: list[str], rows) -> StreamingHttpResponse:
+    writer = csv.writer(_Echo())
+
+    def lines():
+        yield writer.writerow(header)
+        for row in rows:
+            yield writer.writerow(row)
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def runs_csv(runs, filename: str = "runs.csv") -> StreamingHttpResponse:
+    """Every metric a column; parameters spread into columns; server options and phases as JSON."""
+    header = [HEADERS.get(column, column) for column in CSV_COLUMNS]
+    records = runs.order_by("id").values(*QUERIED).iterator(chunk_size=2000)
+    return _stream(filename, header, ([_cell(r, c) for c in CSV_COLUMNS] for r in records))
+
+
+def _cell(record: dict, column: str):
+    if column in PARAMETER_COLUMNS:
+        return record["parameters"].get(column, "")
+    value = record[column]
+    if column in ("server_options", "phases"):
+        return json.dumps(value, sort_keys=True) if value else ""
+    if column == "finished_at":
+        return value.isoformat() if value else ""
+    return "" if value is None else value
+
+
+def explore_csv(result: dict) -> StreamingHttpResponse:
+    """The points behind an /explore/ chart: one line per run."""
+    header = ["run_id", result["group"], result["x"], result["y"]]
+    rows = (
+        [run_id, series["name"], x, y]
+        for series in result["series"]
+        for run_id, x, y in zip(series["run_ids"], series["x"], series["y"], strict=True)
+    )
+    return _stream(f"explore-{result['y']}-vs-{result['x']}.csv", header, rows)

@@ -1,0 +1,116 @@
+"""/api/hosts/: benchmark hosts, their probes and the host keys an admin trusts."""
+
+from django.utils.module_loading import import_string
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from experiments import roles, services
+from experiments.models import (
+    Host,
+    HostStatus,
+    Transport,
+)
+from experiments.services.ssh_keys import dashboard_public_key
+
+
+class HostSerializer(serializers.ModelSerializer):
+    transport = serializers.ChoiceField(choices=Transport.choices)
+    status = serializers.SerializerMethodField()
+    public_key = serializers.SerializerMethodField(
+        help_text="the dashboard's SSH key: put it in the host's authorized_keys"
+    )
+
+    class Meta:
+        model = Host
+        fields = [
+            "id",
+            "name",
+            "transport",
+            "ssh_user",
+            "ssh_host",
+            "ssh_port",
+            "work_dir",
+            "status",
+            "facts",
+            "last_seen",
+            "last_error",
+            "host_key_fingerprint",
+            "offered_host_key_fingerprint",
+            "public_key",
+            "active",
+            "created_at",
+        ]
+        read_only_fields = [
+            "facts",
+            "last_seen",
+            "last_error",
+            "host_key_fingerprint",
+            "offered_host_key_fingerprint",
+            "active",
+            "created_at",
+        ]
+        extra_kwargs = {"name": {"validators": []}}
+
+    def get_status(self, host: Host) -> str:
+        if not hasattr(host, "running_count"):  # just created or updated: nothing runs on it yet
+            return host.status
+        return host.current_status
+
+    def get_public_key(self, host: Host) -> str:
+        return dashboard_public_key() if host.transport == Transport.SSH else ""
+
+    def create(self, validated_data):
+        try:
+            return services.register_host(**validated_data, user=self.context["request"].user)
+        except ValueError as exc:
+            raise serializers.ValidationError({"name": [str(exc)]}) from None
+
+
+class ProbeResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=HostStatus.choices)
+    facts = serializers.DictField()
+    host_key_fingerprint = serializers.CharField()
+    offered_host_key_fingerprint = serializers.CharField(
+        required=False, help_text="the key an unconfirmed host offers: compare it on the host, then trust it"
+    )
+    error = serializers.CharField(required=False)
+
+
+class TrustHostKeySerializer(serializers.Serializer):
+    fingerprint = serializers.RegexField(
+        r"^SHA256:[A-Za-z0-9+/]{43}$",
+        help_text="the host key's SHA256 fingerprint, as `ssh-keygen -lf` prints it on the host",
+    )
+
+
+class HostViewSet(
+    mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    serializer_class = HostSerializer
+    queryset = Host.objects.with_activity()
+    permission_classes = [roles.AdminWrites]
+
+    @extend_schema(request=None, responses={200: ProbeResultSerializer})
+    @action(detail=True, methods=["post"])
+    def probe(self, request, pk=None):
+        """Connect now and read the host's facts over its confirmed key; a host with no confirmed
+        key is only asked for the key it offers (status unverified, offered_host_key_fingerprint)."""
+        probe_host = import_string(services.PROBE_HOST)  # by name: experiments never imports workers
+        return Response(probe_host(self.get_object().pk))
+
+    @extend_schema(request=TrustHostKeySerializer, responses={200: HostSerializer})
+    @action(detail=True, methods=["post"], url_path="trust-host-key")
+    def trust_host_key(self, request, pk=None):
+        """Admins: pin the key the last probe read, confirming its fingerprint (400 when it is not
+        the one the host offered). Nothing is sent to an SSH host before."""
+        body = TrustHostKeySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            host = services.trust_host_key(
+                self.get_object().pk, body.validated_data["fingerprint"], request.user
+            )
+        except services.HostKeyRejected as exc:
+            raise serializers.ValidationError({"fingerprint": [str(exc)]}) from None
+        return Response(HostSerializer(host, context={"request": request}).data)

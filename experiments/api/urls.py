@@ -1,0 +1,23 @@
+"""The API's routes, under /api/ (webapp/urls.py)."""
+
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from experiments.api.analysis import CompareView, ExploreView, PlannerView
+from experiments.api.experiments import ExperimentViewSet
+from experiments.api.hosts import HostViewSet
+from experiments.api.imports import ImportView
+from experiments.api.runs import RunViewSet
+
+router = DefaultRouter()
+router.register("experiments", ExperimentViewSet, basename="api-experiment")
+router.register("runs", RunViewSet, basename="api-run")
+router.register("hosts", HostViewSet, basename="api-host")
+
+urlpatterns = [
+    path("imports/", ImportView.as_view(), name="api-import"),
+    path("explore/", ExploreView.as_view(), name="api-explore"),
+    path("compare/", CompareView.as_view(), name="api-compare"),
+    path("planner/", PlannerView.as_view(), name="api-planner"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,70 @@
+"""The explore page's figure: any metric against any parameter or metric, grouped, with fits."""
+
+from experiments.analysis.cells import ENGINE_NAMES
+from experiments.charts.layout import WEBGL_FROM_POINTS, axis_layout, base_layout, colour
+
+
+def explore_figure(result: dict) -> dict:
+    """The /explore/ chart from GET /api/explore/'s answer; WebGL for large sets."""
+    count = result["count"]
+    categorical = result["x_kind"] == "category"
+    traces = []
+    large = count > WEBGL_FROM_POINTS
+    for index, series in enumerate(result["series"]):
+        xs = series["x"]
+        if result["x"] == "engine":
+            xs = [ENGINE_NAMES.get(x, x) for x in xs]
+        trace = {
+            "type": "scattergl" if large else "scatter",
+            "mode": "markers",
+            "name": f"{series['name']} ({len(series['run_ids'])})",
+            "x": xs,
+            "y": series["y"],
+            "customdata": series["run_ids"],
+            "hovertemplate": "run %{customdata}<br>x %{x}<br>y %{y}<extra>" + series["name"] + "</extra>",
+            "marker": {"color": colour(series["key"], index), "size": 7 if large else 9, "opacity": 0.7},
+        }
+        if categorical and not large:
+            # Runs of one category would sit on one another: a box with every run beside it.
+            trace.update(
+                type="box",
+                boxpoints="all",
+                jitter=0.5,
+                pointpos=0,
+                line={"width": 1},
+                fillcolor="rgba(0,0,0,0)",
+                offsetgroup=str(index),
+            )
+            trace.pop("mode")
+        traces.append(trace)
+    for fit in result["fits"]:
+        series = next(s for s in result["series"] if s["name"] == fit["series"])
+        numeric = [x for x in series["x"] if x is not None]
+        if len(numeric) < 2:
+            continue
+        ends = [min(numeric), max(numeric)]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{fit['series']}: fit, "
+                + (fit["reads_as"] or f"slope {fit['slope']:.4g}")
+                + f", R² {fit['r2']:.2f}",
+                "x": ends,
+                "y": [fit["slope"] * x + fit["intercept"] for x in ends],
+                "line": {"dash": "dash", "color": colour(series["key"], result["series"].index(series))},
+                "hoverinfo": "skip",
+            }
+        )
+    all_x = [x for s in result["series"] for x in s["x"]]
+    all_y = [y for s in result["series"] for y in s["y"]]
+    return {
+        "data": traces,
+        "layout": base_layout(
+            f"{result['y_title']} against {result['x_title']}",
+            height=560,
+            boxmode="group",
+            xaxis=axis_layout(result["x_title"], result["x_unit"], [] if categorical else all_x, categorical),
+            yaxis=axis_layout(result["y_title"], result["y_unit"], all_y),
+        ),
+    }

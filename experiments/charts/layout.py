@@ -1,0 +1,76 @@
+"""What every figure shares: colours, axes and layout. Figures are Plotly figure dicts built from
+plain rows and cells. Pages embed them with json_script or receive them from a JSON endpoint; no
+chart logic lives in templates or scripts."""
+
+from experiments.analysis import stats
+from experiments.analysis.cells import ENGINE_NAMES
+from experiments.vocabulary import ENGINE_COLOURS
+from workers.runner.contract import SYSTEM_BUILD
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+SERIES = (
+    ("recovery_seconds", "circle", "crash recovery"),
+    ("downtime_seconds", "diamond-open", "kill to first query"),
+)
+# Parameter axes: the numeric column behind a size, or a category.
+NUMERIC_AXES = {
+    "buffer_pool_size": "buffer_pool_bytes",
+    "redo_log_size": "redo_log_bytes",
+    "insert_rate": "insert_rate",
+}
+# Numbers kept only in a run's parameters.
+NUMERIC_PARAMETERS = ("binlog_files",)
+WEBGL_FROM_POINTS = 2000
+MAX_SERIES = 8
+# Charts drawn across the whole page width (long labels, many legend entries).
+WIDE_FIGURES = ("phases", "tradeoff")
+
+
+def colour(name: str, index: int) -> str:
+    return ENGINE_COLOURS.get(name) or PALETTE[index % len(PALETTE)]
+
+
+def axis_layout(title: str, unit: str, values: list, categorical: bool = False) -> dict:
+    """Title, SI ticks for bytes ("32MB"), and a log scale where values span over two decades."""
+    axis: dict = {"title": {"text": title}, "automargin": True}
+    if categorical:
+        axis["type"] = "category"
+        return axis
+    if unit == "B":
+        axis.update(tickformat="~s", ticksuffix="B", hoverformat=".3s")
+    if stats.spans_decades(values):
+        axis["type"] = "log"
+    else:
+        axis["rangemode"] = "tozero"
+    return axis
+
+
+def base_layout(title: str, **extra) -> dict:
+    return {
+        "title": {"text": title, "font": {"size": 15}},
+        "legend": {"orientation": "h", "y": -0.22},
+        "margin": {"t": 45, "r": 20, "b": 40, "l": 60},
+        "height": 430,
+        "uirevision": "keep",  # live updates keep the user's zoom and hidden traces
+        **extra,
+    }
+
+
+def axis_value(row: dict, axis: str):
+    if axis in NUMERIC_AXES:
+        return row[NUMERIC_AXES[axis]]
+    if axis in NUMERIC_PARAMETERS:
+        return row["parameters"].get(axis, 0)
+    if axis == "engine":
+        return ENGINE_NAMES.get(row["engine"], row["engine"])
+    if axis == "host":
+        return row["host_label"]
+    if axis == "server_version":
+        return row["server_version"] or "unknown"
+    if axis == "server_build":
+        return row["parameters"].get("server_build", SYSTEM_BUILD)
+    if axis in row["server_options"]:
+        return str(row["server_options"][axis])
+    if axis in row["parameters"]:
+        return str(row["parameters"][axis])
+    return None  # an option this run's engine does not take: not on this axis

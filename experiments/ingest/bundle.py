@@ -1,0 +1,325 @@
+"""From a run's bundle (result.json + raw files) to the metrics of DESIGN.md. No Django.
+
+The error log the runner stamped line by line is preferred to the raw one: its stamps come from
+the host's monotonic clock with millisecond resolution. Times the runner took itself (the kill,
+each process spawn, the first successful query) define ready, downtime and clean start.
+"""
+
+from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
+from zoneinfo import ZoneInfo
+
+from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
+from experiments.parsers import Episode, ParsedFile, parse_bytes
+from experiments.vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
+
+# Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
+PHASE_NAMES = {
+    "redo_scan": "redo_scan",
+    "redo_apply": "redo_apply",
+    "wal_replay": "wal_replay",
+    "tokudb_recovery": "redo_apply",
+    "background_rollback": "rollback",
+    "binlog_recovery": "binlog_recovery",
+    "buffer_pool_load": "buffer_pool_load",
+}
+# Whole-second logs put a line up to a second off: a margin before calling a duration impossible.
+CLOCK_MARGIN_S = 1.0
+MAX_LOG_FILES = 100
+
+
+@dataclass
+class RunAnalysis:
+    metrics: dict = field(default_factory=dict)
+    server_version: str = ""
+    warnings: list[str] = field(default_factory=list)
+    parsed: dict[str, ParsedFile] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    suspect_reasons: list[str] = field(default_factory=list)
+    # Transactions InnoDB found prepared, which the binary log then committed (XA recovery).
+    xa_prepared: int = 0
+    # The seconds before the crash (per-second samples) and after it (the restart's timeline).
+    samples: dict = field(default_factory=dict)
+    timeline: dict = field(default_factory=dict)
+
+
+def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:
+    """The index-th crash recovery of a log: a live run has one; an imported log may hold several."""
+    if parsed is None:
+        return None
+    crashes = parsed.crash_episodes
+    return crashes[index] if index < len(crashes) else None
+
+
+def _local_zone(result: dict) -> tzinfo:
+    """The zone of the server's zone-less timestamps: the runner's hosts log in UTC; an import
+    says which zone its server was in."""
+    return ZoneInfo(result["timezone"]) if result.get("timezone") else UTC
+
+
+def _seconds(times: dict, start: str, end: str) -> float | None:
+    if start in times and end in times:
+        return round(times[end] - times[start], 6)
+    return None
+
+
+def _after(episodes: list[Episode], moment: float | None) -> Episode | None:
+    """The first episode that started at or after a runner timestamp."""
+    if moment is None:
+        return None
+    for episode in episodes:
+        if episode.started_at and episode.started_at.timestamp() >= moment - 0.001:
+            return episode
+    return None
+
+
+def analyse_run(
+    result: dict, files: dict[str, bytes], engine: str, redo_log_bytes: int | None = None
+) -> RunAnalysis:
+    """Metrics of a run from its files. `result` is the runner's result.json, or for an import
+    {"imported": true, "crash_index": i, "timezone": ..., "redo_bytes": ...}; redo_log_bytes is
+    the run's redo log size, which bounds the redo InnoDB can replay."""
+    analysis = RunAnalysis()
+    zone = _local_zone(result)
+    crash_index = result.get("crash_index", 0)
+    for name, content in files.items():
+        if name in ("result.json", "install.log", "sysbench_prepare.txt", SAMPLES_FILE):
+            continue
+        analysis.parsed[name] = parse_bytes(name, content, local_tz=zone)
+    error_log = analysis.parsed.get("error.log.stamped") or analysis.parsed.get("error.log")
+    metrics = analysis.metrics
+    times = result.get("times", {})
+
+    crash = None
+    if error_log is not None:
+        analysis.server_version = error_log.server_version or ""
+        analysis.warnings += [f"error log: {w}" for w in error_log.warnings]
+        crash = _crash_episode(error_log, crash_index)
+        recovery_start = _after(error_log.episodes, times.get("recovery_spawned")) or crash
+        if crash is not None:
+            _keep_phases(analysis, crash)
+            analysis.xa_prepared = crash.xa_prepared
+            metrics.update(
+                checkpoint_lsn=crash.checkpoint_lsn,
+                crash_lsn=crash.crash_lsn,
+                redo_bytes=crash.redo_bytes,
+                pages_to_recover=crash.pages_to_recover,
+                redo_records_applied=crash.redo_records_applied,
+                trx_rolled_back=crash.trx_rolled_back,
+                rows_undone=crash.rows_undone,
+                recovery_seconds=crash.recovery_seconds,
+                rollback_seconds=crash.rollback_seconds,
+            )
+        clean = _after(error_log.episodes, times.get("clean_spawned"))
+        wal = _crash_episode(analysis.parsed.get("rocksdb_LOG"), crash_index) if engine == "rocksdb" else None
+        analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
+        if recovery_start is not None and recovery_start.ready_at is not None:
+            spawned = times.get("recovery_spawned")
+            metrics["ready_seconds"] = (
+                round(recovery_start.ready_at.timestamp() - spawned, 6)
+                if spawned
+                else recovery_start.ready_seconds
+            )
+
+    if SAMPLES_FILE in files:
+        analysis.samples, warnings = sample_series(
+            files[SAMPLES_FILE], times, files.get("sysbench_report.txt", b"")
+        )
+        analysis.warnings += warnings
+    if engine == "rocksdb":
+        _rocksdb_metrics(result, analysis)
+    if metrics.get("redo_bytes") is None and result.get("redo_bytes") is not None:
+        # measured elsewhere by whoever imported the run (TokuDB logs count entries, not bytes)
+        metrics["redo_bytes"] = result["redo_bytes"]
+
+    # power_loss: from the moment the power is back (the layer's cut and unmount done), so the
+    # downtime is the server's own, comparable with a sigkill run's.
+    start = "power_restored" if "power_restored" in times else "killed"
+    metrics["downtime_seconds"] = _seconds(times, start, "recovery_first_query")
+    metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
+    if metrics.get("redo_bytes") and metrics.get("recovery_seconds"):
+        metrics["redo_apply_mb_per_s"] = round(metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3)
+
+    _cross_check_crash_lsn(analysis)
+    _workload_metrics(analysis, result.get("spec", {}).get("workload", {}).get("name"))
+    for name, value in result.get("counters", {}).items():
+        metrics[name] = value
+    _checkpoint_moved(analysis)
+    _rate_reached(analysis, result.get("spec", {}).get("parameters", {}).get("insert_rate"))
+    warmup = result.get("warmup") or {}
+    if warmup.get("seconds") is not None:
+        metrics["warmup_seconds"] = warmup["seconds"]
+    for note in (
+        result.get("warning"),
+        (result.get("crash_plan") or {}).get("warning"),
+        warmup.get("warning"),
+    ):
+        if note:
+            analysis.warnings.append(note)
+    if "verified" in result:
+        metrics["verified"] = result["verified"]
+    durability = result.get("durability") or {}
+    for key in ("acknowledged_commits", "lost_commits"):
+        if isinstance(durability.get(key), int):
+            metrics[key] = durability[key]
+    analysis.server_version = result.get("server_version") or analysis.server_version
+    analysis.suspect_reasons = parser_failures(analysis.parsed)
+    analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=engine != "rocksdb")
+    if engine == "innodb":
+        analysis.suspect_reasons += more_redo_than_logs_hold(metrics.get("redo_bytes"), redo_log_bytes)
+    return analysis
+
+
+def parser_failures(parsed: dict[str, ParsedFile]) -> list[str]:
+    """A parser that raised read its file only up to that point: the run's values from it may be
+    missing or wrong, whatever else looks fine."""
+    return [
+        f"the parser failed on {name} ({file.parser_error}): values from it may be missing or wrong; "
+        "re-parse after a fix"
+        for name, file in parsed.items()
+        if file.parser_error
+    ]
+
+
+def more_redo_than_logs_hold(redo_bytes: int | None, log_size: int | None) -> list[str]:
+    """InnoDB can only replay what its log files hold: at most 100 files (innodb_log_files_in_group)
+    of the redo log size. More than that is two unrelated LSNs subtracted."""
+    if redo_bytes is None or not log_size or redo_bytes <= MAX_LOG_FILES * log_size:
+        return []
+    return [
+        f"redo to replay ({redo_bytes:,} bytes) is more than {MAX_LOG_FILES} times the redo log size "
+        f"({log_size:,} bytes): no InnoDB log holds that much"
+    ]
+
+
+def _keep_phases(analysis: RunAnalysis, episode: Episode) -> None:
+    for phase in episode.phases:
+        name = PHASE_NAMES.get(phase.name)
+        if name and phase.seconds is not None:
+            analysis.phases[name] = round(analysis.phases.get(name, 0.0) + phase.seconds, 6)
+
+
+def _episode_span_seconds(episode: Episode) -> float | None:
+    """From the episode's first line to the last moment it logged: no phase can be longer."""
+    moments = [episode.ready_at] + [m for p in episode.phases for m in (p.start, p.end)]
+    moments = [m for m in moments if m is not None]
+    if episode.started_at is None or not moments:
+        return None
+    return (max(moments) - min([episode.started_at, *moments])).total_seconds()
+
+
+def impossible_values(metrics: dict, crash: Episode | None, same_clock: bool) -> list[str]:
+    """Why a run's values cannot be true, if they cannot: negative durations, a recovery longer
+    than the time to ready or to the first query measured on the same clock, or longer than the
+    episode's own span (lines of unrelated starts read as one)."""
+    reasons = []
+    for name in (
+        "recovery_seconds",
+        "rollback_seconds",
+        "ready_seconds",
+        "downtime_seconds",
+        "clean_start_seconds",
+    ):
+        if metrics.get(name) is not None and metrics[name] < 0:
+            reasons.append(f"{name} is negative ({metrics[name]:.3f} s)")
+    recovery = metrics.get("recovery_seconds")
+    if recovery is None or recovery < 0:
+        return reasons
+    if same_clock:
+        for name, what in (("ready_seconds", "the time to ready"), ("downtime_seconds", "the downtime")):
+            other = metrics.get(name)
+            if other is not None and other >= 0 and recovery > other + CLOCK_MARGIN_S:
+                reasons.append(f"recovery ({recovery:.3f} s) is longer than {what} ({other:.3f} s)")
+    span = _episode_span_seconds(crash) if crash is not None else None
+    if span is not None and recovery > span + CLOCK_MARGIN_S:
+        reasons.append(
+            f"recovery ({recovery:.3f} s) is longer than its server start's own span in the log "
+            f"({span:.3f} s): lines of unrelated starts read as one?"
+        )
+    return reasons
+
+
+def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
+    """MyRocks: recovery is RocksDB's WAL replay; its 'redo' is the WAL it had to read."""
+    rocks = analysis.parsed.get("rocksdb_LOG")
+    crash = _crash_episode(rocks, result.get("crash_index", 0))
+    metrics = analysis.metrics
+    for key in ("checkpoint_lsn", "crash_lsn", "pages_to_recover"):
+        metrics.pop(key, None)
+    metrics["redo_bytes"] = None
+    if crash is None:
+        analysis.warnings.append("RocksDB LOG: no WAL recovery found")
+        metrics["recovery_seconds"] = None
+        return
+    metrics["recovery_seconds"] = crash.recovery_seconds
+    _keep_phases(analysis, crash)  # the WAL replay, beside InnoDB's own recovery at the same start
+    sizes = result.get("wal_bytes_at_crash", {})
+    if sizes:
+        metrics["redo_bytes"] = sum(sizes.get(str(wal), 0) for wal in crash.wal_files)
+
+
+def _cross_check_crash_lsn(analysis: RunAnalysis) -> None:
+    """The status snapshot taken just before the kill must agree with what recovery found: redo
+    that was flushed to the log ("Log flushed up to") must have been replayed. (Redo still in the
+    log buffer at the kill, such as purge's, is lost by design and proves nothing.)"""
+    status = analysis.parsed.get("innodb_status_at_crash.txt")
+    crash_lsn = analysis.metrics.get("crash_lsn")
+    if status is None or status.log is None or crash_lsn is None:
+        return
+    durable = status.log.flushed_lsn
+    if durable is not None and crash_lsn < durable and not analysis.xa_prepared:
+        # (With the binary log on, commits need not reach InnoDB's log: the binlog has them and
+        # XA recovery commits the prepared transactions, so a shorter log is expected there.)
+        analysis.warnings.append(
+            f"recovery ended at LSN {crash_lsn}, before the LSN {durable} flushed to the log just "
+            "before the crash: committed work may be missing"
+        )
+
+
+def _rate_reached(analysis: RunAnalysis, asked: int | None) -> None:
+    """A run that did not reach the insert rate asked for did not do the same work as its
+    neighbours at that rate: it says so (the summary's cells say it too)."""
+    reached = analysis.metrics.get("achieved_insert_rate")
+    if asked and reached is not None and reached < RATE_REACHED_SHARE * asked:
+        analysis.warnings.append(
+            f"insert rate not reached: {reached:,.0f} of the {asked:,} rows/s asked for "
+            f"(below {RATE_REACHED_SHARE:.0%}); this host could not sustain it with these settings"
+        )
+
+
+def _checkpoint_moved(analysis: RunAnalysis) -> None:
+    """The method holds the checkpoint back during the workload; when it moved all the same, the
+    redo recovery replayed is less than the redo the workload wrote, and the run should say so."""
+    before = analysis.parsed.get("innodb_status_before_run.txt")
+    at_crash = analysis.parsed.get("innodb_status_at_crash.txt")
+    if before is None or at_crash is None or before.log is None or at_crash.log is None:
+        return
+    start, end = before.log.checkpoint_lsn, at_crash.log.checkpoint_lsn
+    written = analysis.metrics.get("log_bytes_written")
+    # A few bytes are a checkpoint record the server writes after starting, not a flush.
+    if start and end and end - start > max(64 << 10, 0.01 * (written or 0)):
+        replayed = analysis.metrics.get("redo_bytes")
+        sizes = f" ({replayed:,} of {written:,} bytes)" if written and replayed else ""
+        analysis.warnings.append(
+            f"a checkpoint moved during the workload (LSN {start} to {end}): the redo replayed is "
+            f"less than the redo written{sizes}; a larger redo log or buffer pool holds it back"
+        )
+
+
+def _workload_metrics(analysis: RunAnalysis, workload: str | None) -> None:
+    status = analysis.parsed.get("innodb_status_at_crash.txt")
+    if status is not None and status.log is not None:
+        analysis.metrics["checkpoint_age_bytes"] = status.log.checkpoint_age
+    report = analysis.parsed.get("sysbench_report.txt")
+    if report is None or report.sysbench is None:
+        return
+    # An import whose workload is not known follows DESIGN.md's convention of one row.
+    inserts = INSERTS_PER_TRANSACTION.get(workload, 1)
+    if report.sysbench.tps is not None:
+        analysis.metrics["achieved_insert_rate"] = round(report.sysbench.tps * inserts, 3)
+    if report.sysbench.transactions is not None:
+        analysis.metrics["rows_inserted"] = report.sysbench.transactions * inserts
+    analysis.metrics["workload_tps"] = report.sysbench.tps
+    analysis.metrics["workload_qps"] = report.sysbench.qps
+    latency = report.sysbench.latency_ms
+    analysis.metrics["latency_p95_ms"] = latency.get("p95", latency.get("p95_of_intervals"))

@@ -1,0 +1,219 @@
+"""The seconds before and after the crash, from a run's bundle. No Django.
+
+Before: the runner's per-second samples of the server's counters (samples.jsonl, see
+workers/runner/sampler.py) turned into levels (checkpoint age, dirty pages, memtables) and
+rates (log and data bytes written, rows changed), on seconds since the workload started, with the
+crash and the end of the workload marked.
+
+After: a timeline of the restart built from the stamped error log (each line carries the moment
+the runner saw it) and the runner's own moments (the kill, each process spawn, the first
+successful query), beside the clean start of the same server: the answer to "where did the
+downtime go".
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from experiments.parsers import Episode
+
+SAMPLES_FILE = "samples.jsonl"
+
+# Levels: the value itself. InnoDB's redo to replay is its checkpoint age; MyRocks' is its WAL.
+LEVELS = {
+    "checkpoint_age_bytes": "Innodb_checkpoint_age",
+    "lsn": "Innodb_lsn_current",
+    "checkpoint_lsn": "Innodb_lsn_last_checkpoint",
+    "dirty_pages": "Innodb_buffer_pool_pages_dirty",
+    "wal_on_disk_bytes": "wal_on_disk_bytes",
+    "memtable_bytes": "Rocksdb_memtable_total",
+    "memtable_unflushed_bytes": "Rocksdb_memtable_unflushed",
+}
+# Rates: the counter's growth per second between two samples.
+RATES = {
+    "pages_written_per_s": ("Innodb_pages_written",),
+    "log_bytes_written_per_s": ("Innodb_os_log_written",),
+    "data_bytes_written_per_s": ("Innodb_data_written",),
+    "wal_bytes_per_s": ("Rocksdb_wal_bytes",),
+    "rocksdb_bytes_written_per_s": ("Rocksdb_bytes_written",),
+    "rows_changed_per_s": ("Handler_write", "Handler_update", "Handler_delete"),
+    "commits_per_s": ("Com_commit",),
+    "queries_per_s": ("Questions",),
+}
+SYSBENCH_INTERVAL = re.compile(rb"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
+
+
+def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> tuple[dict, list[str]]:
+    """The series of a samples.jsonl file (see series_of) and warnings. Lines that are not
+    samples (a file cut short by the crash) are skipped and counted."""
+    rows, skipped = [], 0
+    for line in samples.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            skipped += 1
+            continue
+        if is_sample(row):
+            rows.append(row)
+        elif line.strip():
+            skipped += 1
+    warnings = [f"samples: {skipped} line(s) that are no sample were skipped"] if skipped else []
+    return series_of(rows, times, sysbench_report), warnings
+
+
+def is_sample(row) -> bool:
+    return isinstance(row, dict) and isinstance(row.get("t"), int | float)
+
+
+def series_of(rows: list[dict], times: dict, sysbench_report: bytes = b"") -> dict:
+    """{"t": [seconds since the workload started], "series": {name: [value or None]},
+    "sysbench": {"t", "tps"}, "crash_at", "workload_ended_at"} from samples ({"t", counter:
+    value, ...}); {} without any."""
+    if not rows:
+        return {}
+    rows = sorted(rows, key=lambda row: row["t"])
+    zero = times.get("workload_started") or rows[0]["t"]
+    moments = [row["t"] - zero for row in rows]
+    series: dict[str, list] = {}
+    for name, counter in LEVELS.items():
+        values = [row.get(counter) for row in rows]
+        if any(v is not None for v in values):
+            series[name] = values
+    for name, counters in RATES.items():
+        totals = [_total(row, counters) for row in rows]
+        if any(v is not None for v in totals):
+            series[name] = [None] + [
+                _rate(totals[i - 1], totals[i], moments[i] - moments[i - 1]) for i in range(1, len(rows))
+            ]
+    found = {
+        "t": [round(m, 3) for m in moments],
+        "series": series,
+        "crash_at": _since(times, "killed", zero),
+        "workload_ended_at": _since(times, "workload_ended", zero),
+    }
+    took = sorted(row["took_ms"] for row in rows if isinstance(row.get("took_ms"), int | float))
+    if took:
+        found["sample_ms_median"] = took[len(took) // 2]
+    intervals = SYSBENCH_INTERVAL.findall(sysbench_report)
+    if intervals:
+        found["sysbench"] = {"t": [float(s) for s, _ in intervals], "tps": [float(v) for _, v in intervals]}
+    return found
+
+
+def _total(row: dict, counters: tuple) -> int | None:
+    values = [row.get(name) for name in counters]
+    return None if any(v is None for v in values) else sum(values)
+
+
+def _rate(before, after, seconds: float) -> float | None:
+    if before is None or after is None or seconds <= 0 or after < before:
+        return None  # a counter that went back was reset: no rate across it
+    return round((after - before) / seconds, 3)
+
+
+def _since(times: dict, name: str, zero: float) -> float | None:
+    return round(times[name] - zero, 3) if name in times else None
+
+
+# Phases of an episode as the timeline names them, in the order they are drawn.
+PHASE_LABELS = {
+    "innodb_init": "InnoDB start-up",
+    "crash_recovery": "crash recovery (start to redo applied)",
+    "redo_scan": "redo scan",
+    "redo_apply": "redo apply",
+    "wal_replay": "WAL replay",
+    "tokudb_recovery": "TokuDB recovery",
+    "binlog_recovery": "binlog / XA recovery",
+    "background_rollback": "rollback (background)",
+    "buffer_pool_load": "buffer pool load",
+}
+START_TO_READY = "start to ready for connections"
+READY_TO_QUERY = "ready to the first query answered"
+SUMMARY_BARS = (START_TO_READY, READY_TO_QUERY)
+AFTER_CRASH = "after the crash"
+CLEAN_START = "clean start"
+
+
+@dataclass
+class Timeline:
+    """Bars (group, name, start, end) and moments (group, name, at), in seconds from each
+    group's zero: the kill for the restart after the crash, the spawn for the clean start."""
+
+    bars: list[dict] = field(default_factory=list)
+    moments: list[dict] = field(default_factory=list)
+    zero: dict = field(default_factory=dict)
+
+    def bar(self, group: str, name: str, start, end) -> None:
+        if start is not None and end is not None and end >= start:
+            self.bars.append({"group": group, "name": name, "start": round(start, 3), "end": round(end, 3)})
+
+    def moment(self, group: str, name: str, at) -> None:
+        if at is not None:
+            self.moments.append({"group": group, "name": name, "at": round(at, 3)})
+
+    def to_dict(self) -> dict:
+        """Each group's steps in the order they began, its two summary bars last."""
+        groups = [AFTER_CRASH, CLEAN_START]
+        bars = sorted(
+            self.bars,
+            key=lambda bar: (
+                groups.index(bar["group"]),
+                bar["name"] in SUMMARY_BARS,
+                bar["start"],
+                bar["end"],
+            ),
+        )
+        return {"bars": bars, "moments": self.moments, "zero": self.zero} if bars else {}
+
+
+def restart_timeline(
+    crash: Episode | None, clean: Episode | None, times: dict, wal: Episode | None = None
+) -> Timeline:
+    """The restart after the crash from the kill (an imported run, whose kill nobody timed, from
+    its server's first line), and the clean start from its spawn. `wal`: MyRocks' recovery as
+    RocksDB's own LOG tells it (its microsecond times are the same host's clock)."""
+    timeline = Timeline()
+    if crash is not None:
+        killed = times.get("killed")
+        zero = killed if killed is not None else _stamp(crash.started_at)
+        timeline.zero[AFTER_CRASH] = "the kill" if killed is not None else "the server's first line"
+        restored, spawned = times.get("power_restored"), times.get("recovery_spawned")
+        if killed is not None and restored is not None:
+            timeline.bar(AFTER_CRASH, "power cut: unsynced writes dropped", 0.0, restored - zero)
+        if killed is not None and spawned is not None:
+            timeline.bar(AFTER_CRASH, "nothing running", (restored or killed) - zero, spawned - zero)
+        _episode_bars(timeline, AFTER_CRASH, crash, zero, spawned, times.get("recovery_first_query"))
+        replay = wal.phase("wal_replay") if wal is not None else None
+        if replay is not None and replay.start is not None and replay.end is not None:
+            timeline.bar(
+                AFTER_CRASH,
+                "WAL replay (RocksDB's LOG)",
+                _stamp(replay.start) - zero,
+                _stamp(replay.end) - zero,
+            )
+    if clean is not None and times.get("clean_spawned") is not None:
+        spawned = times["clean_spawned"]
+        timeline.zero[CLEAN_START] = "the server's spawn"
+        _episode_bars(timeline, CLEAN_START, clean, spawned, spawned, times.get("clean_first_query"))
+    return timeline
+
+
+def _episode_bars(
+    timeline: Timeline, group: str, episode: Episode, zero: float, spawned, first_query
+) -> None:
+    started, ready = _stamp(episode.started_at), _stamp(episode.ready_at)
+    at = lambda moment: None if moment is None else moment - zero  # noqa: E731 - a shift, named once
+    if spawned is not None:
+        timeline.bar(group, "process start to its first log line", at(spawned), at(started))
+    for name, label in PHASE_LABELS.items():
+        phase = episode.phase(name)
+        if phase is not None:
+            timeline.bar(group, label, at(_stamp(phase.start)), at(_stamp(phase.end)))
+    timeline.bar(group, START_TO_READY, at(spawned or started), at(ready))
+    timeline.bar(group, READY_TO_QUERY, at(ready), at(first_query))
+    timeline.moment(group, "ready for connections", at(ready))
+    timeline.moment(group, "first query answered", at(first_query))
+
+
+def _stamp(moment) -> float | None:
+    return moment.timestamp() if moment is not None else None

@@ -1,0 +1,126 @@
+"""The pages that ask questions of many runs: explore, compare (with its report) and the planner."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from experiments.analysis.compare import comparison, parse_experiment_ids, parse_ignored
+from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
+from experiments.analysis.planner import PlannerForm, PlanRefused, plan_from
+from experiments.charts.compare import compare_chart
+from experiments.charts.explore import explore_figure
+from experiments.charts.planner import planner_chart
+from experiments.filters import AnalysisFilter
+from experiments.models import Engine, Experiment, Run
+from experiments.pages.common import pdf_response, report_html
+from experiments.pages.context import compare_report_context, comparison_table, plan_sentences
+
+
+@login_required
+def explore_page(request):
+    """Any metric against any parameter or metric; the URL holds the whole state."""
+    context = {
+        "x_choices": [(name, title(name)) for name in X_AXES],
+        "y_choices": [(name, title(name)) for name in Y_AXES],
+        "group_choices": [(name, title(name)) for name in GROUPS],
+        "engines": Engine.choices,
+        "experiments": Experiment.objects.order_by("-created_at", "-id")[:200],
+        "params": request.GET,
+        "shown": {name: request.GET.get(name) or getattr(Query, name) for name in ("x", "y", "group")},
+        "csv_query": request.GET.urlencode(),
+    }
+    try:
+        query = Query.from_params(request.GET)
+    except ExploreError as exc:
+        context["errors"] = exc.errors
+        return render(request, "experiments/explore.html", context, status=400)
+    runs = AnalysisFilter(request.GET, queryset=Run.objects.all())
+    if not runs.is_valid():
+        context["errors"] = runs.errors
+        return render(request, "experiments/explore.html", context, status=400)
+    result = explore(runs.qs, query).to_dict()
+    context.update(query=query, result=result, figure=explore_figure(result))
+    return render(request, "experiments/explore.html", context)
+
+
+@login_required
+def planner_page(request):
+    """/planner/: the planner's form; its answer in sentences and a chart. The URL holds the
+    question (a permalink)."""
+    form = PlannerForm(request.GET or None)
+    context = {"form": form}
+    if request.GET and form.is_valid():
+        try:
+            answer, points = plan_from(form.cleaned_data)
+        except PlanRefused as refused:
+            context["refused"] = refused.reason
+        else:
+            answer = answer.as_dict()
+            context.update(
+                plan=answer,
+                sentences=plan_sentences(answer, form.cleaned_data),
+                figure=planner_chart(answer, points),
+                api_query=request.GET.urlencode(),
+            )
+    return render(request, "experiments/planner.html", context, status=400 if form.errors else 200)
+
+
+def _compared(request) -> tuple[list[int], frozenset]:
+    """The experiments a compare report is about, from ?experiments=A,B, and the settings left
+    out of the match (?ignore=); 400 with the reason on a bad list or an unknown id."""
+    try:
+        return parse_experiment_ids(request.GET.get("experiments", "")), parse_ignored(
+            request.GET.get("ignore", "")
+        )
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def _compare_page(ids: list[int], ignore: frozenset) -> str:
+    ignored = f"&ignore={','.join(sorted(ignore))}" if ignore else ""
+    return f"{reverse('compare-report')}?experiments={','.join(map(str, ids))}{ignored}"
+
+
+@login_required
+def compare_report(request):
+    ids, ignore = _compared(request)
+    context = compare_report_context(comparison(ids, ignore))
+    page = _compare_page(ids, ignore)
+    return HttpResponse(report_html(request, "experiments/compare_report.html", context, page))
+
+
+@login_required
+def compare_report_pdf(request):
+    ids, ignore = _compared(request)
+    context = {**compare_report_context(comparison(ids, ignore)), "printing": True}
+    html = report_html(request, "experiments/compare_report.html", context, _compare_page(ids, ignore))
+    title = "Comparison of " + " and ".join(f"#{i}" for i in ids)
+    return pdf_response(request, html, title, f"compare-{'-'.join(map(str, ids))}.pdf")
+
+
+@login_required
+def compare_page(request):
+    """/compare/?experiments=A,B: matched cells side by side, ratios in words."""
+    context = {"experiments": Experiment.objects.order_by("-created_at", "-id")[:200], "selected": []}
+    text = request.GET.get("experiments", "")
+    if not text:
+        return render(request, "experiments/compare.html", context)
+    try:
+        ids = parse_experiment_ids(text)
+        ignore = parse_ignored(request.GET.get("ignore", ""))
+    except ValueError as exc:
+        context["error"] = str(exc)
+        return render(request, "experiments/compare.html", context, status=400)
+    result = comparison(ids, ignore)
+    query = f"experiments={','.join(map(str, ids))}"
+    context.update(
+        selected=ids,
+        result=result,
+        table=comparison_table(result),
+        figure=compare_chart(result),
+        csv_query=query,
+        api_query=query + (f"&ignore={','.join(sorted(ignore))}" if ignore else ""),
+    )
+    return render(request, "experiments/compare.html", context)

@@ -1,0 +1,302 @@
+"""What the experiment and run pages show, assembled once for the HTML page and for the JSON
+endpoint that keeps it live. Reads only."""
+
+from dataclasses import dataclass
+from statistics import median
+
+from django.db.models import F, Func
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from experiments.analysis.cells import (
+    ENGINE_NAMES,
+    ROW_FIELDS,
+    SUMMARY_METRICS,
+    Cell,
+    build_cells,
+    settings_text,
+    varied_axes,
+)
+from experiments.analysis.compare import COMPARED_METRICS
+from experiments.charts.compare import compare_chart
+from experiments.charts.experiment import experiment_figures
+from experiments.charts.layout import WIDE_FIGURES
+from experiments.models import PER_RUN_DETAIL_FIELDS, Engine, Experiment, ExperimentStatus, Run, RunStatus
+from experiments.reports.findings import caveats, findings, method
+from experiments.units import format_size
+
+
+def row_of(run: Run) -> dict:
+    return {name: getattr(run, name) for name in ROW_FIELDS}
+
+
+@dataclass
+class Progress:
+    total: int
+    finished: int
+    failed: int
+    running: int
+    eta_seconds: float | None
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.finished / self.total if self.total else 100.0
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "percent": round(self.percent, 1)}
+
+
+def experiment_progress(runs: list[Run]) -> Progress:
+    """x of N runs finished, and the time left: the median duration of the finished runs times
+    the work left, spread over the hosts that run them (one run at a time per host)."""
+    finished = [r for r in runs if r.is_finished]
+    running = [r for r in runs if r.status == RunStatus.RUNNING]
+    durations = [
+        (r.finished_at - r.started_at).total_seconds() for r in finished if r.started_at and r.finished_at
+    ]
+    eta = None
+    if durations and len(finished) < len(runs):
+        typical = median(durations)
+        left = sum(1 for r in runs if r.status == RunStatus.QUEUED)
+        left += sum(1 - (r.progress_percent or 0) / 100 for r in running)
+        hosts = max(1, len({r.host_id for r in runs if not r.is_finished}))
+        eta = round(typical * left / hosts, 1)
+    return Progress(
+        total=len(runs),
+        finished=len(finished),
+        failed=sum(1 for r in finished if r.status == RunStatus.FAILED),
+        running=len(running),
+        eta_seconds=eta,
+    )
+
+
+# How each summarised metric reads in the table: scale and decimals.
+DISPLAY = {
+    "redo_bytes": (1e-6, "{:,.1f}"),
+    "rows_undone": (1, "{:,.0f}"),
+    "lost_commits": (1, "{:,.0f}"),
+    "workload_tps": (1, "{:,.0f}"),
+    "achieved_insert_rate": (1, "{:,.0f}"),
+    "redo_apply_mb_per_s": (1, "{:,.1f}"),
+}
+
+
+def _shown(metric: str, value: float) -> str:
+    scale, pattern = DISPLAY.get(metric, (1, "{:.3f}"))
+    return pattern.format(value * scale)
+
+
+def summary_table(cells: list[Cell]) -> list[dict]:
+    """The summary per cell as the page shows it: median with its 95% interval, min-max on hover."""
+    table = []
+    for cell in cells:
+        values = []
+        for metric, _ in SUMMARY_METRICS:
+            summary = cell.summaries[metric]
+            if summary.median is None:
+                values.append({"text": "-", "ci": "", "title": "no value", "metric": metric})
+                continue
+            ci = f"{_shown(metric, summary.ci[0])}-{_shown(metric, summary.ci[1])}" if summary.ci else "n < 2"
+            spread = f"n {summary.n}, min {_shown(metric, summary.min)}, max {_shown(metric, summary.max)}"
+            values.append(
+                {
+                    "metric": metric,
+                    "text": _shown(metric, summary.median),
+                    "ci": ci,
+                    "title": spread + (f"; {summary.reason}" if summary.reason else ""),
+                }
+            )
+        table.append(
+            {
+                "cell": cell,
+                "n": cell.summaries["recovery_seconds"].n or len(cell.run_ids),
+                "values": values,
+                "needs_more": cell.needs_more,
+            }
+        )
+    return table
+
+
+def experiment_context(experiment: Experiment) -> dict:
+    runs = list(experiment.runs.select_related("excluded_by").defer(*PER_RUN_DETAIL_FIELDS))
+    rows = [row_of(run) for run in runs]
+    cells = build_cells(rows)
+    axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
+    progress = experiment_progress(runs)
+    return {
+        "experiment": experiment,
+        "runs": runs,
+        "cells": cells,
+        "summary": summary_table(cells),
+        "summary_metrics": SUMMARY_METRICS,
+        "several_hosts": len({c.host for c in cells}) > 1,
+        "figures": experiment_figures(rows, cells, axes),
+        "wide_figures": WIDE_FIGURES,
+        "axes": axes,
+        "progress": progress,
+        "in_progress": progress.finished < progress.total,
+        "suspect_count": sum(1 for r in runs if r.suspect),
+        "excluded_count": sum(1 for r in runs if r.excluded),
+    }
+
+
+def report_context(experiment: Experiment) -> dict:
+    """The experiment page's numbers, with the method, the findings in sentences and the caveats."""
+    context = experiment_context(experiment)
+    rows = [row_of(run) for run in context["runs"]]
+    # On paper, a column no setting measured is only noise: leave it out.
+    measured = [
+        index
+        for index, _ in enumerate(SUMMARY_METRICS)
+        if any(line["values"][index]["text"] != "-" for line in context["summary"])
+    ]
+    context["summary_metrics"] = [SUMMARY_METRICS[i] for i in measured]
+    for line in context["summary"]:
+        line["values"] = [line["values"][i] for i in measured]
+    context.update(
+        method=method(experiment, context["runs"]),
+        findings=findings(rows, context["cells"], context["axes"]),
+        caveats=caveats(context["runs"], context["cells"]),
+        generated_at=timezone.now(),
+    )
+    return context
+
+
+def compare_report_context(result: dict) -> dict:
+    """A comparison for paper: its table, chart and findings, and each experiment's method and
+    caveats (a ratio means little without how each side was measured)."""
+    experiments = {
+        e.pk: e for e in Experiment.objects.filter(pk__in=result["experiments"]).select_related("created_by")
+    }
+    sides = []
+    for experiment_id in result["experiments"]:
+        experiment = experiments[experiment_id]
+        runs = list(experiment.runs.select_related("excluded_by").defer(*PER_RUN_DETAIL_FIELDS))
+        cells = build_cells([row_of(run) for run in runs])
+        sides.append(
+            {
+                "experiment": experiment,
+                "method": method(experiment, runs),
+                "caveats": caveats(runs, cells),
+            }
+        )
+    figure = compare_chart(result)
+    return {
+        "result": result,
+        "table": comparison_table(result),
+        "figures": {"compare": figure} if figure["data"] else {},
+        "sides": sides,
+        "any_caveats": any(side["caveats"] for side in sides),
+        "generated_at": timezone.now(),
+    }
+
+
+def experiment_live_context(experiment: Experiment, request) -> dict:
+    """The JSON that keeps an open experiment page current without reloading it (zoom kept)."""
+    context = experiment_context(experiment)
+    return {
+        "status": experiment.status,
+        "status_display": experiment.get_status_display(),
+        "in_progress": context["in_progress"],
+        "progress": context["progress"].as_dict(),
+        "figures": context["figures"],
+        "fragments": {
+            "runs": render_to_string("experiments/_runs.html", context, request),
+            "summary": render_to_string("experiments/_summary.html", context, request),
+            "progress": render_to_string("experiments/_progress.html", context, request),
+        },
+        "generated_at": timezone.now().isoformat(),
+    }
+
+
+def comparison_table(result: dict) -> dict:
+    """GET /api/compare/'s answer laid out for the page: a line per matched cell and metric."""
+    ids = [str(i) for i in result["experiments"]]
+    cells = []
+    for cell in result["cells"]:
+        label = f"{ENGINE_NAMES.get(cell['engine'], cell['engine'])} · " + settings_text(cell)
+        lines = [
+            {
+                "label": COMPARED_METRICS[metric][0],
+                "sides": [block.get(side) for side in ids],
+                "ratio": block.get("ratio"),
+                "ratio_ci": block.get("ratio_ci"),
+                "significant": block.get("significant"),
+                "p_value": block.get("p_value"),
+            }
+            for metric, block in cell["metrics"].items()
+        ]
+        cells.append({"label": label, "lines": lines})
+    return {
+        "sides": [(side, result["names"][side], result["server_versions"][side]) for side in ids],
+        "cells": cells,
+        "findings": [line for cell in result["cells"] for line in cell["sentences"]],
+        "engine_findings": [line for cell in result["engines"]["cells"] for line in cell["sentences"]],
+        "regressions": [line for cell in result["cells"] for line in cell["regressions"]],
+    }
+
+
+def human_bytes(size: float) -> str:
+    """A volume of redo as a sentence gives it: 1.23 GB, 456 MB (decimal, as the charts)."""
+    return f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:,.0f} MB"
+
+
+def plan_sentences(plan: dict, question: dict) -> list[str]:
+    """The planner's answer as a designer reads it out."""
+    target, runs = plan["target_downtime_seconds"], plan["based_on_runs"]
+    version = f" {question['server_version']}" if question.get("server_version") else ""
+    where = f"{ENGINE_NAMES.get(question['engine'], question['engine'])}{version} on {question['host']}"
+    low, high = plan["interval"]
+    sentences = [
+        f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
+        f"{human_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
+        f"{human_bytes(low)} to {human_bytes(high)}), from {runs} runs.",
+        f"Each GB of redo adds {plan['slope_seconds_per_gb']:.3g} s; with none the restart takes "
+        f"{plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
+    ]
+    if plan["log_size_suggestion"]:
+        share = plan["filled_share"]
+        filled = f"; these runs filled up to {share:.0%} of their redo log at the crash" if share else ""
+        sentences.append(
+            f"A redo log of at most {format_size(plan['log_size_suggestion'])} keeps every crash under the "
+            f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
+            f"the log's capacity{filled}."
+        )
+    if plan["seconds_of_writes"] is not None:
+        sentences.append(
+            f"At {plan['write_mb_per_s']:g} MB/s of redo that log holds {plan['seconds_of_writes']:g} s "
+            "of writes: the page cleaner must keep the checkpoint within that."
+        )
+    for row in plan["page_writes"]:
+        rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
+        sentences.append(
+            f"With a {format_size(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
+            f"pages per MB of redo{rate} ({row['runs']} runs)."
+        )
+    return sentences
+
+
+def history_choices() -> dict:
+    """What the experiment list's filters offer: the values that exist."""
+    runs = Run.objects.order_by()
+    return {
+        "engine_choices": Engine.choices,
+        "status_choices": ExperimentStatus.choices,
+        "host_choices": sorted(set(runs.values_list("host_label", flat=True).distinct())),
+        "version_choices": sorted(
+            set(runs.exclude(server_version="").values_list("server_version", flat=True).distinct())
+        ),
+        "tag_choices": list(
+            Experiment.objects.annotate(tag=Func(F("tags"), function="unnest"))
+            .order_by("tag")
+            .values_list("tag", flat=True)
+            .distinct()
+        ),
+        "author_choices": sorted(
+            set(
+                Experiment.objects.exclude(created_by=None)
+                .values_list("created_by__username", flat=True)
+                .distinct()
+            )
+        ),
+    }

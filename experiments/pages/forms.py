@@ -1,0 +1,208 @@
+"""The new-experiment form: collects values into a definition dict for validate_definition.
+
+It does no validation of its own beyond shapes (numbers are numbers): one validator serves the
+form, the API and imports, and its messages are put back on the matching form fields.
+"""
+
+from django import forms
+
+from experiments.definition import SERVER_OPTIONS
+from experiments.vocabulary import (
+    CRASH_METHOD_NAMES,
+    CRASH_METHODS,
+    CRASH_WHEN,
+    CRASH_WHEN_NAMES,
+    ENGINES,
+    RUNNABLE_ENGINES,
+    WORKLOAD_NAMES,
+    WORKLOADS,
+    choices,
+)
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
+
+
+def _number_or_text(text: str):
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+class ExperimentForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(
+        required=False,
+        label="Question",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="what this experiment asks; its report opens with it",
+    )
+    tags = forms.CharField(required=False, help_text="comma-separated labels to find it by: baseline, nvme")
+    hosts = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
+    engines = forms.MultipleChoiceField(
+        choices=choices(ENGINES, RUNNABLE_ENGINES),
+        widget=forms.CheckboxSelectMultiple,
+        initial=["innodb"],
+    )
+    buffer_pool_size = forms.CharField(initial="128M", help_text="comma-separated: 128M, 1G")
+    redo_log_size = forms.CharField(initial="64M, 512M", help_text="comma-separated: 64M, 512M")
+    insert_rate = forms.CharField(
+        initial="0", help_text="rows inserted per second, comma-separated; 0 = unthrottled"
+    )
+    binlog_files = forms.CharField(
+        initial="0",
+        required=False,
+        help_text="binary log files the server holds at the crash; 0 = binary log off",
+    )
+    server_options = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="one per line, name=value[,value]; allowed: " + ", ".join(sorted(SERVER_OPTIONS)),
+    )
+    workload = forms.ChoiceField(choices=choices(WORKLOADS, WORKLOAD_NAMES), initial="oltp_write_only")
+    tables = forms.IntegerField(initial=4)
+    table_size = forms.IntegerField(initial=20000)
+    threads = forms.IntegerField(initial=4)
+    warmup_max_seconds = forms.IntegerField(
+        required=False,
+        initial=0,
+        help_text="after recovery, run the workload again for at most this long and time the way "
+        "back to 90% throughput; 0 = off",
+    )
+    events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
+    crash_method = forms.ChoiceField(
+        choices=choices(CRASH_METHODS, CRASH_METHOD_NAMES),
+        initial="sigkill",
+        required=False,  # left out: kill -9, as before the power cut existed
+        help_text="power loss mounts a layer over the datadir that drops unsynced writes at the crash "
+        "(slower I/O before the crash); the run also counts acknowledged commits lost",
+    )
+    crash_when = forms.ChoiceField(choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES))
+    after_seconds = forms.IntegerField(
+        required=False, help_text="with 'during the workload': seconds into it"
+    )
+    redo_bytes = forms.CharField(
+        required=False, help_text="with 'when the redo to replay reaches': a size like 128M"
+    )
+    open_rows = forms.IntegerField(required=False, help_text="with 'a transaction open': rows it changes")
+    repetitions = forms.IntegerField(initial=1)
+
+    # definition path -> form field, for putting validation messages where the user typed
+    FIELD_FOR = {
+        "parameters.buffer_pool_size": "buffer_pool_size",
+        "parameters.redo_log_size": "redo_log_size",
+        "parameters.insert_rate": "insert_rate",
+        "workload.name": "workload",
+        "workload.tables": "tables",
+        "workload.table_size": "table_size",
+        "workload.threads": "threads",
+        "workload.events": "events",
+        "workload.warmup_max_seconds": "warmup_max_seconds",
+        "crash.method": "crash_method",
+        "crash.when": "crash_when",
+        "crash.after_seconds": "after_seconds",
+        "crash.redo_bytes": "redo_bytes",
+        "crash.open_rows": "open_rows",
+    }
+
+    def __init__(self, *args, host_names=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["hosts"].choices = [(h, h) for h in host_names]
+        if len(host_names) == 1:
+            self.fields["hosts"].initial = list(host_names)
+
+    def definition(self) -> dict:
+        data = self.cleaned_data
+        options: dict[str, list] = {}
+        for line in (data.get("server_options") or "").splitlines():
+            if line.strip():
+                name, _, values = line.partition("=")
+                options[name.strip()] = [_number_or_text(v) for v in _split(values)]
+        crash = {"method": data.get("crash_method") or "sigkill", "when": data["crash_when"]}
+        for key in ("after_seconds", "redo_bytes", "open_rows"):
+            if data.get(key) not in (None, ""):
+                crash[key] = data[key]
+        return {
+            "name": data["name"],
+            "hosts": data["hosts"],
+            "engines": data["engines"],
+            "parameters": {
+                "buffer_pool_size": _split(data["buffer_pool_size"]),
+                "redo_log_size": _split(data["redo_log_size"]),
+                "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
+                "binlog_files": [_number_or_text(v) for v in _split(data["binlog_files"] or "0")],
+            },
+            "server_options": options,
+            "workload": {
+                "name": data["workload"],
+                "tables": data["tables"],
+                "table_size": data["table_size"],
+                "threads": data["threads"],
+                "events": data["events"],
+                "warmup_max_seconds": data.get("warmup_max_seconds") or 0,
+            },
+            "crash": crash,
+            "repetitions": data["repetitions"],
+            "description": data.get("description") or "",
+            "tags": data.get("tags") or "",
+        }
+
+    def add_definition_errors(self, errors: dict[str, list[str]]) -> None:
+        for path, messages in errors.items():
+            field = self.FIELD_FOR.get(path, path.split(".")[0])
+            if path.startswith("server_options"):
+                field = "server_options"
+            target = field if field in self.fields else None
+            for message in messages:
+                prefix = f"{path}: " if target is None and path != "non_field_errors" else ""
+                self.add_error(target, prefix + message)
+
+
+class ImportForm(forms.Form):
+    """The import page. Parameter checks are import_runs'; its messages land on these fields."""
+
+    error_log = forms.FileField(help_text="the server's error log through the crash recovery")
+    engine = forms.ChoiceField(choices=[("innodb", "InnoDB"), ("rocksdb", "MyRocks"), ("tokudb", "TokuDB")])
+    server_version = forms.CharField(required=False, help_text="empty: read from the log")
+    buffer_pool_size = forms.CharField(initial="128M", help_text="with a unit: 128M, 8G")
+    redo_log_size = forms.CharField(initial="512M", help_text="with a unit: 512M, 2G")
+    insert_rate = forms.CharField(initial="0", help_text="rows/s the workload ran at; 0 = unthrottled")
+    host_label = forms.CharField(help_text="where the run was done, e.g. db7.prod")
+    timezone = forms.CharField(initial="UTC", help_text="zone of the log's local times (5.5/5.6, MariaDB)")
+    redo_bytes = forms.CharField(required=False, help_text="redo or WAL replayed, if the log does not say")
+    innodb_status_at_crash = forms.FileField(
+        label="InnoDB status at the crash",
+        required=False,
+        help_text="SHOW ENGINE INNODB STATUS before the crash",
+    )
+    rocksdb_log = forms.FileField(label="RocksDB LOG", required=False, help_text="RocksDB's LOG (MyRocks)")
+    rocksdb_status_at_crash = forms.FileField(label="RocksDB status at the crash", required=False)
+    sysbench_report = forms.FileField(label="sysbench report", required=False)
+    experiment = forms.ModelChoiceField(
+        queryset=None, required=False, empty_label="a new experiment", help_text="chart them with these runs"
+    )
+    experiment_name = forms.CharField(required=False, help_text="for a new experiment")
+
+    FILE_FIELDS = (
+        "error_log",
+        "innodb_status_at_crash",
+        "rocksdb_log",
+        "rocksdb_status_at_crash",
+        "sysbench_report",
+    )
+
+    def __init__(self, *args, experiments=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["experiment"].queryset = experiments
+
+    def uploads(self) -> dict:
+        return {
+            name: self.cleaned_data[name].file for name in self.FILE_FIELDS if self.cleaned_data.get(name)
+        }
+
+    def parameters(self) -> dict:
+        return {name: self.cleaned_data.get(name) for name in self.fields if name not in self.FILE_FIELDS}
+
+    def add_import_errors(self, errors: dict[str, list[str]]) -> None:
+        for field, messages in errors.items():
+            for message in messages:
+                self.add_error(field if field in self.fields else None, message)

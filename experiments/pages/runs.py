@@ -1,0 +1,102 @@
+"""A run's page: its metrics, the seconds before and after the crash, files, live progress;
+exclusion, annotation and re-parse."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_POST
+
+from experiments import services
+from experiments.charts.run import live_samples_chart, samples_chart, timeline_chart
+from experiments.metrics import LABELS, METRIC_NAMES
+from experiments.models import Run, RunStatus
+from experiments.pages.common import annotate_page
+from experiments.roles import may_change, require_change
+
+
+@login_required
+@require_POST
+def run_annotate(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    return annotate_page(request, run, run.experiment)
+
+
+def _run_context(run: Run) -> dict:
+    return {
+        "run": run,
+        "metrics": [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES],
+        "files": run.files.defer("content"),
+        "attempts": run.attempt_rows.select_related("host"),
+    }
+
+
+def _run_figures(run: Run) -> dict:
+    """The seconds before the crash and the restart's timeline, where the run has them; while
+    it runs, its workload's seconds so far."""
+    if run.status == RunStatus.RUNNING:
+        figures = {"samples": live_samples_chart(run.live_samples)}
+    else:
+        figures = {
+            "samples": samples_chart(run.samples, run.crash_method),
+            "timeline": timeline_chart(run.timeline),
+        }
+    return {"run_figures": {name: figure for name, figure in figures.items() if figure["data"]}}
+
+
+@login_required
+def run_detail(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
+    context = {
+        **_run_context(run),
+        **_run_figures(run),
+        "can_change": may_change(request.user, run.experiment),
+    }
+    return render(request, "experiments/run_detail.html", context)
+
+
+@login_required
+def run_live(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment", "host", "excluded_by"), pk=pk)
+    body = render_to_string("experiments/_run_body.html", _run_context(run), request)
+    return JsonResponse(
+        {"status": run.status, "finished": run.is_finished, "html": body, **_run_figures(run)}
+    )
+
+
+@login_required
+@require_POST
+def run_exclude(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    require_change(request.user, run.experiment)
+    try:
+        services.exclude_run(run.pk, request.POST.get("reason", ""), user=request.user)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    return redirect(run)
+
+
+@login_required
+@require_POST
+def run_include(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    require_change(request.user, run.experiment)
+    services.include_run(run.pk, user=request.user)
+    return redirect(run)
+
+
+@login_required
+def run_file(request, pk: int, name: str):
+    run = get_object_or_404(Run, pk=pk)
+    raw = get_object_or_404(run.files, name=name)
+    return render(request, "experiments/run_file.html", {"run": run, "file": raw})
+
+
+@login_required
+@require_POST
+def run_reparse(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    require_change(request.user, run.experiment)
+    services.reparse_run(run.pk)
+    return redirect(run)

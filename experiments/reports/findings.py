@@ -1,0 +1,303 @@
+"""Reports: an experiment (or a comparison) for a reader who will not open the dashboard. The
+question, the method, findings in sentences built from the statistics, the charts, the summary
+table and the caveats. Plain rows in, plain values out; the page and its PDF (pdf.py) render it."""
+
+from collections import defaultdict
+
+from experiments.analysis import stats
+from experiments.analysis.cells import (
+    ENGINE_NAMES,
+    PARAMETER_LABELS,
+    PARAMETER_ORDER,
+    Cell,
+    analysable,
+    settings_text,
+)
+from experiments.analysis.compare import compare_engines, finding_sentence
+from experiments.units import SizeError, parse_size
+
+# Sizes in bytes; everything else a number where it reads as one, else text.
+SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size")
+MAX_LISTED = 8  # caveats list this many runs by name, then count the rest
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
+
+
+def _range(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return _seconds(low) if low == high else f"{_seconds(low)} to {_seconds(high)}"
+
+
+def _where(engine: str, host: str, several_hosts: bool) -> str:
+    name = ENGINE_NAMES.get(engine, engine)
+    return f"{name} on {host}" if several_hosts else name
+
+
+def headline_findings(cells: list[Cell]) -> list[str]:
+    """Per engine (and host): how long recovery and downtime took over its cells."""
+    grouped: dict[tuple, list[Cell]] = defaultdict(list)
+    for cell in cells:
+        grouped[(cell.host, cell.engine)].append(cell)
+    several_hosts = len({host for host, _ in grouped}) > 1
+    found = []
+    for (host, engine), group in grouped.items():
+        runs = sum(c.summaries["recovery_seconds"].n for c in group)
+        recovery = [c.median("recovery_seconds") for c in group if c.median("recovery_seconds") is not None]
+        downtime = [c.median("downtime_seconds") for c in group if c.median("downtime_seconds") is not None]
+        if not recovery and not downtime:
+            continue
+        where = _where(engine, host, several_hosts)
+        if len(group) == 1:
+            summary = group[0].summaries["recovery_seconds"]
+            interval = f", 95% CI {_seconds(summary.ci[0])}-{_seconds(summary.ci[1])}" if summary.ci else ""
+            sentence = (
+                f"{where}: crash recovery took {_seconds(summary.median)} (typical of {summary.n} "
+                f"run{'s' if summary.n != 1 else ''}{interval})"
+                if summary.median is not None
+                else f"{where}: no crash recovery time was measured"
+            )
+        else:
+            sentence = (
+                f"{where}: crash recovery took {_range(recovery)} across {len(group)} settings "
+                f"(typical value per setting, {runs} runs)"
+                if recovery
+                else f"{where}: no crash recovery time was measured"
+            )
+        if downtime:
+            sentence += f"; from the kill to the first query answered, {_range(downtime)}"
+        found.append(sentence + ".")
+    return found
+
+
+def redo_findings(rows: list[dict]) -> list[str]:
+    """Per engine and host: how recovery grows with the redo to replay (the fitted line)."""
+    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        if analysable(row) and row["redo_bytes"] is not None and row["recovery_seconds"] is not None:
+            grouped[(row["host_label"], row["engine"])].append(row)
+    several_hosts = len({host for host, _ in grouped}) > 1
+    found = []
+    for (host, engine), group in sorted(grouped.items()):
+        xs = [r["redo_bytes"] / 1e6 for r in group]
+        fit = stats.fit_line(xs, [r["recovery_seconds"] for r in group])
+        if fit is None:
+            continue
+        where = _where(engine, host, several_hosts)
+        if fit.slope_ci and fit.slope_ci[0] > 0:
+            low, high = 1 / fit.slope_ci[1], 1 / fit.slope_ci[0]
+            found.append(
+                f"{where} replayed redo at about {1 / fit.slope:,.1f} MB/s (95% CI {low:,.1f}-{high:,.1f}): "
+                f"each GB of redo added {fit.slope * 1000:.3g} s to recovery "
+                f"(R² {fit.r2:.2f}, {fit.n} runs, {min(xs):,.0f} to {max(xs):,.0f} MB of redo)."
+            )
+        else:
+            found.append(
+                f"{where}: recovery did not grow with the redo to replay beyond the noise over these "
+                f"{fit.n} runs ({min(xs):,.0f} to {max(xs):,.0f} MB of redo): other costs dominate."
+            )
+    return found
+
+
+def _order(axis: str, value) -> tuple:
+    """Values of one axis in their natural order: sizes by bytes, numbers by value."""
+    if axis in SIZE_PARAMETERS:
+        try:
+            return (0, parse_size(value), "")
+        except SizeError:
+            return (1, 0, str(value))
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0, str(value))
+
+
+def _axis_value(row: dict, axis: str):
+    if axis in row["parameters"]:
+        return row["parameters"][axis]
+    return row["server_options"].get(axis)
+
+
+def _without(row: dict, axis: str) -> dict:
+    return {
+        "parameters": {k: v for k, v in row["parameters"].items() if k != axis},
+        "server_options": {k: v for k, v in row["server_options"].items() if k != axis},
+    }
+
+
+def _described(axis: str, value) -> str:
+    label = PARAMETER_LABELS.get(axis)
+    return f"{label} {value}" if label else f"{axis}={value}"
+
+
+def parameter_findings(rows: list[dict], axes: list[str]) -> list[str]:
+    """For each varied parameter or server option: its highest value against its lowest, every
+    other setting equal, on crash recovery (ratio of typical values, 95% CI, Welch's test)."""
+    requests = []
+    for axis in axes:
+        if axis in ("engine", "host", "server_version"):
+            continue
+        groups: dict[tuple, dict] = defaultdict(lambda: defaultdict(list))
+        for row in rows:
+            value = _axis_value(row, axis)
+            if analysable(row) and value is not None and row["recovery_seconds"] is not None:
+                rest = _without(row, axis)
+                key = (row["host_label"], row["engine"], settings_text(rest))
+                groups[key][value].append(row["recovery_seconds"])
+        for (host, engine, rest), per_value in sorted(groups.items(), key=lambda item: str(item[0])):
+            if len(per_value) < 2:
+                continue
+            ordered = sorted(per_value, key=lambda v: _order(axis, v))
+            low, high = ordered[0], ordered[-1]
+            requests.append((axis, host, engine, rest, low, high, (per_value[low], per_value[high])))
+    several_hosts = len({r[1] for r in requests}) > 1
+    results = stats.compare_many([pair for *_, pair in requests])
+    found = []
+    for (axis, host, engine, rest, low, high, _), result in zip(requests, results, strict=True):
+        label = _where(engine, host, several_hosts) + (f" at {rest}" if rest else "")
+        found.append(
+            finding_sentence(
+                "crash recovery",
+                _described(axis, high),
+                _described(axis, low),
+                label,
+                result.as_dict(),
+                subject_first=False,
+            )
+            + "."
+        )
+    return found
+
+
+def engine_findings(rows: list[dict]) -> list[str]:
+    return [
+        sentence[0].upper() + sentence[1:] + "."
+        for cell in compare_engines(rows)["cells"]
+        for sentence in cell["sentences"]
+    ]
+
+
+def findings(rows: list[dict], cells: list[Cell], axes: list[str]) -> list[str]:
+    return [
+        *headline_findings(cells),
+        *redo_findings(rows),
+        *parameter_findings(rows, [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER)),
+        *engine_findings(rows),
+    ]
+
+
+def _listed(lines: list[str]) -> list[str]:
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return [*lines[:MAX_LISTED], f"... and {len(lines) - MAX_LISTED} more (see the runs table)."]
+
+
+def caveats(runs: list, cells: list[Cell]) -> list[str]:
+    """What a reader must know before trusting a number: runs that failed or were left out, cells
+    with too few runs or a rate not reached, imported runs, work still going."""
+    found = []
+    unfinished = [r for r in runs if not r.is_finished]
+    if unfinished:
+        found.append(
+            f"The experiment was still running when this report was made: {len(unfinished)} of "
+            f"{len(runs)} runs had not finished."
+        )
+    failed = [r for r in runs if r.status == "failed"]
+    if failed:
+        found.append(f"{len(failed)} of {len(runs)} runs failed and are not in the figures:")
+        found += _listed(
+            [f"run {r.pk}: {(r.error or 'no error recorded').splitlines()[0][:200]}" for r in failed]
+        )
+    cancelled = [r for r in runs if r.status == "cancelled"]
+    if cancelled:
+        found.append(f"{len(cancelled)} runs were cancelled before they finished.")
+    found += _listed(
+        [
+            f"Run {r.pk} is suspect and left out of the statistics: {r.suspect_reason}"
+            for r in runs
+            if r.suspect
+        ]
+    )
+    found += _listed(
+        [
+            f"Run {r.pk} was excluded by {r.excluded_by or 'a user'}: {r.excluded_reason}"
+            for r in runs
+            if r.excluded
+        ]
+    )
+    for cell in cells:
+        for reason in cell.needs_more:
+            found.append(f"{cell.label}: {reason}; read its values as rough.")
+        if cell.rate_note:
+            found.append(f"{cell.label}: the workload {cell.rate_note}.")
+    imported = [r for r in runs if r.imported]
+    if imported:
+        found.append(
+            f"{len(imported)} runs were imported from logs of runs done elsewhere: their method is "
+            "what those servers did, not this experiment's crash plan."
+        )
+    return found
+
+
+def _facts_line(facts: dict) -> str:
+    parts = [facts.get("os"), facts.get("kernel") and f"kernel {facts['kernel']}"]
+    if facts.get("cpu_count"):
+        parts.append(f"{facts['cpu_count']} × {facts.get('cpu_model') or 'CPU'}")
+    if facts.get("memory_bytes"):
+        parts.append(f"{facts['memory_bytes'] / 2**30:.0f} GiB RAM")
+    disk = facts.get("disk") or {}
+    if disk.get("rotational") is not None:
+        parts.append("spinning disk" if disk["rotational"] else "flash storage")
+    return " · ".join(p for p in parts if p)
+
+
+def _in_order(mapping: dict, order: tuple) -> list[tuple]:
+    """A JSON object's items in the order people write them (PostgreSQL's jsonb keeps its own)."""
+    return sorted(
+        mapping.items(), key=lambda item: (order.index(item[0]) if item[0] in order else len(order), item[0])
+    )
+
+
+WORKLOAD_ORDER = ("name", "tables", "table_size", "threads", "events", "time_seconds")
+CRASH_ORDER = ("method", "when", "after_seconds", "redo_bytes", "open_rows")
+
+
+def method(experiment, runs: list) -> dict:
+    """How the numbers were made: hosts as they were at run time, server versions, the
+    definition's parameters, workload, crash plan and repetitions."""
+    definition = experiment.definition or {}
+    hosts: dict[str, str] = {}
+    for run in runs:
+        if run.host_label not in hosts or (not hosts[run.host_label] and run.host_facts):
+            hosts[run.host_label] = _facts_line(run.host_facts or {})
+    versions = sorted({r.server_version for r in runs if r.server_version})
+    workload = definition.get("workload") or {}
+    crash = definition.get("crash") or {}
+    details = ", ".join(
+        f"{k} {v}" for k, v in _in_order(workload, WORKLOAD_ORDER) if k != "name" and v not in (None, 0, "")
+    )
+    started = [r.started_at for r in runs if r.started_at]
+    finished = [r.finished_at for r in runs if r.finished_at]
+    return {
+        "hosts": sorted(hosts.items()),
+        "server_versions": versions,
+        "engines": [
+            ENGINE_NAMES.get(e, e) for e in definition.get("engines") or sorted({r.engine for r in runs})
+        ],
+        "parameters": [
+            (name, ", ".join(str(v) for v in values))
+            for name, values in _in_order(definition.get("parameters") or {}, PARAMETER_ORDER)
+        ],
+        "server_options": [
+            (name, ", ".join(str(v) for v in values))
+            for name, values in (definition.get("server_options") or {}).items()
+        ],
+        "workload": f"{workload.get('name', '')}: {details}" if details else workload.get("name", ""),
+        "crash": ", ".join(f"{k} {v}" for k, v in _in_order(crash, CRASH_ORDER) if v not in (None, "")),
+        "repetitions": definition.get("repetitions"),
+        "run_count": len(runs),
+        "done_count": sum(1 for r in runs if r.status == "done"),
+        "first_started": min(started) if started else None,
+        "last_finished": max(finished) if finished else None,
+    }

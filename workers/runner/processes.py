@@ -1,0 +1,140 @@
+"""What the runner starts and holds, and how it lets go: every process it spawned (stopped by pid,
+nothing else), the work directory's lock, the power-cut layers it mounted, and the watchdog that
+stops them all when its stdin closes. Standard library only."""
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from .contract import RunFailed
+
+POLL_S = 0.005
+# Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).
+STARTED: list[subprocess.Popen] = []
+HELD: list = []  # the work directory's lock file, open for the whole run
+
+
+# util-linux's setpriv asks the kernel to SIGKILL a process when the one that started it dies,
+# then execs it (same pid): a runner killed with SIGKILL, which no handler sees, takes its server
+# and sysbench with it. Where setpriv is missing they are still stopped on every other way out.
+SETPRIV = shutil.which("setpriv")
+
+
+def spawn(args: list[str], **options) -> subprocess.Popen:
+    if SETPRIV:
+        args = [SETPRIV, "--pdeathsig", "KILL", "--", *args]
+    process = subprocess.Popen(args, **options)
+    STARTED.append(process)
+    return process
+
+
+def stop_started() -> None:
+    for process in STARTED:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+    for mount in MOUNTS:
+        unmount(mount, lazy=True)
+
+
+MOUNTS: list[Path] = []  # power-cut layers this runner mounted and has not unmounted yet
+
+
+def unmount(directory: Path, lazy: bool = False) -> bool:
+    done = subprocess.run(
+        ["fusermount3", "-u", *(["-z"] if lazy else []), str(directory)], capture_output=True, timeout=60
+    )
+    return done.returncode == 0
+
+
+def unmount_stale(base: Path) -> None:
+    """Power-cut layers left mounted under the work directory by a runner that was killed before
+    it could unmount them (this runner holds the work directory now, so none is in use)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[2].startswith("fuse") and fields[1].startswith(f"{base}/"):
+                unmount(Path(fields[1].replace("\\040", " ")), lazy=True)
+
+
+def watch_stdin() -> None:
+    """Stop everything this runner started, and itself, the moment its stdin closes: the SSH
+    session dropped or the worker that started it died. Without this a lost runner would go on
+    loading and crashing its server until it next wrote a line."""
+
+    def watch() -> None:
+        # os.read on the descriptor: a buffered reader's lock would stall interpreter shutdown
+        while os.read(sys.stdin.fileno(), 4096):
+            pass
+        stop_started()
+        os._exit(3)
+
+    def stopped(signum, _frame) -> None:
+        # SIGTERM/SIGHUP/SIGINT reach the runner with its worker (a stopped service signals the
+        # whole process group): the servers it started, in sessions of their own, must go too.
+        stop_started()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, stopped)
+    threading.Thread(target=watch, daemon=True, name="stdin-watchdog").start()
+
+
+# A file system with less free space than this (or 1% of its size) is called full in a failure.
+FULL_BELOW_BYTES = 64 * 1024 * 1024
+
+
+def disk_full(path: Path) -> str:
+    """Why a step failed, when the cause was no space left: the server and its tools say it in
+    lines a failure's tail may not show."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return ""
+    if usage.free >= FULL_BELOW_BYTES and usage.free >= usage.total / 100:
+        return ""
+    return (
+        f"the file system of the work directory {path} is full ({usage.free / 2**20:.0f} MiB free of "
+        f"{usage.total / 2**20:.0f} MiB): free space there, or give the host another work_dir"
+    )
+
+
+def hold_work_dir(base: Path) -> None:
+    """One runner at a time per work directory, whichever dashboard sent it: a crash cycle must
+    not share a machine. The lock goes with this process (kill -9 included)."""
+    handle = open(base / ".runner.lock", "a+")  # noqa: SIM115 - held until this process exits
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        raise RunFailed(
+            f"the host is busy elsewhere: another runner (pid {holder}) is working in {base}",
+            permanent=False,
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    HELD.append(handle)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def find_binary(*names: str) -> str:
+    for name in names:
+        path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+        if path:
+            return path
+    raise RunFailed(f"none of {', '.join(names)} is installed on this host")

@@ -1,0 +1,144 @@
+"""The server's counters: a reading every second from the workload's start to the crash
+(samples.jsonl), and the snapshots taken before the run, at the crash and after recovery."""
+
+import contextlib
+import json
+import threading
+import time
+from pathlib import Path
+
+from .events import Clock, emit
+from .server import Server
+
+COUNTERS = {
+    "innodb": {
+        "pages_written": "Innodb_pages_written",
+        "log_bytes_written": "Innodb_os_log_written",
+        "data_bytes_written": "Innodb_data_written",
+    },
+    "rocksdb": {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"},
+}
+
+
+# Sampled every second during the workload, up to the crash (SAMPLES_FILE): where the redo to
+# replay, the dirty pages and the write rates stood second by second. Counters are kept raw; the
+# dashboard turns them into rates. MyRocks: its WAL and memtables, and the WAL on disk.
+SAMPLED_STATUS = {
+    "innodb": (
+        "Innodb_lsn_current",
+        "Innodb_lsn_last_checkpoint",
+        "Innodb_checkpoint_age",
+        "Innodb_buffer_pool_pages_dirty",
+        "Innodb_pages_written",
+        "Innodb_os_log_written",
+        "Innodb_data_written",
+        "Handler_write",
+        "Handler_update",
+        "Handler_delete",
+        "Com_commit",
+        "Questions",
+    ),
+    "rocksdb": (
+        "Rocksdb_wal_bytes",
+        "Rocksdb_wal_synced",
+        "Rocksdb_bytes_written",
+        "Rocksdb_memtable_total",
+        "Rocksdb_memtable_unflushed",
+        "Handler_write",
+        "Handler_update",
+        "Handler_delete",
+        "Com_commit",
+        "Questions",
+    ),
+}
+SAMPLES_FILE = "samples.jsonl"
+SAMPLE_INTERVAL_S = 1.0
+SAMPLE_END = "recovery-lab-sample-end"
+
+
+class Sampler(threading.Thread):
+    """The server's counters every second, on one open client connection, one JSON line each
+    ({"t": host time, name: value, ...}) written the moment it is taken: the crash ends the
+    connection and the file holds every second before it."""
+
+    def __init__(self, server: "Server", engine: str, clock: Clock, target: Path):
+        super().__init__(daemon=True, name="sampler")
+        self.server, self.engine, self.clock, self.target = server, engine, clock, target
+        self._stopping = threading.Event()
+        self.taken = 0
+        listed = ", ".join(f"'{name}'" for name in SAMPLED_STATUS[engine])
+        self.sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); SELECT '{SAMPLE_END}';\n"
+        self.client = server.session()
+
+    def run(self) -> None:
+        due = time.monotonic()
+        with self.target.open("w", encoding="utf-8") as out, contextlib.suppress(OSError, ValueError):
+            while not self._stopping.is_set():
+                moment, asked = self.clock.now(), time.monotonic()
+                sample = self._take()
+                if sample is None:  # the connection ended: the server is gone
+                    return
+                took_ms = round((time.monotonic() - asked) * 1000, 3)  # what sampling costs, kept with it
+                sample = {"t": round(moment, 3), "took_ms": took_ms, **sample}
+                out.write(json.dumps(sample) + "\n")
+                out.flush()
+                emit("sample", sample=sample)  # for the run page while the run goes
+                self.taken += 1
+                due += SAMPLE_INTERVAL_S
+                self._stopping.wait(max(0.0, due - time.monotonic()))
+
+    def _take(self) -> dict | None:
+        self.client.stdin.write(self.sql)
+        self.client.stdin.flush()
+        sample: dict = {}
+        for line in self.client.stdout:
+            name, tab, value = line.rstrip("\n").partition("\t")
+            if name == SAMPLE_END:
+                if self.engine == "rocksdb":
+                    sample["wal_on_disk_bytes"] = sum(wal_sizes(self.server.datadir).values())
+                return sample
+            if not tab:  # an error line (the server went away mid-query)
+                return None
+            if value.isdigit():
+                sample[name] = int(value)
+        return None
+
+    def stop(self) -> int:
+        """After the crash (or on the way out): the samples taken."""
+        self._stopping.set()
+        with contextlib.suppress(OSError, ValueError):
+            self.client.stdin.close()
+        self.join(timeout=30)
+        return self.taken
+
+
+def read_counters(server: Server, engine: str) -> dict:
+    wanted = COUNTERS[engine]
+    found = server.global_values("STATUS", wanted.values())
+    by_lower = {k.lower(): v for k, v in found.items()}
+    return {
+        metric: int(by_lower[var.lower()])
+        for metric, var in wanted.items()
+        if by_lower.get(var.lower(), "").isdigit()
+    }
+
+
+def checksum_tables(server: Server, tables: int) -> dict:
+    names = ", ".join(f"sbtest.sbtest{i}" for i in range(1, tables + 1))
+    return server.pairs(f"CHECKSUM TABLE {names}", timeout=3600)
+
+
+def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
+    (work / f"innodb_status_{label}.txt").write_text(server.query("SHOW ENGINE INNODB STATUS", vertical=True))
+    if engine == "rocksdb":
+        (work / f"rocksdb_status_{label}.txt").write_text(
+            server.query("SHOW ENGINE ROCKSDB STATUS", vertical=True)
+        )
+
+
+def wal_sizes(datadir: Path) -> dict:
+    """Sizes of MyRocks' WAL files at the crash: the 'redo' its recovery will replay."""
+    folder = datadir / "#rocksdb"
+    if not folder.is_dir():
+        return {}
+    return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}

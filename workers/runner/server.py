@@ -1,0 +1,282 @@
+"""The runner's private server: its build's programs, the options it starts with, starting, querying,
+killing and stopping it. Never the host's own server: its own datadir, port and socket."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
+from .events import Clock
+from .probe import build_programs
+from .processes import POLL_S, find_binary, free_port, spawn
+from .stamper import LogStamper
+
+# Method defaults that hold InnoDB's checkpoint back during the workload (no pre-flushing, no
+# adaptive flushing below 70% of the log, dirty pages up to 99%), so the redo written is the redo
+# recovery replays. A user's server_options override them; the run records what was in effect.
+HOLD_CHECKPOINTS = {
+    "innodb_max_dirty_pages_pct": "99",
+    "innodb_max_dirty_pages_pct_lwm": "0",
+    "innodb_adaptive_flushing_lwm": "70",
+}
+# Read back from the running server and kept with the run: requested beside effective.
+EFFECTIVE_VARIABLES = (
+    "version",
+    "innodb_buffer_pool_size",
+    "innodb_log_file_size",
+    "innodb_redo_log_capacity",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_flush_method",
+    "innodb_doublewrite",
+    "innodb_io_capacity",
+    "innodb_max_dirty_pages_pct",
+    "innodb_max_dirty_pages_pct_lwm",
+    "innodb_adaptive_flushing",
+    "innodb_adaptive_flushing_lwm",
+    "rocksdb_block_cache_size",
+    "rocksdb_max_total_wal_size",
+    "rocksdb_flush_log_at_trx_commit",
+    "log_bin",
+    "sync_binlog",
+)
+
+
+class Server:
+    """A private mariadbd. Only the process it spawned is ever signalled, by its pid."""
+
+    def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper):
+        self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
+        self.datadir = work / "data"
+        # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
+        # power-cut layer; otherwise beside it.
+        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else work
+        self.socket = work / "mysqld.sock"
+        self.error_log = work / "error.log"
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        self.programs = server_programs(
+            Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
+        )
+        self.mariadbd = self.programs["server"]
+        self.client = self.programs["client"] or find_binary("mariadb", "mysql")
+        self.admin = self.programs["admin"] or find_binary("mariadb-admin", "mysqladmin")
+        self.build = self.binary_version()
+
+    def _build_args(self) -> list[str]:
+        """Where a build of its own finds its files (none for the system's server)."""
+        args = [f"--basedir={self.programs['basedir']}"] if self.programs.get("basedir") else []
+        return args + (
+            [f"--plugin-dir={self.programs['plugin_dir']}"] if self.programs.get("plugin_dir") else []
+        )
+
+    def _user_args(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def server_args(self, loading: bool = False) -> list[str]:
+        """The run's server; `loading`: the one that loads the dataset, without a binary log
+        (the load is not the run's, and its binlog files would be counted at the crash)."""
+        params = self.spec["parameters"]
+        args = [
+            self.mariadbd,
+            "--no-defaults",
+            *self._user_args(),
+            *self._build_args(),
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--port={self.port}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={self.work / 'mysqld.pid'}",
+            f"--log-error={self.error_log}",
+            f"--tmpdir={self.work / 'tmp'}",
+            "--skip-name-resolve",
+            "--max-connections=300",
+        ]
+        buffer_pool = params.get("buffer_pool_size", "128M")
+        redo = params.get("redo_log_size", "96M")
+        if self.spec["engine"] == "rocksdb":
+            # MyRocks: the block cache plays the buffer pool; max_total_wal_size bounds the WAL
+            # that recovery may have to replay, as the redo log size does for InnoDB.
+            args += [
+                "--plugin-load-add=ha_rocksdb",
+                f"--rocksdb-block-cache-size={buffer_pool}",
+                f"--rocksdb-max-total-wal-size={redo}",
+                "--default-storage-engine=ROCKSDB",
+            ]
+        else:
+            args += [f"--innodb-buffer-pool-size={buffer_pool}", redo_log_option(self.build, redo)]
+        options = dict(self.spec.get("server_options", {}))
+        if self.spec["engine"] == "innodb":
+            options = {**HOLD_CHECKPOINTS, **options}
+        wants_binlog = str(options.pop("log_bin", "0")) == "1" or params.get("binlog_files", 0) > 0
+        if wants_binlog and not loading:
+            args += [f"--log-bin={self.binlog_dir / 'binlog'}", "--server-id=1"]
+        args += [f"--{name}={value}" for name, value in options.items()]
+        return args
+
+    def install(self) -> None:
+        installer = self.programs["installer"] or find_binary("mariadb-install-db", "mysql_install_db")
+        (self.work / "tmp").mkdir(exist_ok=True)
+        args = [
+            installer,
+            "--no-defaults",
+            *self._user_args(),
+            *(
+                [f"--basedir={self.programs['basedir']}"]
+                if self.programs["installer"] and self.programs["basedir"]
+                else []
+            ),
+            f"--datadir={self.datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+        ]
+        with (self.work / "install.log").open("wb") as log:
+            done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
+        if done.returncode != 0:
+            tail = (self.work / "install.log").read_text(errors="replace")[-800:]
+            raise RunFailed(f"mariadb-install-db failed (exit {done.returncode}): {tail}")
+
+    def start(self, loading: bool = False) -> float:
+        spawned = self.clock.now()
+        self.process = spawn(
+            self.server_args(loading),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return spawned
+
+    def _connection_args(self, binary: str, connect_timeout_s: int = 2) -> list[str]:
+        """How every client call of the runner reaches its own server: the socket, as root."""
+        return [
+            binary,
+            "--no-defaults",
+            "--protocol=socket",
+            f"--socket={self.socket}",
+            "-uroot",
+            f"--connect-timeout={connect_timeout_s}",
+        ]
+
+    def session(self) -> subprocess.Popen:
+        """An open client connection: queries go in on its stdin, one result line each comes out
+        on its stdout (errors too) as soon as it is ready. A transaction on it stays open while
+        it is connected."""
+        return spawn(
+            [*self._connection_args(self.client), "-N", "-B", "--unbuffered"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
+        args = [*self._connection_args(self.client), "-N", "-B", *(["-E"] if vertical else []), "-e", sql]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RunFailed(f"query {sql!r} failed: {done.stderr.strip()[:300]}")
+        return done.stdout
+
+    def wait_until_ready(self, timeout_s: float) -> float:
+        """Poll with a real query until one succeeds; return the moment it did."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RunFailed(
+                    f"mariadbd exited with code {self.process.returncode} while starting. "
+                    f"Last lines of its error log:\n{self.stamper.tail()}"
+                )
+            probe = subprocess.run(
+                [*self._connection_args(self.client, 1), "-N", "-B", "-e", "SELECT 1"],
+                capture_output=True,
+                timeout=30,
+            )
+            if probe.returncode == 0:
+                return self.clock.now()
+            time.sleep(POLL_S)
+        raise RunFailed(
+            f"the server never came back: no successful query within {timeout_s:.0f} s. "
+            f"Last lines of its error log:\n{self.stamper.tail()}"
+        )
+
+    def kill9(self) -> float:
+        moment = self.clock.now()
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        return moment
+
+    def shutdown(self, timeout_s: float) -> None:
+        subprocess.run([*self._connection_args(self.admin), "shutdown"], capture_output=True, timeout=60)
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RunFailed(f"mariadbd did not shut down within {timeout_s:.0f} s") from None
+
+    def stop_if_running(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def slow_shutdown(self, engine: str, timeout_s: float) -> None:
+        """Every change written to the data files before the server stops: InnoDB's slow
+        shutdown (the checkpoint ends up at the end of the log), MyRocks' memtables flushed."""
+        if engine == "rocksdb":
+            self.query("SET GLOBAL rocksdb_force_flush_memtable_now = 1", timeout=3600)
+        else:
+            self.query("SET GLOBAL innodb_fast_shutdown = 0")
+        self.shutdown(timeout_s)
+
+    def binary_version(self) -> str:
+        done = subprocess.run([self.mariadbd, "--version"], capture_output=True, text=True, timeout=60)
+        return done.stdout.strip()
+
+    def pairs(self, sql: str, timeout: float = 60) -> dict:
+        """A two-column result (name, value) as a dict."""
+        return dict(line.split("\t", 1) for line in self.query(sql, timeout).splitlines() if "\t" in line)
+
+    def global_values(self, kind: str, names) -> dict:
+        """SHOW GLOBAL STATUS or VARIABLES (`kind`), only the names asked for (our own constants)."""
+        listed = ", ".join(f"'{name}'" for name in names)
+        return self.pairs(f"SHOW GLOBAL {kind} WHERE Variable_name IN ({listed})")
+
+    def effective_settings(self) -> dict:
+        """The server variables in effect, as the server reports them."""
+        return self.global_values("VARIABLES", EFFECTIVE_VARIABLES)
+
+
+def server_programs(work_dir: Path, build: str) -> dict:
+    """The programs of the build a run names: the system's installed server, or the build in
+    WORK_DIR/builds/NAME/ (the host probe lists them)."""
+    if build == SYSTEM_BUILD:
+        return {
+            "server": find_binary("mariadbd", "mysqld"),
+            "installer": None,
+            "client": None,
+            "admin": None,
+            "plugin_dir": None,
+            "basedir": None,
+        }
+    folder = work_dir / BUILDS_DIR / build
+    programs = build_programs(folder) if folder.is_dir() else None
+    if programs is None:
+        raise RunFailed(
+            f"this host has no server build {build!r}: no mariadbd or mysqld under {folder}/bin, sbin or "
+            "libexec (unpack the build there, then probe the host again)"
+        )
+    return programs
+
+
+SERVER_BUILD = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+def redo_log_option(build: str, size: str) -> str:
+    """redo_log_size as the server build names it: MySQL 8.0.30+ sizes its redo log with
+    innodb_redo_log_capacity (innodb_log_file_size is deprecated there); MariaDB and older MySQL
+    with innodb_log_file_size. `build` is what `mariadbd --version` / `mysqld --version` print."""
+    found = SERVER_BUILD.search(build)
+    version = tuple(int(part) for part in found.groups()) if found else (0, 0, 0)
+    if "MariaDB" not in build and version >= (8, 0, 30):
+        return f"--innodb-redo-log-capacity={size}"
+    return f"--innodb-log-file-size={size}"

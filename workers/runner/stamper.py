@@ -1,0 +1,55 @@
+"""The error log, each line stamped with the moment the runner saw it (MariaDB logs whole seconds)."""
+
+import threading
+from pathlib import Path
+
+from .events import Clock
+from .processes import POLL_S
+
+
+class LogStamper(threading.Thread):
+    """Tails the server's error log and writes each line, prefixed with when it appeared."""
+
+    def __init__(self, source: Path, target: Path, clock: Clock):
+        super().__init__(daemon=True)
+        self.source, self.target, self.clock = source, target, clock
+        self._stopping = threading.Event()
+        self.lines: list[tuple[float, str]] = []
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        offset, pending = 0, b""
+        with self.target.open("w", encoding="utf-8") as out:
+            while True:
+                stopping = self._stopping.is_set()
+                try:
+                    with self.source.open("rb") as handle:
+                        handle.seek(offset)
+                        chunk = handle.read()
+                except FileNotFoundError:
+                    chunk = b""
+                if chunk:
+                    offset += len(chunk)
+                    moment = self.clock.now()
+                    pending += chunk
+                    *complete, pending = pending.split(b"\n")
+                    for raw in complete:
+                        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+                        out.write(f"[runner {moment:.6f}] {text}\n")
+                        with self._lock:
+                            self.lines.append((moment, text))
+                    out.flush()
+                if stopping:
+                    if pending:
+                        text = pending.decode("utf-8", errors="replace")
+                        out.write(f"[runner {self.clock.now():.6f}] {text}\n")
+                    return
+                self._stopping.wait(POLL_S)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(timeout=10)
+
+    def tail(self, count: int = 12) -> str:
+        with self._lock:
+            return "\n".join(text for _, text in self.lines[-count:])
