@@ -431,6 +431,53 @@ def command_gate(api: Api, args, out) -> int:
     return EXIT_OK
 
 
+SERIES_HEADERS = (
+    "metric",
+    "from firing",
+    "scheduled for",
+    "median before -> after",
+    "ratio (95% CI)",
+    "",
+    "triage",
+)
+
+
+def command_series(api: Api, args, out) -> int:
+    """A recurring series' change points, oldest first, with what differed at each."""
+    series = api.get(f"/api/series/{args.series}/")
+    if args.json:
+        print(json.dumps(series, indent=2), file=out)
+        return EXIT_OK
+    points = {p["index"]: p for p in series["points"]}
+    print(
+        f"series {series['id']} {series['name']!r}: {len(series['points'])} firing(s), schedule "
+        f"{series['schedule']}, next {series['next_firing_at'][:16].replace('T', ' ')} UTC",
+        file=out,
+    )
+    if not series["change_points"]:
+        print("no change point", file=out)
+        return EXIT_OK
+    rows = []
+    for cp in series["change_points"]:
+        interval = f" ({cp['ratio_low']:.2f}-{cp['ratio_high']:.2f})" if cp["ratio_low"] is not None else ""
+        rows.append(
+            [
+                cp["metric"],
+                str(cp["firing_index"]),
+                (points.get(cp["firing_index"], {}).get("fired_for") or "-")[:16].replace("T", " "),
+                f"{cp['before_median']:.4g} -> {cp['after_median']:.4g}",
+                f"{cp['ratio']:.2f}x{interval}",
+                "worse" if cp["worse"] else "better",
+                cp["triage"] + (f": {cp['note']}" if cp["note"] else ""),
+            ]
+        )
+    print(table(SERIES_HEADERS, rows), file=out)
+    for cp in series["change_points"]:
+        for line in cp["differences"]:
+            print(f"  firing {cp['firing_index']} {cp['metric']}: {line}", file=out)
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     main_parser = argparse.ArgumentParser(
         prog="recovery-lab",
@@ -484,6 +531,9 @@ def parser() -> argparse.ArgumentParser:
     gate.add_argument("--metric", action="append", help="recovery_seconds (default); repeat to add")
     waiting(gate)
     keyed(gate)
+    series_ = commands.add_parser("series", help="a recurring series' change points")
+    series_.add_argument("series", type=int)
+    series_.add_argument("--json", action="store_true", help="the API's answer as it is")
     return main_parser
 
 
@@ -493,6 +543,7 @@ COMMANDS = {
     "compare": command_compare,
     "export": command_export,
     "gate": command_gate,
+    "series": command_series,
 }
 
 

@@ -128,6 +128,11 @@ class Experiment(models.Model):
     origin = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A firing of a recurring series: the series, and the scheduled moment it stands for.
+    series = models.ForeignKey(
+        "Series", null=True, blank=True, on_delete=models.SET_NULL, related_name="firings"
+    )
+    fired_for = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -138,6 +143,8 @@ class Experiment(models.Model):
                 condition=~models.Q(idempotency_key=""),
                 name="experiment_unique_idempotency_key",
             ),
+            # One experiment per series and scheduled moment: a firing is never made twice.
+            models.UniqueConstraint(fields=["series", "fired_for"], name="experiment_one_firing"),
         ]
 
     def __str__(self):
@@ -377,3 +384,115 @@ class RunFile(models.Model):
     @property
     def text(self) -> str:
         return bytes(self.content).decode("utf-8", errors="replace")
+
+
+class Series(models.Model):
+    """A definition on a schedule: each firing creates an experiment from it (its `firings`), and
+    the history of those firings is searched for change points. The definition is kept as stored
+    experiments keep theirs (validated, normalized); editing it changes the firings to come."""
+
+    name = models.CharField(max_length=200, unique=True)
+    definition = models.JSONField(help_text="The normalized definition each firing is created from.")
+    # A cron expression (minute hour day-of-month month day-of-week) or @hourly/@daily/@nightly/@weekly.
+    schedule = models.CharField(max_length=100)
+    enabled = models.BooleanField(default=True)
+    # The moment the next firing stands for. Beat fires a series once this has passed, and moves
+    # it past now: firings missed while beat was down become one firing, never several.
+    next_firing_at = models.DateTimeField()
+    # A new change point that makes a metric worse by more than this share (0.10: 10%) alerts.
+    alert_threshold = models.FloatField(default=0.10)
+    alert_emails = ArrayField(models.EmailField(), default=list, blank=True)
+    alert_webhooks = ArrayField(models.URLField(max_length=500), default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    analysed_at = models.DateTimeField(null=True, blank=True)
+    # Why the last firing made no experiment (a host or build it names is gone), until one does.
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "series"
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return reverse("series-detail", args=[self.pk])
+
+
+class Triage(models.TextChoices):
+    NEW = "new", "not looked at"
+    EXPECTED = "expected", "expected"
+    REGRESSION = "regression", "regression"
+
+
+class ChangePoint(models.Model):
+    """A shift in one metric of a series, found by the change-point search: the first firing
+    after it, the metric's median before and after, and the ratio after/before with its 95%
+    interval (over the runs on each side, up to the neighbouring change points)."""
+
+    series = models.ForeignKey(Series, on_delete=models.CASCADE, related_name="change_points")
+    metric = models.CharField(max_length=40)
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="+")
+    firing_index = models.PositiveIntegerField(help_text="1 for the series' first firing.")
+    before_median = models.FloatField()
+    after_median = models.FloatField()
+    ratio = models.FloatField()
+    ratio_low = models.FloatField(null=True, blank=True)
+    ratio_high = models.FloatField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
+    worse = models.BooleanField(help_text="The metric moved the bad way (slower, more redo, fewer TPS).")
+    # What differed between the last firing before and the first after: build, host facts, settings.
+    differences = models.JSONField(default=list, blank=True)
+    triage = models.CharField(max_length=10, choices=Triage.choices, default=Triage.NEW)
+    note = models.TextField(blank=True, max_length=2000)
+    triaged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    triaged_at = models.DateTimeField(null=True, blank=True)
+    found_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["series", "firing_index", "metric"]
+        constraints = [
+            models.UniqueConstraint(fields=["series", "metric", "experiment"], name="changepoint_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.series}: {self.metric} x{self.ratio:.2f} at firing {self.firing_index}"
+
+
+class Channel(models.TextChoices):
+    EMAIL = "email", "email"
+    WEBHOOK = "webhook", "webhook"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    SENT = "sent", "sent"
+    FAILED = "failed", "failed"
+
+
+class Notification(models.Model):
+    """The outbox: one row per change point and address, so an alert is sent once, and what
+    became of it is on record."""
+
+    change_point = models.ForeignKey(ChangePoint, on_delete=models.CASCADE, related_name="notifications")
+    channel = models.CharField(max_length=8, choices=Channel.choices)
+    target = models.CharField(max_length=500)
+    status = models.CharField(max_length=8, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["change_point", "channel", "target"], name="notification_once"),
+        ]
+
+    def __str__(self):
+        return f"{self.channel} to {self.target}: {self.status}"

@@ -29,6 +29,7 @@ from experiments.pages.runs import (
     run_live,
     run_reparse,
 )
+from experiments.pages.series import change_point_triage, series_detail, series_from_experiment, series_list
 
 urlpatterns = [
     path("experiments/", experiment_list, name="experiment-list"),
@@ -56,4 +57,8 @@ urlpatterns = [
     path("hosts/<int:pk>/probe/", host_probe, name="host-probe"),
     path("hosts/<int:pk>/trust-key/", host_trust_key, name="host-trust-key"),
     path("imports/new/", import_new, name="import-new"),
+    path("series/", series_list, name="series-list"),
+    path("series/<int:pk>/", series_detail, name="series-detail"),
+    path("change-points/<int:pk>/triage/", change_point_triage, name="change-point-triage"),
+    path("experiments/<int:pk>/repeat/", series_from_experiment, name="series-from-experiment"),
 ]

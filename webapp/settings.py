@@ -221,7 +221,18 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
 CELERY_BEAT_SCHEDULE = {
     "wake-hosts": {"task": "workers.tasks.wake_hosts_task", "schedule": 30.0},
     "probe-hosts": {"task": "workers.tasks.probe_hosts_task", "schedule": 600.0},
+    # Recurring series whose next firing has passed (a firing missed while beat was down runs
+    # once when it is back); and alerts not sent yet.
+    "fire-series": {"task": "workers.tasks.fire_series_task", "schedule": 60.0},
+    "send-alerts": {"task": "workers.tasks.send_pending_notifications_task", "schedule": 300.0},
 }
+
+# Alerts of recurring series: links point at SITE_URL; mail goes through EMAIL_URL
+# (smtp://user:password@host:587 with ?tls=True, or consolemail:// to print it).
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="recovery-lab@localhost")
+WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
 
 # Encrypts the dashboard's SSH private key at rest (Fernet). Needed only to reach SSH hosts;
 # `make setup` writes one into .env.

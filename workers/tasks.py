@@ -8,6 +8,7 @@ from django.conf import settings
 
 from experiments import services
 from experiments.models import Host
+from experiments.services import series as services_series
 from workers.driver import drive_host
 from workers.locks import busy_host_ids
 from workers.probing import probe_host
@@ -44,3 +45,34 @@ def probe_hosts_task() -> None:
     busy = busy_host_ids()
     for host_id in Host.objects.filter(active=True).exclude(id__in=busy).values_list("id", flat=True):
         probe_host_task.delay(host_id)
+
+
+@shared_task
+def fire_series_task() -> list[int]:
+    """Beat: a firing for each recurring series whose next moment has passed. Returns the
+    experiments created."""
+    return services_series.fire_due_series()
+
+
+@shared_task
+def analyse_series_task(series_id: int) -> list[int]:
+    """Search a series' history for change points (sent when a firing ends). Runs twice: the same
+    change points, no second alert. Returns the new change points."""
+    return [point.pk for point in services_series.refresh_change_points(series_id)]
+
+
+@shared_task(bind=True, max_retries=services_series.MAX_ATTEMPTS)
+def send_notification_task(self, notification_id: int) -> str:
+    """Send one alert, once; tried again with a growing pause while the mail server or the
+    webhook refuses it."""
+    status = services_series.send_notification(notification_id)
+    if status == "pending":
+        raise self.retry(countdown=60 * 2**self.request.retries)
+    return status
+
+
+@shared_task
+def send_pending_notifications_task() -> None:
+    """Beat: alerts still pending (their task was lost with the broker)."""
+    for notification_id in services_series.pending_notifications():
+        send_notification_task.delay(notification_id)

@@ -8,11 +8,14 @@ from experiments.api.experiments import ExperimentViewSet
 from experiments.api.hosts import HostViewSet
 from experiments.api.imports import ImportView
 from experiments.api.runs import RunViewSet
+from experiments.api.series import ChangePointViewSet, SeriesViewSet
 
 router = DefaultRouter()
 router.register("experiments", ExperimentViewSet, basename="api-experiment")
 router.register("runs", RunViewSet, basename="api-run")
 router.register("hosts", HostViewSet, basename="api-host")
+router.register("series", SeriesViewSet, basename="api-series")
+router.register("change-points", ChangePointViewSet, basename="api-change-point")
 
 urlpatterns = [
     path("imports/", ImportView.as_view(), name="api-import"),

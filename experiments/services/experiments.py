@@ -25,14 +25,15 @@ IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
 def create_experiment(
-    raw_definition: object, user=None, idempotency_key: str = ""
+    raw_definition: object, user=None, idempotency_key: str = "", series=None, fired_for=None
 ) -> tuple[Experiment, bool]:
     """Validate a definition, store the experiment and its runs, wake their hosts once committed.
 
     Returns (experiment, created). With an idempotency key the client chose, sending the same
     request again returns the experiment the first one made (created False), so a client that
     retries after a lost answer does not start the work twice. Raises DefinitionError (nothing
-    stored, nothing queued) when the definition is bad, ValueError for a malformed key.
+    stored, nothing queued) when the definition is bad, ValueError for a malformed key. A firing
+    of a recurring series names its series and the scheduled moment it stands for.
     """
     if idempotency_key and not IDEMPOTENCY_KEY.match(idempotency_key):
         raise ValueError("Idempotency-Key: 1 to 100 letters, digits, '.', '_', ':' or '-'")
@@ -52,6 +53,8 @@ def create_experiment(
                 tags=definition.tags,
                 created_by=user,
                 idempotency_key=idempotency_key,
+                series=series,
+                fired_for=fired_for,
             )
             runs = _create_runs(experiment, definition)
             host_ids = {run.host_id for run in runs}

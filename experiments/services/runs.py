@@ -2,8 +2,10 @@
 and the experiment's status, derived from its runs."""
 
 import json
+import logging
 from dataclasses import dataclass
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import (
@@ -20,6 +22,7 @@ from django.db.models import (
 )
 from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from experiments.ingest.bundle import analyse_run
 from experiments.metrics import METRIC_NAMES
@@ -47,6 +50,10 @@ class Bundle:
     files: dict[str, bytes]
 
 
+logger = logging.getLogger(__name__)
+ANALYSE_SERIES_TASK = "workers.tasks.analyse_series_task"
+
+
 def refresh_experiment_status(experiment_id: int) -> None:
     """Derive the experiment's status from its runs' rows. Idempotent."""
     counts = Run.objects.filter(experiment_id=experiment_id).aggregate(
@@ -68,9 +75,23 @@ def refresh_experiment_status(experiment_id: int) -> None:
         status, finished_at = ExperimentStatus.PARTIAL, timezone.now()
     else:
         status, finished_at = ExperimentStatus.DONE, timezone.now()
-    Experiment.objects.filter(id=experiment_id).exclude(status=status).update(
-        status=status, finished_at=finished_at
+    changed = (
+        Experiment.objects.filter(id=experiment_id)
+        .exclude(status=status)
+        .update(status=status, finished_at=finished_at)
     )
+    if changed and finished_at is not None:
+        series_id = Experiment.objects.filter(id=experiment_id).values_list("series_id", flat=True).first()
+        if series_id is not None:  # a firing of a recurring series ended: search its history again
+            transaction.on_commit(lambda: analyse_soon(series_id))
+
+
+def analyse_soon(series_id: int) -> None:
+    """Ask a worker to search a recurring series for change points (services/series.py)."""
+    try:
+        current_app.send_task(ANALYSE_SERIES_TASK, args=[series_id], retry=False)
+    except (BrokerUnreachable, OSError) as exc:
+        logger.warning("broker unreachable, series %s is analysed after its next firing: %s", series_id, exc)
 
 
 def superseded(attempt_id: int | None) -> bool:

@@ -1,4 +1,4 @@
-// Draws Plotly figures built on the server (experiments/charts.py). A click on a point whose
+// Draws Plotly figures built on the server (experiments/charts/). A click on a point whose
 // customdata is a run id opens that run. Plotly.react keeps the user's zoom across redraws
 // (the layouts carry a uirevision).
 window.RecoveryLab = (function () {

@@ -1,0 +1,152 @@
+"""/api/series/: recurring series, their firings' points and change points; and
+/api/change-points/{id}/, where a person triages one."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.response import Response
+
+from experiments import roles
+from experiments.analysis.series import history
+from experiments.definition import DefinitionError
+from experiments.models import ChangePoint, Series, Triage
+from experiments.services import series as series_service
+
+
+class ChangePointSerializer(serializers.ModelSerializer):
+    triaged_by = serializers.StringRelatedField()
+
+    class Meta:
+        model = ChangePoint
+        fields = [
+            "id",
+            "series",
+            "metric",
+            "experiment",
+            "firing_index",
+            "before_median",
+            "after_median",
+            "ratio",
+            "ratio_low",
+            "ratio_high",
+            "p_value",
+            "worse",
+            "differences",
+            "triage",
+            "note",
+            "triaged_by",
+            "triaged_at",
+            "found_at",
+        ]
+        read_only_fields = fields
+
+
+class SeriesSerializer(serializers.ModelSerializer):
+    created_by = serializers.StringRelatedField()
+    firings = serializers.IntegerField(source="firings.count", read_only=True)
+
+    class Meta:
+        model = Series
+        fields = [
+            "id",
+            "name",
+            "schedule",
+            "enabled",
+            "next_firing_at",
+            "alert_threshold",
+            "alert_emails",
+            "alert_webhooks",
+            "firings",
+            "last_error",
+            "analysed_at",
+            "created_by",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class SeriesDetailSerializer(SeriesSerializer):
+    points = serializers.SerializerMethodField()
+    change_points = ChangePointSerializer(many=True, read_only=True)
+
+    class Meta(SeriesSerializer.Meta):
+        fields = [*SeriesSerializer.Meta.fields, "definition", "points", "change_points"]
+        read_only_fields = fields
+
+    def get_points(self, series) -> list[dict]:
+        """One per firing, oldest first: its experiment, scheduled moment, builds, versions,
+        hosts, each metric's median and the runs' values."""
+        return [{**f.as_dict(), "index": i} for i, f in enumerate(history(series.pk), start=1)]
+
+
+class SeriesWriteSerializer(serializers.Serializer):
+    """For the schema; the service checks every field and answers 400 with a message per field."""
+
+    name = serializers.CharField(max_length=150)
+    definition = serializers.JSONField(help_text="An experiment definition, as POST /api/experiments/ takes.")
+    schedule = serializers.CharField(
+        help_text="Cron (minute hour day month weekday, UTC) or @nightly, @weekly..."
+    )
+    enabled = serializers.BooleanField(required=False)
+    alert_threshold = serializers.FloatField(required=False, help_text="0.1: alert on 10% worse.")
+    alert_emails = serializers.ListField(child=serializers.EmailField(), required=False)
+    alert_webhooks = serializers.ListField(child=serializers.URLField(), required=False)
+
+
+class SeriesViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Experimenters make series of their own; the owner or an admin changes one (PATCH: a new
+    definition applies to the firings to come; a new schedule moves the next firing)."""
+
+    queryset = Series.objects.select_related("created_by").prefetch_related("change_points__triaged_by")
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_serializer_class(self):
+        return SeriesDetailSerializer if self.action == "retrieve" else SeriesSerializer
+
+    @extend_schema(request=SeriesWriteSerializer, responses={201: SeriesDetailSerializer})
+    def create(self, request, *args, **kwargs):
+        try:
+            series = series_service.create_series(request.data, user=request.user)
+        except DefinitionError as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(SeriesDetailSerializer(series).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=SeriesWriteSerializer, responses={200: SeriesDetailSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        series = self.get_object()
+        roles.require_change(request.user, series)
+        try:
+            series = series_service.update_series(series.pk, request.data, user=request.user)
+        except DefinitionError as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(SeriesDetailSerializer(self.get_queryset().get(pk=series.pk)).data)
+
+
+class TriageSerializer(serializers.Serializer):
+    triage = serializers.ChoiceField(choices=Triage.choices)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+class ChangePointViewSet(mixins.RetrieveModelMixin, mixins.UpdateModelMixin, viewsets.GenericViewSet):
+    """A change point; PATCH with `triage` (expected, with a `note` saying why, or regression)."""
+
+    queryset = ChangePoint.objects.select_related("series", "triaged_by")
+    serializer_class = ChangePointSerializer
+    http_method_names = ["get", "patch", "head", "options"]
+
+    @extend_schema(request=TriageSerializer, responses={200: ChangePointSerializer})
+    def partial_update(self, request, *args, **kwargs):
+        point = self.get_object()
+        roles.require_change(request.user, point.series)
+        try:
+            point = series_service.triage_change_point(
+                point.pk, request.data.get("triage"), request.data.get("note"), user=request.user
+            )
+        except DefinitionError as exc:
+            return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
+        return Response(self.get_serializer(self.get_queryset().get(pk=point.pk)).data)

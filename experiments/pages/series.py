@@ -1,0 +1,104 @@
+"""The recurring series' pages: the list, one series with each metric over its firings and the
+change points found (triaged here), and a series made from an experiment's definition."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.analysis.series import SERIES_METRICS, history
+from experiments.charts.series import series_chart
+from experiments.definition import DefinitionError
+from experiments.metrics import LABELS
+from experiments.models import ChangePoint, Experiment, Series, Triage
+from experiments.roles import FORBIDDEN, may_change, may_experiment, require_change, role_required
+from experiments.services import series as series_service
+
+SERIES_PER_PAGE = 25
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.replace(",", "\n").splitlines() if line.strip()]
+
+
+@login_required
+def series_list(request):
+    page = Paginator(Series.objects.all(), SERIES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "experiments/series_list.html", {"page": page})
+
+
+def series_context(series: Series) -> dict:
+    """Each metric's figure over the firings, and the change points with what differed."""
+    firings = [{**firing.as_dict(), "index": i} for i, firing in enumerate(history(series.pk), start=1)]
+    points = list(series.change_points.select_related("triaged_by").order_by("firing_index", "metric"))
+    drawn = [
+        {"firing_index": p.firing_index, "ratio": p.ratio, "worse": p.worse, "metric": p.metric}
+        for p in points
+    ]
+    figures = {
+        metric: series_chart(metric, firings, [d for d in drawn if d["metric"] == metric])
+        for metric in SERIES_METRICS
+        if any(f["values"].get(metric) for f in firings)
+    }
+    return {
+        "series": series,
+        "firings": firings,
+        "figures": figures,
+        "figure_ids": [f"series-{metric}" for metric in figures],
+        "change_points": [(p, LABELS.get(p.metric, p.metric)) for p in points],
+        "triages": Triage.choices,
+        "notifications": [n for p in points for n in p.notifications.all()],
+    }
+
+
+@login_required
+def series_detail(request, pk: int):
+    series = get_object_or_404(Series, pk=pk)
+    context = series_context(series)
+    context["may_change"] = may_change(request.user, series)
+    return render(request, "experiments/series_detail.html", context)
+
+
+@login_required
+@require_POST
+def change_point_triage(request, pk: int):
+    point = get_object_or_404(ChangePoint.objects.select_related("series"), pk=pk)
+    require_change(request.user, point.series)
+    try:
+        series_service.triage_change_point(
+            point.pk, request.POST.get("triage"), request.POST.get("note", ""), user=request.user
+        )
+    except DefinitionError as exc:
+        for field_name, problems in exc.errors.items():
+            messages.error(request, f"{field_name}: {' '.join(problems)} (nothing was saved)")
+    else:
+        messages.info(request, "Triage saved.")
+    return redirect(f"{point.series.get_absolute_url()}#change-point-{point.pk}")
+
+
+@login_required
+@require_POST
+@role_required(may_experiment, FORBIDDEN["experiment"])
+def series_from_experiment(request, pk: int):
+    """A series that repeats an experiment's definition on a schedule."""
+    experiment = get_object_or_404(Experiment, pk=pk)
+    data = {
+        "name": request.POST.get("name", ""),
+        "definition": experiment.definition,
+        "schedule": request.POST.get("schedule", ""),
+        "alert_emails": _lines(request.POST.get("alert_emails", "")),
+        "alert_webhooks": _lines(request.POST.get("alert_webhooks", "")),
+    }
+    try:
+        data["alert_threshold"] = float(request.POST.get("alert_threshold_percent", "10")) / 100
+    except ValueError:
+        data["alert_threshold"] = None
+    try:
+        series = series_service.create_series(data, user=request.user)
+    except DefinitionError as exc:
+        for field_name, problems in exc.errors.items():
+            messages.error(request, f"{field_name}: {' '.join(problems)} (no series was made)")
+        return redirect(experiment)
+    messages.info(request, f"Series made: its first firing is at {series.next_firing_at:%Y-%m-%d %H:%M} UTC.")
+    return redirect(series)

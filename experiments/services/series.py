@@ -1,0 +1,328 @@
+"""Recurring series: a definition on a schedule, fired by beat; the change points of its history
+kept (a person's triage included); alerts sent once each through the outbox (`Notification`)."""
+
+import logging
+from datetime import datetime
+
+import requests
+from celery import current_app
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.core.validators import EmailValidator, URLValidator
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
+
+from experiments.analysis.series import SERIES_METRICS, all_change_points, history
+from experiments.definition import DefinitionError, validate_definition
+from experiments.metrics import LABELS
+from experiments.models import ChangePoint, Channel, DeliveryStatus, Notification, Series, Triage
+from experiments.schedule import ScheduleError, next_after
+from experiments.services.audit import audited_by
+from experiments.services.experiments import create_experiment
+from experiments.services.hosts import active_host_names
+
+logger = logging.getLogger(__name__)
+
+SEND_NOTIFICATION_TASK = "workers.tasks.send_notification_task"
+MAX_ADDRESSES = 10
+MAX_ATTEMPTS = 5
+SERIES_FIELDS = (
+    "name",
+    "definition",
+    "schedule",
+    "enabled",
+    "alert_threshold",
+    "alert_emails",
+    "alert_webhooks",
+)
+
+
+def _checked(data: dict, current: Series | None) -> dict:
+    """The fields given, each checked; DefinitionError with a message per bad field."""
+    errors: dict[str, list[str]] = {}
+    unknown = sorted(set(data) - set(SERIES_FIELDS))
+    if unknown:
+        errors["series"] = [f"unknown field {name!r}; known: {', '.join(SERIES_FIELDS)}" for name in unknown]
+    clean: dict = {}
+    if "name" in data or current is None:
+        name = data.get("name")
+        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 150:
+            errors["name"] = ["1 to 150 characters"]
+        elif Series.objects.filter(name=name.strip()).exclude(pk=getattr(current, "pk", None)).exists():
+            errors["name"] = [f"a series named {name.strip()!r} exists already"]
+        else:
+            clean["name"] = name.strip()
+    if "definition" in data or current is None:
+        try:
+            clean["definition"] = validate_definition(data.get("definition"), active_host_names()).as_dict()
+        except DefinitionError as exc:
+            for field_name, messages in exc.errors.items():
+                errors[f"definition.{field_name}"] = messages
+    if "schedule" in data or current is None:
+        try:
+            next_after(data.get("schedule"), timezone.now())
+            clean["schedule"] = data["schedule"].strip()
+        except ScheduleError as exc:
+            errors["schedule"] = [str(exc)]
+    if "enabled" in data:
+        if not isinstance(data["enabled"], bool):
+            errors["enabled"] = ["true or false"]
+        else:
+            clean["enabled"] = data["enabled"]
+    if "alert_threshold" in data:
+        threshold = data["alert_threshold"]
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 10:
+            errors["alert_threshold"] = ["a share above 0 and at most 10 (0.1 alerts on 10% worse)"]
+        else:
+            clean["alert_threshold"] = float(threshold)
+    for field_name, validator in (
+        ("alert_emails", EmailValidator()),
+        ("alert_webhooks", URLValidator(schemes=["http", "https"])),
+    ):
+        if field_name not in data:
+            continue
+        values = data[field_name]
+        if not isinstance(values, list) or len(values) > MAX_ADDRESSES:
+            errors[field_name] = [f"a list of at most {MAX_ADDRESSES}"]
+            continue
+        bad = []
+        for value in values:
+            try:
+                if not isinstance(value, str) or len(value) > 500:
+                    raise ValidationError("too long")
+                validator(value)
+            except ValidationError:
+                bad.append(str(value)[:100])
+        if bad:
+            errors[field_name] = [f"not a valid address: {', '.join(bad)}"]
+        else:
+            clean[field_name] = values
+    if errors:
+        raise DefinitionError(errors)
+    return clean
+
+
+def create_series(data: object, user=None) -> Series:
+    """A series from a definition and a schedule; its first firing is the schedule's next moment."""
+    if not isinstance(data, dict):
+        raise DefinitionError({"series": ["an object with name, definition and schedule"]})
+    clean = _checked(data, None)
+    clean["next_firing_at"] = next_after(clean["schedule"], timezone.now())
+    try:
+        with transaction.atomic(), audited_by(user):
+            return Series.objects.create(created_by=user, **clean)
+    except IntegrityError:
+        raise DefinitionError({"name": [f"a series named {clean['name']!r} exists already"]}) from None
+
+
+def update_series(series_id: int, data: object, user=None) -> Series:
+    """Change a series; a new definition applies to the firings to come, a new schedule moves the
+    next firing to its next moment."""
+    if not isinstance(data, dict):
+        raise DefinitionError({"series": ["an object of the fields to change"]})
+    with transaction.atomic(), audited_by(user):
+        series = Series.objects.select_for_update().get(pk=series_id)
+        clean = _checked(data, series)
+        for field_name, value in clean.items():
+            setattr(series, field_name, value)
+        if "schedule" in clean:
+            series.next_firing_at = next_after(series.schedule, timezone.now())
+        series.save()
+    return series
+
+
+def fire_due_series(now: datetime | None = None) -> list[int]:
+    """Create one experiment for each enabled series whose next firing has passed, and move the
+    next firing past `now`: firings missed while beat was down become one. A series locked by
+    another beat is left to it, and the database refuses a second experiment for one scheduled
+    moment. Returns the experiments created."""
+    now = now or timezone.now()
+    created = []
+    for series_id in Series.objects.filter(enabled=True, next_firing_at__lte=now).values_list(
+        "id", flat=True
+    ):
+        with transaction.atomic():
+            series = (
+                Series.objects.select_for_update(skip_locked=True)
+                .filter(pk=series_id, enabled=True, next_firing_at__lte=now)
+                .first()
+            )
+            if series is None:
+                continue
+            due = series.next_firing_at
+            series.next_firing_at = next_after(series.schedule, now)
+            definition = {**series.definition, "name": f"{series.name} {due:%Y-%m-%d %H:%M}"}
+            try:
+                with transaction.atomic():
+                    experiment, _ = create_experiment(
+                        definition, user=series.created_by, series=series, fired_for=due
+                    )
+            except DefinitionError as exc:
+                # The hosts or builds it names are gone: said on the series, the next firing tried.
+                series.last_error = f"firing for {due:%Y-%m-%d %H:%M} refused: " + "; ".join(
+                    f"{k}: {' '.join(v)}" for k, v in exc.errors.items()
+                )
+                logger.warning("series %s: %s", series.pk, series.last_error)
+            except IntegrityError:
+                logger.info("series %s: the firing for %s exists already", series.pk, due)
+            else:
+                series.last_error = ""
+                created.append(experiment.pk)
+            series.save(update_fields=["next_firing_at", "last_error"])
+    return created
+
+
+def _alarming(point: ChangePoint, threshold: float) -> bool:
+    if not point.worse:
+        return False
+    if SERIES_METRICS[point.metric]:
+        return point.ratio > 1 + threshold
+    return point.ratio < 1 / (1 + threshold)
+
+
+def refresh_change_points(series_id: int) -> list[ChangePoint]:
+    """Search the series' history again; keep each change point found (its triage untouched),
+    drop those no longer found that nobody triaged or was told of, and queue an alert for each
+    new one that makes a metric worse beyond the series' threshold. Returns the new ones."""
+    firings = history(series_id)
+    found = all_change_points(firings)
+    new, alerts = [], []
+    with transaction.atomic():
+        series = Series.objects.select_for_update().get(pk=series_id)
+        kept = {(p.metric, p.experiment_id): p for p in series.change_points.all()}
+        seen = set()
+        for answer in found:
+            key = (answer.metric, answer.experiment_id)
+            seen.add(key)
+            values = {
+                "firing_index": answer.index + 1,
+                "before_median": answer.before_median,
+                "after_median": answer.after_median,
+                "ratio": answer.comparison.ratio,
+                "ratio_low": answer.comparison.ratio_ci[0] if answer.comparison.ratio_ci else None,
+                "ratio_high": answer.comparison.ratio_ci[1] if answer.comparison.ratio_ci else None,
+                "p_value": answer.comparison.p_value,
+                "worse": answer.worse,
+                "differences": answer.differences,
+            }
+            point = kept.get(key)
+            if point is None:
+                point = ChangePoint.objects.create(
+                    series=series, metric=answer.metric, experiment_id=answer.experiment_id, **values
+                )
+                new.append(point)
+                if _alarming(point, series.alert_threshold):
+                    alerts += _queue_alerts(point, series)
+            else:
+                ChangePoint.objects.filter(pk=point.pk).update(**values)
+        stale = [p.pk for key, p in kept.items() if key not in seen and p.triage == Triage.NEW]
+        ChangePoint.objects.filter(pk__in=stale, notifications__isnull=True).delete()
+        series.analysed_at = timezone.now()
+        series.save(update_fields=["analysed_at"])
+        transaction.on_commit(lambda: [_send_soon(n) for n in alerts])
+    return new
+
+
+def _queue_alerts(point: ChangePoint, series: Series) -> list[int]:
+    queued = []
+    for channel, targets in ((Channel.EMAIL, series.alert_emails), (Channel.WEBHOOK, series.alert_webhooks)):
+        for target in targets:
+            notification, made = Notification.objects.get_or_create(
+                change_point=point, channel=channel, target=target
+            )
+            if made:
+                queued.append(notification.pk)
+    return queued
+
+
+def _send_soon(notification_id: int) -> None:
+    try:
+        current_app.send_task(SEND_NOTIFICATION_TASK, args=[notification_id], retry=False)
+    except (BrokerUnreachable, OSError) as exc:
+        logger.warning("broker unreachable, alert %s goes with beat's next round: %s", notification_id, exc)
+
+
+def alert_payload(point: ChangePoint) -> dict:
+    label = LABELS.get(point.metric, point.metric)
+    link = f"{settings.SITE_URL}{point.series.get_absolute_url()}#change-point-{point.pk}"
+    interval = (
+        f" (95% CI {point.ratio_low:.2f}-{point.ratio_high:.2f}x)" if point.ratio_low is not None else ""
+    )
+    return {
+        "series": point.series.name,
+        "series_id": point.series_id,
+        "metric": point.metric,
+        "summary": (
+            f"{point.series.name}: {label} {point.ratio:.2f}x{interval} from firing {point.firing_index} "
+            f"(median {point.before_median:.4g} -> {point.after_median:.4g})"
+        ),
+        "ratio": point.ratio,
+        "ratio_ci": [point.ratio_low, point.ratio_high] if point.ratio_low is not None else None,
+        "before_median": point.before_median,
+        "after_median": point.after_median,
+        "firing_index": point.firing_index,
+        "experiment_id": point.experiment_id,
+        "differences": point.differences,
+        "link": link,
+    }
+
+
+def send_notification(notification_id: int) -> str:
+    """Send one alert unless it was sent already; record what happened. Returns its status. The
+    row stays locked while it is sent, so two workers never send it both."""
+    with transaction.atomic():
+        notification = (
+            Notification.objects.select_for_update(skip_locked=True)
+            .select_related("change_point__series")
+            .filter(pk=notification_id)
+            .first()
+        )
+        if notification is None or notification.status != DeliveryStatus.PENDING:
+            return notification.status if notification else "busy"
+        payload = alert_payload(notification.change_point)
+        notification.attempts += 1
+        try:
+            if notification.channel == Channel.EMAIL:
+                body = "\n".join([payload["summary"], "", *payload["differences"], "", payload["link"]])
+                send_mail(f"Recovery Lab: {payload['summary']}"[:200], body, None, [notification.target])
+            else:
+                answer = requests.post(notification.target, json=payload, timeout=settings.WEBHOOK_TIMEOUT_S)
+                answer.raise_for_status()
+        except (OSError, requests.RequestException) as exc:
+            notification.error = f"{exc.__class__.__name__}: {exc}"[:1000]
+            if notification.attempts >= MAX_ATTEMPTS:
+                notification.status = DeliveryStatus.FAILED
+        else:
+            notification.status, notification.sent_at, notification.error = (
+                DeliveryStatus.SENT,
+                timezone.now(),
+                "",
+            )
+        notification.save(update_fields=["attempts", "error", "status", "sent_at"])
+        return notification.status
+
+
+def pending_notifications() -> list[int]:
+    return list(Notification.objects.filter(status=DeliveryStatus.PENDING).values_list("id", flat=True))
+
+
+def triage_change_point(point_id: int, triage: object, note: object = None, user=None) -> ChangePoint:
+    """A person's word on a change point: expected (with a note saying why) or a regression."""
+    errors = {}
+    if triage not in Triage.values:
+        errors["triage"] = [f"one of {', '.join(Triage.values)}"]
+    if note is not None and (not isinstance(note, str) or len(note) > 2000):
+        errors["note"] = ["text of at most 2000 characters"]
+    if triage == Triage.EXPECTED and not (note or "").strip():
+        errors["note"] = ["say why it was expected (the build upgraded, the workload raised, ...)"]
+    if errors:
+        raise DefinitionError(errors)
+    with transaction.atomic(), audited_by(user):
+        point = ChangePoint.objects.select_for_update().get(pk=point_id)
+        point.triage, point.triaged_by, point.triaged_at = triage, user, timezone.now()
+        if note is not None:
+            point.note = note
+        point.save(update_fields=["triage", "note", "triaged_by", "triaged_at"])
+    return point
