@@ -37,6 +37,7 @@ bench: setup
 	@$(PY) scripts/bench_dispatch.py
 	@$(PY) scripts/bench_load.py
 	@$(PY) scripts/bench_power_loss.py
+	@$(PY) scripts/bench_series.py
 
 lint: setup
 	@.venv/bin/ruff check .

@@ -26,6 +26,7 @@ SERIES_METRICS = {
     "recovery_seconds": True,
     "downtime_seconds": True,
     "redo_bytes": True,
+    "log_bytes_written": True,
     "redo_apply_mb_per_s": False,
     "workload_tps": False,
 }
@@ -33,6 +34,9 @@ SERIES_METRICS = {
 # this many firings at a time (a long history is searched window by window).
 MAX_P_VALUE = 0.001
 WINDOW = 30
+# A shift smaller than this share of the median is not reported, however significant: over a long
+# history, the firings of a shared machine drift by a percent or two (make bench counts them).
+MIN_MAGNITUDE = 0.05
 MIN_FIRINGS = 4  # fewer firings than this: nothing is searched
 # Host facts that change from run to run without meaning anything (free space, the venv's path).
 VOLATILE_FACTS = ("disk.free_bytes", "python_path", "disk.path")
@@ -85,7 +89,9 @@ def change_points(firings: list[Firing], metric: str) -> list[Found]:
     if len(measured) < MIN_FIRINGS:
         return []
     medians = [firings[i].median(metric) for i in measured]
-    found, _weak = compute_change_points(medians, window_len=WINDOW, max_pvalue=MAX_P_VALUE)
+    found, _weak = compute_change_points(
+        medians, window_len=WINDOW, max_pvalue=MAX_P_VALUE, min_magnitude=MIN_MAGNITUDE
+    )
     edges = [0, *sorted(int(point.index) for point in found), len(measured)]
     answers = []
     for k in range(1, len(edges) - 1):

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from experiments.analysis.series import SERIES_METRICS, history
 from experiments.charts.series import series_chart
 from experiments.definition import DefinitionError
-from experiments.metrics import LABELS
+from experiments.metrics import LABELS, UNITS
 from experiments.models import ChangePoint, Experiment, Series, Triage
 from experiments.roles import FORBIDDEN, may_change, may_experiment, require_change, role_required
 from experiments.services import series as series_service
@@ -28,9 +28,20 @@ def series_list(request):
     return render(request, "experiments/series_list.html", {"page": page})
 
 
+def shown(metric: str, value: float) -> str:
+    """A median as a person reads it: bytes in MB, seconds in s, rates as they are."""
+    if UNITS.get(metric) == "B":
+        return f"{value / 1e6:,.2f} MB"
+    if UNITS.get(metric) == "s":
+        return f"{value:.3g} s"
+    return f"{value:,.4g}"
+
+
 def series_context(series: Series) -> dict:
     """Each metric's figure over the firings, and the change points with what differed."""
     firings = [{**firing.as_dict(), "index": i} for i, firing in enumerate(history(series.pk), start=1)]
+    for firing in firings:
+        firing["scheduled"] = (firing["fired_for"] or "")[:16].replace("T", " ")
     points = list(series.change_points.select_related("triaged_by").order_by("firing_index", "metric"))
     drawn = [
         {"firing_index": p.firing_index, "ratio": p.ratio, "worse": p.worse, "metric": p.metric}
@@ -46,7 +57,15 @@ def series_context(series: Series) -> dict:
         "firings": firings,
         "figures": figures,
         "figure_ids": [f"series-{metric}" for metric in figures],
-        "change_points": [(p, LABELS.get(p.metric, p.metric)) for p in points],
+        "change_points": [
+            (
+                p,
+                LABELS.get(p.metric, p.metric),
+                shown(p.metric, p.before_median),
+                shown(p.metric, p.after_median),
+            )
+            for p in points
+        ],
         "triages": Triage.choices,
         "notifications": [n for p in points for n in p.notifications.all()],
     }

@@ -1,0 +1,123 @@
+"""A recurring series with a real history, in Debian's Chromium: twelve firings of real runs (a
+private mariadbd crashed by the real worker), the definition's work tripled from the seventh
+firing on. The change point is found at firing 7 (±1) with a ratio whose interval holds the
+factor, the metrics the step does not move have none, the worker's own search alerts once per
+change point (a real HTTP server takes the webhook), and the series page draws it all."""
+
+import statistics
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from experiments.models import ChangePoint, DeliveryStatus, Experiment, Notification, Run, Series
+from experiments.services import series as series_service
+
+from .conftest import wait_for
+from .factories import UserFactory
+from .test_browser import log_in, screenshot
+from .test_series import webhook  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.browser, pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
+
+EVENTS = 2000
+FACTOR = 3
+FIRINGS, STEP_AT = 12, 7
+
+
+def definition(events: int) -> dict:
+    return {
+        "name": "nightly",
+        "hosts": ["local"],
+        "engines": ["innodb"],
+        "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["512M"]},
+        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": events},
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": 1,
+    }  # fmt: skip
+
+
+def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
+    page,
+    live_server,
+    local_host,
+    celery_worker_process,
+    webhook,  # noqa: F811
+):
+    url, received = webhook
+    user = UserFactory(username="alice", password="correct horse battery")  # log_in's user
+    series = series_service.create_series(
+        {"name": "nightly write-only", "definition": definition(EVENTS), "schedule": "@nightly",
+         "alert_webhooks": [url], "alert_threshold": 0.25},
+        user=user,
+    )  # fmt: skip
+    nights = [datetime(2026, 11, 1, 2, 0, tzinfo=UTC) + timedelta(days=i) for i in range(FIRINGS)]
+    for number, night in enumerate(nights, start=1):
+        if number == STEP_AT:  # the team triples the workload: the firings to come carry it
+            series_service.update_series(series.pk, {"definition": definition(EVENTS * FACTOR)}, user=user)
+        Series.objects.filter(pk=series.pk).update(next_firing_at=night)
+        assert len(series_service.fire_due_series(now=night + timedelta(minutes=1))) == 1
+    firings = Experiment.objects.filter(series=series)
+    wait_for(
+        lambda: not firings.exclude(status__in=("done", "partial", "failed", "cancelled")).exists(),
+        900,
+        "twelve firings to finish",
+    )
+    assert not firings.exclude(status="done").exists(), list(firings.values("status"))
+    assert sorted(firings.values_list("fired_for", flat=True)) == nights
+    # the worker searched the history when the last firing ended; its alerts went out once each
+    wait_for(
+        lambda: (
+            ChangePoint.objects.filter(series=series, metric="redo_bytes").exists()
+            and not Notification.objects.filter(status=DeliveryStatus.PENDING).exists()
+        ),
+        120,
+        "the worker's search and its alerts",
+    )
+    runs = list(Run.objects.filter(experiment__series=series).order_by("experiment__fired_for"))
+    # the definition's work really tripled from the seventh firing: sysbench's own count
+    assert [r.rows_inserted for r in runs] == [EVENTS] * (STEP_AT - 1) + [EVENTS * FACTOR] * (
+        FIRINGS - STEP_AT + 1
+    )
+    redo = ChangePoint.objects.get(series=series, metric="redo_bytes")
+    assert abs(redo.firing_index - STEP_AT) <= 1 and redo.worse
+    # its ratio holds the runs' own: each run writes a fixed part of redo besides its inserts
+    # (about 150 KB here), so three times the inserts give a little under three times the redo
+    before = statistics.median(r.redo_bytes for r in runs[: redo.firing_index - 1])
+    after = statistics.median(r.redo_bytes for r in runs[redo.firing_index - 1 :])
+    assert redo.ratio_low <= after / before <= redo.ratio_high, (
+        redo.ratio_low,
+        after / before,
+        redo.ratio_high,
+    )
+    assert 0.75 * FACTOR <= redo.ratio <= FACTOR, [r.redo_bytes for r in runs]
+    assert any("workload.events: 2000 -> 6000" in line for line in redo.differences), redo.differences
+    # one step in the redo, where the work changed; the other metrics are the real machine's (its
+    # throughput may drift between firings: a change point there is news, not an error)
+    found = [(p.metric, p.firing_index, p.ratio) for p in ChangePoint.objects.filter(series=series)]
+    print("change points", sorted(found))
+    assert [index for metric, index, _ in found if metric == "redo_bytes"] == [redo.firing_index], found
+    alerted = Notification.objects.filter(change_point__series=series)
+    assert alerted.filter(change_point=redo, status=DeliveryStatus.SENT).count() == 1
+    assert len(received) == alerted.count() and any(r["metric"] == "redo_bytes" for r in received)
+    # searched again: nothing new, nothing sent twice
+    assert series_service.refresh_change_points(series.pk) == []
+    assert len(received) == alerted.count()
+
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/series/{series.pk}/")
+    page.wait_for_function("document.getElementById('series-redo_bytes-chart').data !== undefined")
+    row = page.locator(f"#change-point-{redo.pk}")
+    assert "worse" in row.inner_text() and "workload.events: 2000 -> 6000" in row.inner_text()
+    drawn = page.evaluate(
+        "(() => { const c = document.getElementById('series-redo_bytes-chart');"
+        " return {points: c.data[0].y.length, lines: c.layout.shapes.length}; })()"
+    )
+    assert drawn == {"points": FIRINGS, "lines": 1}
+    screenshot(page, "series.png")
+    # triaged on the page: expected, with the reason
+    row.locator("select[name=triage]").select_option("expected")
+    row.locator("input[name=note]").fill("workload tripled on purpose")
+    row.locator("button[type=submit]").click()
+    page.wait_for_selector(f"#change-point-{redo.pk}:has-text('workload tripled on purpose')")
+    redo.refresh_from_db()
+    assert redo.triage == "expected" and redo.triaged_by == user
