@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from experiments import services
-from experiments.models import Experiment, Host, Run, RunStatus
+from experiments.models import ChangePoint, Experiment, Host, Run, RunStatus, Series
 
 from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory, experiment_form
 from .test_archive import exported
@@ -28,6 +29,7 @@ class World:
     run: Run  # queued
     done: Run  # finished, with its raw log
     host: Host
+    change_point: ChangePoint  # of a series of the author's
 
 
 @dataclass
@@ -119,6 +121,18 @@ FORMS = [
         lambda w: Host.objects.get(id=w.host.id).host_key_fingerprint == "SHA256:" + "C" * 43,
     ),
     Form(
+        "experiments/<pk>/repeat/",
+        lambda w: f"/experiments/{w.experiment.id}/repeat/",
+        lambda w: {"name": "csrf series", "schedule": "@nightly"},
+        lambda w: Series.objects.filter(name="csrf series").exists(),
+    ),
+    Form(
+        "change-points/<pk>/triage/",
+        lambda w: f"/change-points/{w.change_point.id}/triage/",
+        lambda w: {"triage": "regression"},
+        lambda w: ChangePoint.objects.get(id=w.change_point.id).triage == "regression",
+    ),
+    Form(
         "logout/",
         lambda w: "/logout/",
         lambda w: {},
@@ -131,11 +145,21 @@ FORMS = [
 def world(db) -> World:
     author = UserFactory(username="author", password="correct horse battery", is_staff=True)
     host = HostFactory(name="local")
-    experiment = ExperimentFactory(created_by=author, status="running")
+    # a definition that validates: the repeat form makes a series of it
+    definition = {"name": "e", "hosts": ["local"], "engines": ["innodb"], "workload": {"events": 100}}
+    experiment = ExperimentFactory(created_by=author, status="running", definition=definition)
     run = RunFactory(experiment=experiment, host=host, status="queued")
     done = RunFactory(experiment=experiment, host=host, status="done", matrix_index=1)
     done.files.create(name="error.log", content=REAL_LOG.read_bytes(), size_bytes=REAL_LOG.stat().st_size)
-    return World(experiment=experiment, run=run, done=done, host=host)
+    series = Series.objects.create(
+        name="nightly", definition=experiment.definition, schedule="@nightly", next_firing_at=timezone.now(),
+        created_by=author,
+    )  # fmt: skip
+    point = ChangePoint.objects.create(
+        series=series, metric="recovery_seconds", experiment=experiment, firing_index=7,
+        before_median=1.0, after_median=2.0, ratio=2.0, worse=True,
+    )  # fmt: skip
+    return World(experiment=experiment, run=run, done=done, host=host, change_point=point)
 
 
 def strict_client() -> Client:

@@ -9,9 +9,10 @@ import re
 
 import pytest
 from django.urls import URLResolver, get_resolver
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from experiments.models import ExperimentStatus, RunFile, RunStatus
+from experiments.models import ChangePoint, ExperimentStatus, RunFile, RunStatus, Series
 from experiments.roles import ADMIN, EXPERIMENTER, VIEWER, role_of
 
 from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory
@@ -79,6 +80,23 @@ MATRIX = [
     ("get", "hosts/", "/hosts/", None, READ),
     ("post", "hosts/<pk>/probe/", "/hosts/{host}/probe/", {}, (LOGIN, 403, 403, 403, 302)),
     ("post", "hosts/<pk>/trust-key/", "/hosts/{host}/trust-key/", {}, (LOGIN, 403, 403, 403, 302)),
+    ("get", "series/", "/series/", None, READ),
+    ("get", "series/<pk>/", "/series/{series}/", None, READ),
+    (
+        "post",
+        "change-points/<pk>/triage/",
+        "/change-points/{change_point}/triage/",
+        {"triage": "regression"},
+        AUTHOR_PAGE,
+    ),
+    # any experimenter makes a series of their own from an experiment (a bad form: back with why)
+    (
+        "post",
+        "experiments/<pk>/repeat/",
+        "/experiments/{experiment}/repeat/",
+        {},
+        (LOGIN, 403, 302, 302, 302),
+    ),
     ("get", "imports/new/", "/imports/new/", None, EXPERIMENTER_PAGE),
     ("post", "imports/new/", "/imports/new/", {}, EXPERIMENTER_PAGE),
     # API
@@ -109,6 +127,18 @@ MATRIX = [
         (401, 403, 403, 403, 400),  # an admin's empty body: no fingerprint
     ),
     ("post", "api/imports/", "/api/imports/", {}, EXPERIMENTER_API_BAD_BODY),
+    ("get", "api/series/", "/api/series/", None, API_READ),
+    ("post", "api/series/", "/api/series/", {}, EXPERIMENTER_API_BAD_BODY),
+    ("get", "api/series/<pk>/", "/api/series/{series}/", None, API_READ),
+    ("patch", "api/series/<pk>/", "/api/series/{series}/", {"enabled": False}, AUTHOR_API),
+    ("get", "api/change-points/<pk>/", "/api/change-points/{change_point}/", None, API_READ),
+    (
+        "patch",
+        "api/change-points/<pk>/",
+        "/api/change-points/{change_point}/",
+        {"triage": "regression"},
+        AUTHOR_API,
+    ),
     ("get", "api/explore/", "/api/explore/?x=redo_bytes&y=recovery_seconds", None, API_READ),
     ("get", "api/compare/", "/api/compare/?experiments={experiment},{other_experiment}", None, API_READ),
     (
@@ -182,7 +212,20 @@ def world(local_host, settings):
         "admin": UserFactory(username="boss", is_staff=True),
     }
     assert [role_of(users[name]) for name in ROLES] == [None, VIEWER, EXPERIMENTER, EXPERIMENTER, ADMIN]
+    series = Series.objects.create(
+        name="nightly",
+        definition=DEFINITION,
+        schedule="@nightly",
+        next_firing_at=timezone.now(),
+        created_by=author,
+    )
+    point = ChangePoint.objects.create(
+        series=series, metric="recovery_seconds", experiment=experiment, firing_index=7,
+        before_median=1.0, after_median=2.0, ratio=2.0, worse=True,
+    )  # fmt: skip
     ids = {
+        "series": series.id,
+        "change_point": point.id,
         "experiment": experiment.id,
         "other_experiment": other_experiment.id,
         "run": run.id,

@@ -94,7 +94,6 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     # one step in the redo, where the work changed; the other metrics are the real machine's (its
     # throughput may drift between firings: a change point there is news, not an error)
     found = [(p.metric, p.firing_index, p.ratio) for p in ChangePoint.objects.filter(series=series)]
-    print("change points", sorted(found))
     assert [index for metric, index, _ in found if metric == "redo_bytes"] == [redo.firing_index], found
     alerted = Notification.objects.filter(change_point__series=series)
     assert alerted.filter(change_point=redo, status=DeliveryStatus.SENT).count() == 1

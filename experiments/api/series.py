@@ -96,7 +96,6 @@ class SeriesViewSet(
     mixins.CreateModelMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
     viewsets.GenericViewSet,
 ):
     """Experimenters make series of their own; the owner or an admin changes one (PATCH: a new
@@ -132,7 +131,7 @@ class TriageSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
-class ChangePointViewSet(mixins.RetrieveModelMixin, mixins.UpdateModelMixin, viewsets.GenericViewSet):
+class ChangePointViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """A change point; PATCH with `triage` (expected, with a `note` saying why, or regression)."""
 
     queryset = ChangePoint.objects.select_related("series", "triaged_by")
