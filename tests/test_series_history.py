@@ -67,7 +67,7 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     # the worker searched the history when the last firing ended; its alerts went out once each
     wait_for(
         lambda: (
-            ChangePoint.objects.filter(series=series, metric="redo_bytes").exists()
+            ChangePoint.objects.filter(series=series, metric="log_bytes_written").exists()
             and not Notification.objects.filter(status=DeliveryStatus.PENDING).exists()
         ),
         120,
@@ -78,37 +78,35 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     assert [r.rows_inserted for r in runs] == [EVENTS] * (STEP_AT - 1) + [EVENTS * FACTOR] * (
         FIRINGS - STEP_AT + 1
     )
-    redo = ChangePoint.objects.get(series=series, metric="redo_bytes")
-    assert abs(redo.firing_index - STEP_AT) <= 1 and redo.worse
+    # the redo the workload wrote steps once, at the firing where the work changed
+    written = ChangePoint.objects.get(series=series, metric="log_bytes_written")
+    assert abs(written.firing_index - STEP_AT) <= 1 and written.worse
     # its ratio holds the runs' own: each run writes a fixed part of redo besides its inserts
     # (about 150 KB here), so three times the inserts give a little under three times the redo
-    before = statistics.median(r.redo_bytes for r in runs[: redo.firing_index - 1])
-    after = statistics.median(r.redo_bytes for r in runs[redo.firing_index - 1 :])
-    assert redo.ratio_low <= after / before <= redo.ratio_high, (
-        redo.ratio_low,
-        after / before,
-        redo.ratio_high,
-    )
-    assert 0.75 * FACTOR <= redo.ratio <= FACTOR, [r.redo_bytes for r in runs]
-    assert any("workload.events: 2000 -> 6000" in line for line in redo.differences), redo.differences
-    # one step in the redo, where the work changed; the other metrics are the real machine's (its
-    # throughput may drift between firings: a change point there is news, not an error)
-    found = [(p.metric, p.firing_index, p.ratio) for p in ChangePoint.objects.filter(series=series)]
-    assert [index for metric, index, _ in found if metric == "redo_bytes"] == [redo.firing_index], found
+    before = statistics.median(r.log_bytes_written for r in runs[: written.firing_index - 1])
+    after = statistics.median(r.log_bytes_written for r in runs[written.firing_index - 1 :])
+    assert written.ratio_low <= after / before <= written.ratio_high, (written.ratio_low, after / before)
+    assert 0.75 * FACTOR <= written.ratio <= FACTOR, [r.log_bytes_written for r in runs]
+    assert any("workload.events: 2000 -> 6000" in line for line in written.differences), written.differences
+    # the redo to replay steps there too; it also depends on where InnoDB's last checkpoint fell, so
+    # it may move again between firings (a second change point there is the machine's, not ours)
+    redo = ChangePoint.objects.filter(series=series, metric="redo_bytes")
+    assert any(abs(p.firing_index - STEP_AT) <= 1 and p.worse for p in redo), list(redo.values())
     alerted = Notification.objects.filter(change_point__series=series)
-    assert alerted.filter(change_point=redo, status=DeliveryStatus.SENT).count() == 1
-    assert len(received) == alerted.count() and any(r["metric"] == "redo_bytes" for r in received)
+    assert alerted.filter(change_point=written, status=DeliveryStatus.SENT).count() == 1
+    assert not alerted.exclude(status=DeliveryStatus.SENT).exists()
+    assert len(received) == alerted.count() and any(r["metric"] == "log_bytes_written" for r in received)
     # searched again: nothing new, nothing sent twice
     assert series_service.refresh_change_points(series.pk) == []
     assert len(received) == alerted.count()
 
     log_in(page, live_server)
     page.goto(f"{live_server.url}/series/{series.pk}/")
-    page.wait_for_function("document.getElementById('series-redo_bytes-chart').data !== undefined")
-    row = page.locator(f"#change-point-{redo.pk}")
+    page.wait_for_function("document.getElementById('series-log_bytes_written-chart').data !== undefined")
+    row = page.locator(f"#change-point-{written.pk}")
     assert "worse" in row.inner_text() and "workload.events: 2000 -> 6000" in row.inner_text()
     drawn = page.evaluate(
-        "(() => { const c = document.getElementById('series-redo_bytes-chart');"
+        "(() => { const c = document.getElementById('series-log_bytes_written-chart');"
         " return {points: c.data[0].y.length, lines: c.layout.shapes.length}; })()"
     )
     assert drawn == {"points": FIRINGS, "lines": 1}
@@ -117,6 +115,6 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     row.locator("select[name=triage]").select_option("expected")
     row.locator("input[name=note]").fill("workload tripled on purpose")
     row.locator("button[type=submit]").click()
-    page.wait_for_selector(f"#change-point-{redo.pk}:has-text('workload tripled on purpose')")
-    redo.refresh_from_db()
-    assert redo.triage == "expected" and redo.triaged_by == user
+    page.wait_for_selector(f"#change-point-{written.pk}:has-text('workload tripled on purpose')")
+    written.refresh_from_db()
+    assert written.triage == "expected" and written.triaged_by == user
