@@ -377,7 +377,7 @@ def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict)
         errors.add(
             "parameters.insert_rate",
             f"{workload.name} inserts no rows, so it has no insert rate: use 0, or an insert workload "
-            "(oltp_insert, oltp_write_only, oltp_read_write)",
+            "(oltp_insert, oltp_write_only, oltp_read_write, insert_indexed)",
         )
 
 

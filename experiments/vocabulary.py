@@ -31,6 +31,11 @@ WORKLOADS = (
     Term("oltp_read_write", "sysbench oltp_read_write", inserts_per_transaction=1),
     Term("oltp_update_index", "sysbench oltp_update_index"),
     Term("oltp_update_non_index", "sysbench oltp_update_non_index"),
+    Term(
+        "insert_indexed",
+        "insert_indexed: inserts into 3 secondary indexes (iiBench-like)",
+        inserts_per_transaction=1,
+    ),
 )
 CRASH_METHODS = (
     Term("sigkill", "kill -9 (SIGKILL): the OS keeps every write"),

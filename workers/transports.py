@@ -58,6 +58,8 @@ def runner_zip() -> bytes:
         for module in sorted(RUNNER_PACKAGE.glob("*.py")):
             if module.name != "__main__.py":
                 archive.write(module, f"recovery_lab_runner/{module.name}")
+        for script in sorted(RUNNER_PACKAGE.glob("lua/*.lua")):  # the workloads of its own
+            archive.write(script, f"recovery_lab_runner/lua/{script.name}")
         archive.writestr(
             "__main__.py", "import sys\nfrom recovery_lab_runner.runner import main\nsys.exit(main())\n"
         )

@@ -60,7 +60,10 @@ WORKLOADS = (
     "oltp_read_write",
     "oltp_update_index",
     "oltp_update_non_index",
+    "insert_indexed",
 )
+# Workloads of the project's own: sysbench Lua scripts shipped with the runner (workers/runner/lua/).
+SCRIPTED_WORKLOADS = ("insert_indexed",)
 # sigkill: the server is killed, the operating system keeps what it wrote. power_loss: killed
 # under the power-cut layer (powercut.py), which then drops every write not yet synced.
 CRASH_METHODS = ("sigkill", "power_loss")

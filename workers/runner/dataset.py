@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .contract import RunFailed
+from .contract import SCRIPTED_WORKLOADS, RunFailed
 from .events import progress
 from .server import Server
 from .workload import Sysbench
@@ -39,6 +39,8 @@ class DatasetCache:
     def key(spec: dict, server_build: str) -> str:
         workload = spec["workload"]
         identity = [spec["engine"], server_build, workload["tables"], workload["table_size"]]
+        if workload["name"] in SCRIPTED_WORKLOADS:  # tables of its own schema, not sysbench's OLTP one
+            identity.append(workload["name"])
         return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
 
     def ready(self, key: str) -> bool:

@@ -7,9 +7,10 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
-from .contract import RunFailed
+from .contract import SCRIPTED_WORKLOADS, RunFailed
 from .processes import find_binary, spawn
 from .server import Server
 
@@ -27,11 +28,16 @@ class Sysbench:
         self.binary = find_binary("sysbench")
         self.process: subprocess.Popen | None = None
         self.output = None
+        self.test = self.workload["name"]
+        if self.test in SCRIPTED_WORKLOADS:  # the runner's own Lua script, written beside the run
+            script = work / f"{self.test}.lua"
+            script.write_text((resources.files(__package__) / "lua" / f"{self.test}.lua").read_text())
+            self.test = str(script)
 
     def _common(self) -> list[str]:
         args = [
             self.binary,
-            self.workload["name"],
+            self.test,
             "--db-driver=mysql",
             f"--mysql-socket={self.server.socket}",
             "--mysql-user=root",
