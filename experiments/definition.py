@@ -134,6 +134,8 @@ class Workload:
     # > 0: after recovery, run the workload again for at most this long and time how long the
     # throughput takes to be back to 90% of its pre-crash rate (warmup_seconds).
     warmup_max_seconds: int = 0
+    # long_transaction only: rows its open transaction changes (contract.DEFAULT_OPEN_ROWS if unsaid)
+    open_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class ExperimentDefinition:
         data = asdict(self)
         data.pop("run_count")
         data["crash"] = {key: value for key, value in data["crash"].items() if value is not None}
+        data["workload"] = {key: value for key, value in data["workload"].items() if value is not None}
         return data
 
     def expand(self) -> Iterable[RunSpec]:
@@ -315,6 +318,7 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
         "events": (0, 10_000_000),
         "time_seconds": (0, 86_400),
         "warmup_max_seconds": (0, 3600),
+        "open_rows": (1, contract.MAX_OPEN_ROWS),
     }
     values: dict = {}
     for key, value in raw.items():
@@ -330,7 +334,22 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
                 errors.add(f"workload.{key}", str(exc))
         else:
             errors.add(f"workload.{key}", f"unknown; known: name, {', '.join(limits)}")
+    if values.get("name") == "long_transaction":
+        values.setdefault("open_rows", contract.DEFAULT_OPEN_ROWS)
+    elif "open_rows" in values:
+        errors.add("workload.open_rows", "only long_transaction leaves a transaction open")
+        del values["open_rows"]
     return Workload(**values)
+
+
+def _check_long_transaction(errors: _Collector, workload: Workload, crash: CrashPlan) -> None:
+    """long_transaction's transaction is open only while the workload runs."""
+    if workload.name == "long_transaction" and crash.when not in ("during_workload", "at_redo_bytes"):
+        errors.add(
+            "crash.when",
+            "long_transaction leaves its transaction open only while it runs: crash during_workload "
+            "(after_seconds) or at_redo_bytes",
+        )
 
 
 def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPlan:
@@ -377,7 +396,7 @@ def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict)
         errors.add(
             "parameters.insert_rate",
             f"{workload.name} inserts no rows, so it has no insert rate: use 0, or an insert workload "
-            "(oltp_insert, oltp_write_only, oltp_read_write, insert_indexed)",
+            "(oltp_insert, oltp_write_only, oltp_read_write, insert_indexed, long_transaction)",
         )
 
 
@@ -464,6 +483,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     )
     workload = _check_workload(errors, raw.get("workload"))
     crash = _check_crash(errors, raw.get("crash"), workload)
+    _check_long_transaction(errors, workload, crash)
     _check_redo_target(errors, crash, engines, parameters)
     _check_insert_rate(errors, workload, parameters)
     repetitions = 1

@@ -36,6 +36,13 @@ WORKLOADS = (
         "insert_indexed: inserts into 3 secondary indexes (iiBench-like)",
         inserts_per_transaction=1,
     ),
+    # no insert rate: its transactions insert from 0 (payment's history row aside) to 17 rows
+    Term("tpcc_like", "tpcc_like: new-order, payment, delivery over warehouses (tables)"),
+    Term(
+        "long_transaction",
+        "long_transaction: oltp_write_only beside a transaction left open (open_rows)",
+        inserts_per_transaction=1,
+    ),
 )
 CRASH_METHODS = (
     Term("sigkill", "kill -9 (SIGKILL): the OS keeps every write"),

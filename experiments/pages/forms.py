@@ -83,7 +83,10 @@ class ExperimentForm(forms.Form):
     redo_bytes = forms.CharField(
         required=False, help_text="with 'when the redo to replay reaches': a size like 128M"
     )
-    open_rows = forms.IntegerField(required=False, help_text="with 'a transaction open': rows it changes")
+    open_rows = forms.IntegerField(
+        required=False,
+        help_text="with 'a transaction open' or the long_transaction workload: rows it changes",
+    )
     repetitions = forms.IntegerField(initial=1)
 
     # definition path -> form field, for putting validation messages where the user typed
@@ -97,6 +100,7 @@ class ExperimentForm(forms.Form):
         "workload.threads": "threads",
         "workload.events": "events",
         "workload.warmup_max_seconds": "warmup_max_seconds",
+        "workload.open_rows": "open_rows",
         "crash.method": "crash_method",
         "crash.when": "crash_when",
         "crash.after_seconds": "after_seconds",
@@ -118,7 +122,8 @@ class ExperimentForm(forms.Form):
                 name, _, values = line.partition("=")
                 options[name.strip()] = [_number_or_text(v) for v in _split(values)]
         crash = {"method": data.get("crash_method") or "sigkill", "when": data["crash_when"]}
-        for key in ("after_seconds", "redo_bytes", "open_rows"):
+        long_transaction = data["workload"] == "long_transaction"  # its open_rows are the workload's
+        for key in ("after_seconds", "redo_bytes", *(() if long_transaction else ("open_rows",))):
             if data.get(key) not in (None, ""):
                 crash[key] = data[key]
         return {
@@ -139,6 +144,7 @@ class ExperimentForm(forms.Form):
                 "threads": data["threads"],
                 "events": data["events"],
                 "warmup_max_seconds": data.get("warmup_max_seconds") or 0,
+                **({"open_rows": data["open_rows"]} if long_transaction and data.get("open_rows") else {}),
             },
             "crash": crash,
             "repetitions": data["repetitions"],

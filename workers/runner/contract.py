@@ -61,9 +61,13 @@ WORKLOADS = (
     "oltp_update_index",
     "oltp_update_non_index",
     "insert_indexed",
+    "tpcc_like",
+    "long_transaction",
 )
 # Workloads of the project's own: sysbench Lua scripts shipped with the runner (workers/runner/lua/).
-SCRIPTED_WORKLOADS = ("insert_indexed",)
+SCRIPTED_WORKLOADS = ("insert_indexed", "tpcc_like", "long_transaction")
+# long_transaction's open transaction: this many rows unless the definition says (workload.open_rows).
+DEFAULT_OPEN_ROWS = 10_000
 # sigkill: the server is killed, the operating system keeps what it wrote. power_loss: killed
 # under the power-cut layer (powercut.py), which then drops every write not yet synced.
 CRASH_METHODS = ("sigkill", "power_loss")
@@ -79,7 +83,15 @@ def size_bytes(text: str) -> int:
     return int(text[:-1]) * UNITS[text[-1]]
 
 
-WORKLOAD_NUMBERS = ("tables", "table_size", "threads", "events", "time_seconds", "warmup_max_seconds")
+WORKLOAD_NUMBERS = (
+    "tables",
+    "table_size",
+    "threads",
+    "events",
+    "time_seconds",
+    "warmup_max_seconds",
+    "open_rows",
+)
 
 
 class RunFailed(Exception):

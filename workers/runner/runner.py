@@ -49,7 +49,7 @@ from .processes import disk_full, hold_work_dir, stop_started, unmount_stale, wa
 from .sampler import SAMPLES_FILE, Sampler, checksum_tables, read_counters, snapshot, wal_sizes
 from .server import Server
 from .stamper import LogStamper
-from .workload import Sysbench
+from .workload import Sysbench, workload_tables
 
 
 def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
@@ -105,7 +105,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             if exit_code != 0:
                 tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
                 raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
-            checksums = checksum_tables(server, spec["workload"]["tables"])
+            checksums = checksum_tables(server, workload_tables(spec["workload"]))
         times["workload_ended"] = clock.now()
         if crash["when"] == "during_transaction":
             progress(f"opening a transaction that changes {crash['open_rows']:,} rows", 70)
@@ -139,7 +139,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
                 "lost_commits": Ledger.lost(server, acknowledged),
             }
         if checksums is not None:
-            result["verified"] = checksum_tables(server, spec["workload"]["tables"]) == checksums
+            result["verified"] = checksum_tables(server, workload_tables(spec["workload"])) == checksums
             if crash["when"] == "during_transaction":  # and none of the open transaction's rows
                 left = int(server.query(f"SELECT COUNT(*) FROM {OPEN_TRX_TABLE}", timeout=3600).strip())
                 result["crash_plan"]["rows_left_after_recovery"] = left

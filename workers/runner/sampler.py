@@ -123,8 +123,8 @@ def read_counters(server: Server, engine: str) -> dict:
     }
 
 
-def checksum_tables(server: Server, tables: int) -> dict:
-    names = ", ".join(f"sbtest.sbtest{i}" for i in range(1, tables + 1))
+def checksum_tables(server: Server, tables: list[str]) -> dict:
+    names = ", ".join(f"sbtest.{name}" for name in tables)
     return server.pairs(f"CHECKSUM TABLE {names}", timeout=3600)
 
 

@@ -10,13 +10,32 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from .contract import SCRIPTED_WORKLOADS, RunFailed
+from .contract import DEFAULT_OPEN_ROWS, SCRIPTED_WORKLOADS, RunFailed
 from .processes import find_binary, spawn
 from .server import Server
 
 INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 INTERVAL = re.compile(r"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 WARM_SHARE = 0.9
+# tpcc_like's tables (workers/runner/lua/tpcc_like.lua); the other workloads' are sbtest1..N.
+TPCC_TABLES = (
+    "item",
+    "warehouse",
+    "district",
+    "customer",
+    "stock",
+    "orders",
+    "new_orders",
+    "order_line",
+    "history",
+)
+
+
+def workload_tables(workload: dict) -> list[str]:
+    """The tables the workload writes, in the sbtest database: what a checksum compares."""
+    if workload["name"] == "tpcc_like":
+        return list(TPCC_TABLES)
+    return [f"sbtest{i}" for i in range(1, workload["tables"] + 1)]
 
 
 class Sysbench:
@@ -47,6 +66,8 @@ class Sysbench:
         ]
         if self.engine == "rocksdb":
             args.append("--mysql-storage-engine=rocksdb")
+        if self.workload["name"] == "long_transaction":
+            args.append(f"--open-rows={self.workload.get('open_rows') or DEFAULT_OPEN_ROWS}")
         return args
 
     def prepare(self) -> None:
