@@ -54,7 +54,9 @@ def finished(api, body: dict, count: int) -> list[Run]:
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
     runs = Run.objects.filter(experiment_id=created.json()["id"]).order_by("engine")
-    wait_for(lambda: all(r.is_finished for r in runs), timeout_s=600, what=f"{count} runs", interval_s=1)
+    wait_for(
+        lambda: all(r.is_finished for r in runs.all()), timeout_s=600, what=f"{count} runs", interval_s=1
+    )
     assert [r.status for r in runs] == ["done"] * count, [r.error for r in runs]
     return list(runs)
 
@@ -84,7 +86,7 @@ def test_insert_indexed_holds_its_rate_on_both_engines_and_loads_its_own_schema(
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
     runs = Run.objects.filter(experiment_id=created.json()["id"])
-    wait_for(lambda: all(r.is_finished for r in runs), timeout_s=600, what="2 runs", interval_s=1)
+    wait_for(lambda: all(r.is_finished for r in runs.all()), timeout_s=600, what="2 runs", interval_s=1)
     assert [r.status for r in runs] == ["done", "done"], [r.error for r in runs]
     for run in runs:
         # sysbench's own count and rate, as for its built-in workloads
