@@ -5,13 +5,12 @@ one of real runs."""
 
 import json
 import random
-import threading
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import psycopg
 import pytest
 from django.core import mail
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from experiments.analysis.series import Firing, change_points, differences
@@ -153,28 +152,6 @@ def history_of(
             )
         firings.append(experiment)
     return firings
-
-
-@pytest.fixture
-def webhook():
-    """A real HTTP server on loopback that keeps what it is sent."""
-    received = []
-
-    class Hook(BaseHTTPRequestHandler):
-        def do_POST(self):
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Hook)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook", received
-    server.shutdown()
-    server.server_close()
 
 
 def test_a_step_is_found_at_its_firing_measured_and_alerted_once(
@@ -369,3 +346,26 @@ def test_the_client_prints_a_series_change_points(live_server, user):
     assert done.returncode == 0, done.stderr
     assert "recovery_seconds" in done.stdout and "worse" in done.stdout and "new" in done.stdout
     assert "2026-01-07 02:00" in done.stdout  # the 7th firing's scheduled moment
+
+
+@pytest.mark.django_db(transaction=True)
+def test_alerts_of_one_series_go_out_side_by_side(webhook):
+    """A worker sending one alert holds the series' rows it read; another alert of the same
+    series is sent meanwhile, not skipped as taken."""
+    url, received = webhook
+    series = Series.objects.create(
+        name="two",
+        definition=DEFINITION,
+        schedule="@nightly",
+        next_firing_at=timezone.now(),
+        alert_webhooks=[url],
+    )
+    history_of(series, [10.0] * 6 + [30.0] * 6)
+    series_service.refresh_change_points(series.pk)
+    notification = Notification.objects.get()
+    db = connection.settings_dict
+    with psycopg.connect(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"]) as other:
+        other.execute("SELECT 1 FROM experiments_series WHERE id = %s FOR UPDATE", (series.pk,))
+        other.execute("SELECT 1 FROM experiments_changepoint WHERE series_id = %s FOR UPDATE", (series.pk,))
+        assert series_service.send_notification(notification.pk) == DeliveryStatus.SENT
+    assert len(received) == 1

@@ -15,7 +15,6 @@ from experiments.services import series as series_service
 from .conftest import wait_for
 from .factories import UserFactory
 from .test_browser import log_in, screenshot
-from .test_series import webhook  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +40,7 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     live_server,
     local_host,
     celery_worker_process,
-    webhook,  # noqa: F811
+    webhook,
 ):
     url, received = webhook
     user = UserFactory(username="alice", password="correct horse battery")  # log_in's user

@@ -274,7 +274,8 @@ def send_notification(notification_id: int) -> str:
     row stays locked while it is sent, so two workers never send it both."""
     with transaction.atomic():
         notification = (
-            Notification.objects.select_for_update(skip_locked=True)
+            # the alert's row only: alerts of one series go out side by side
+            Notification.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("change_point__series")
             .filter(pk=notification_id)
             .first()
