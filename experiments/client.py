@@ -464,7 +464,7 @@ def command_series(api: Api, args, out) -> int:
             [
                 cp["metric"],
                 str(cp["firing_index"]),
-                (points.get(cp["firing_index"], {}).get("fired_for") or "-")[:16].replace("T", " "),
+                points.get(cp["firing_index"], {}).get("scheduled") or "-",
                 f"{cp['before_median']:.4g} -> {cp['after_median']:.4g}",
                 f"{cp['ratio']:.2f}x{interval}",
                 "worse" if cp["worse"] else "better",

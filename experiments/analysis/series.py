@@ -12,7 +12,7 @@ The numbers are plain Python; `history` at the end is the one reader of the data
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from statistics import median
 
 from otava.analysis import compute_change_points
@@ -62,6 +62,8 @@ class Firing:
         return {
             "experiment": self.experiment_id,
             "fired_for": self.fired_for.isoformat() if self.fired_for else None,
+            # the scheduled moment as pages, charts and the client print it (UTC, to the minute)
+            "scheduled": f"{self.fired_for.astimezone(UTC):%Y-%m-%d %H:%M}" if self.fired_for else None,
             "status": self.status,
             "builds": self.builds,
             "server_versions": self.versions,

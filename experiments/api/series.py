@@ -1,6 +1,7 @@
 """/api/series/: recurring series, their firings' points and change points; and
 /api/change-points/{id}/, where a person triages one."""
 
+from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
@@ -42,7 +43,7 @@ class ChangePointSerializer(serializers.ModelSerializer):
 
 class SeriesSerializer(serializers.ModelSerializer):
     created_by = serializers.StringRelatedField()
-    firings = serializers.IntegerField(source="firings.count", read_only=True)
+    firings = serializers.IntegerField(source="firing_count", read_only=True)
 
     class Meta:
         model = Series
@@ -101,7 +102,12 @@ class SeriesViewSet(
     """Experimenters make series of their own; the owner or an admin changes one (PATCH: a new
     definition applies to the firings to come; a new schedule moves the next firing)."""
 
-    queryset = Series.objects.select_related("created_by").prefetch_related("change_points__triaged_by")
+    queryset = (
+        Series.objects.select_related("created_by")
+        .prefetch_related("change_points__triaged_by")
+        .annotate(firing_count=Count("firings"))
+        .order_by("name")  # an aggregate drops Meta.ordering
+    )
     http_method_names = ["get", "post", "patch", "head", "options"]
 
     def get_serializer_class(self):
@@ -113,7 +119,9 @@ class SeriesViewSet(
             series = series_service.create_series(request.data, user=request.user)
         except DefinitionError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        return Response(SeriesDetailSerializer(series).data, status=status.HTTP_201_CREATED)
+        return Response(
+            SeriesDetailSerializer(self.get_queryset().get(pk=series.pk)).data, status=status.HTTP_201_CREATED
+        )
 
     @extend_schema(request=SeriesWriteSerializer, responses={200: SeriesDetailSerializer})
     def partial_update(self, request, *args, **kwargs):

@@ -8,7 +8,7 @@ WORSE, BETTER = "#d62728", "#2ca02c"
 
 
 def _when(firing: dict) -> str:
-    return firing["fired_for"][:16].replace("T", " ") if firing["fired_for"] else f"firing {firing['index']}"
+    return firing["scheduled"] or f"firing {firing['index']}"
 
 
 def series_chart(metric: str, firings: list[dict], change_points: list[dict]) -> dict:

@@ -4,6 +4,7 @@ change points found (triaged here), and a series made from an experiment's defin
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -24,7 +25,15 @@ def _lines(text: str) -> list[str]:
 
 @login_required
 def series_list(request):
-    page = Paginator(Series.objects.all(), SERIES_PER_PAGE).get_page(request.GET.get("page"))
+    listed = (
+        Series.objects.select_related("created_by")
+        .annotate(
+            firing_count=Count("firings", distinct=True),
+            change_point_count=Count("change_points", distinct=True),
+        )
+        .order_by("name")
+    )  # an aggregate drops Meta.ordering
+    page = Paginator(listed, SERIES_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "experiments/series_list.html", {"page": page})
 
 
@@ -40,8 +49,6 @@ def shown(metric: str, value: float) -> str:
 def series_context(series: Series) -> dict:
     """Each metric's figure over the firings, and the change points with what differed."""
     firings = [{**firing.as_dict(), "index": i} for i, firing in enumerate(history(series.pk), start=1)]
-    for firing in firings:
-        firing["scheduled"] = (firing["fired_for"] or "")[:16].replace("T", " ")
     points = list(series.change_points.select_related("triaged_by").order_by("firing_index", "metric"))
     drawn = [
         {"firing_index": p.firing_index, "ratio": p.ratio, "worse": p.worse, "metric": p.metric}
