@@ -91,16 +91,20 @@ def runner_processes() -> list[str]:
     return found
 
 
-def start_celery_worker(database: str | None = None, broker: str | None = None) -> subprocess.Popen:
+def start_celery_worker(
+    database: str | None = None, broker: str | None = None, processes: int = 2
+) -> subprocess.Popen:
     """A real Celery worker in its own process (and process group), on the test database and
     broker (or the ones at those URLs); its log goes to test-artifacts/worker.log. The session's
     shared worker is stopped first: a test that starts workers of its own (to kill them) is the
     only one taking its queue's tasks."""
     stop_session_worker()
-    return _spawn_celery_worker(database, broker)
+    return _spawn_celery_worker(database, broker, processes)
 
 
-def _spawn_celery_worker(database: str | None = None, broker: str | None = None) -> subprocess.Popen:
+def _spawn_celery_worker(
+    database: str | None = None, broker: str | None = None, processes: int = 2
+) -> subprocess.Popen:
     db = settings.DATABASES["default"]
     env = dict(os.environ)
     env["DATABASE_URL"] = database or f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
@@ -118,7 +122,7 @@ def _spawn_celery_worker(database: str | None = None, broker: str | None = None)
                 "webapp",
                 "worker",
                 "-c",
-                "2",
+                str(processes),
                 "-l",
                 "info",
                 "--without-heartbeat",

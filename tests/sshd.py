@@ -40,9 +40,9 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def free_port() -> int:
+def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((address, 0))
         return probe.getsockname()[1]
 
 
@@ -63,6 +63,10 @@ class LoopbackSSHD:
     port: int
     authorized_keys: Path
     host_key: Path
+    address: str = "127.0.0.1"
+    # Put before sshd's command: `ip netns exec NAME` starts it in a network namespace (see
+    # tests/machines.py), so it and every session it serves have that namespace's network.
+    prefix: tuple[str, ...] = ()
     fingerprint: str = ""
     process: subprocess.Popen | None = None
 
@@ -70,21 +74,21 @@ class LoopbackSSHD:
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
         config = self.folder / "sshd_config"
         config.write_text(
-            f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.host_key}\n"
+            f"Port {self.port}\nListenAddress {self.address}\nHostKey {self.host_key}\n"
             f"AuthorizedKeysFile {self.authorized_keys}\nPidFile {self.folder / 'sshd.pid'}\n"
             "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\nLogLevel ERROR\n"
         )
         log = (self.folder / "sshd.log").open("ab")
         self.process = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(config)], stderr=log, stdout=log, start_new_session=True
+            [*self.prefix, SSHD, "-D", "-e", "-f", str(config)], stderr=log, stdout=log, start_new_session=True
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"sshd exited: {(self.folder / 'sshd.log').read_text()[-500:]}")
             with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                if probe.connect_ex((self.address, self.port)) == 0:
                     return
             time.sleep(0.05)
         raise RuntimeError("sshd did not listen within 10 s")
@@ -108,12 +112,19 @@ class LoopbackSSHD:
         self.start()
 
 
-def start_sshd(folder: Path, authorized: str) -> LoopbackSSHD:
+def start_sshd(
+    folder: Path, authorized: str, address: str = "127.0.0.1", port: int = 0, prefix: tuple[str, ...] = ()
+) -> LoopbackSSHD:
     folder.mkdir(parents=True, exist_ok=True)
     authorized_keys = folder / "authorized_keys"
     authorized_keys.write_text(authorized + "\n" if authorized else "")
     sshd = LoopbackSSHD(
-        folder=folder, port=free_port(), authorized_keys=authorized_keys, host_key=folder / "host_key"
+        folder=folder,
+        port=port or free_port(address),
+        authorized_keys=authorized_keys,
+        host_key=folder / "host_key",
+        address=address,
+        prefix=prefix,
     )
     sshd.fingerprint = make_host_key(sshd.host_key)
     sshd.start()
