@@ -81,7 +81,10 @@ class LoopbackSSHD:
         )
         log = (self.folder / "sshd.log").open("ab")
         self.process = subprocess.Popen(
-            [*self.prefix, SSHD, "-D", "-e", "-f", str(config)], stderr=log, stdout=log, start_new_session=True
+            [*self.prefix, SSHD, "-D", "-e", "-f", str(config)],
+            stderr=log,
+            stdout=log,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
