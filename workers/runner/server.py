@@ -129,14 +129,25 @@ class Server:
                 else []
             ),
             f"--datadir={self.datadir}",
+            # The bootstrap server's temporary tables in the run's own tmpdir, not the shared
+            # /tmp: there, 3 of 24 bootstraps run three at once failed ("Could not remove
+            # temporary table '/tmp/#sql-temptable-...'", then "Unknown table
+            # 'mysql.tmp_user_sys'"); none of 36 with a tmpdir each.
+            f"--tmpdir={self.work / 'tmp'}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
         ]
         with (self.work / "install.log").open("wb") as log:
             done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
         if done.returncode != 0:
-            tail = (self.work / "install.log").read_text(errors="replace")[-800:]
-            raise RunFailed(f"mariadb-install-db failed (exit {done.returncode}): {tail}")
+            # Its ERROR lines first: the tail of its output is advice that does not say what failed.
+            output = (self.work / "install.log").read_text(errors="replace")
+            errors = [line for line in output.splitlines() if "ERROR" in line][:5]
+            raise RunFailed(
+                f"mariadb-install-db failed (exit {done.returncode}): "
+                + ("\n".join(errors) + "\n...\n" if errors else "")
+                + output[-800:]
+            )
 
     def start(self, loading: bool = False) -> float:
         spawned = self.clock.now()

@@ -1,0 +1,161 @@
+"""`make bench`, several-hosts part: 9 real runs on one benchmark machine, then the same 9 over
+three, with one Celery worker of three processes; the wall time of each, from the experiment
+saved to its last run ingested.
+
+The machines are the tests' own (tests/machines.py): each a network namespace with a real sshd
+on port 22 (a loopback address where namespaces cannot be made), registered with `registerhost
+--ssh ... --trust-host-key ... --probe` as an admin would. They all share this machine's cores:
+three machines here is three servers on 2 cores, not three times the hardware, so the speed-up
+printed is what dispatch gives when the CPUs are not the limit less what sharing them costs.
+A first untimed run on each machine builds its dataset, so neither timed experiment pays for it.
+
+It works in a database (`recovery_lab_bench_hosts`), a broker queue and a runner directory of
+its own, made anew each time, so a developer's running worker or test session is not disturbed.
+"""
+
+import logging
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BENCH_DB = "recovery_lab_bench_hosts"
+ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+BENCH_URL = ADMIN_URL.rsplit("/", 1)[0] + f"/{BENCH_DB}"
+WORK_DIR = "/var/tmp/recovery-lab-bench-hosts"
+NAMES = ["bench1", "bench2", "bench3"]
+RUNS = 9
+WORKLOAD = {"name": "oltp_write_only", "tables": 1, "table_size": 10000, "threads": 2, "events": 2000}
+
+
+def definition(name: str, hosts: list[str], repetitions: int) -> dict:
+    return {
+        "name": name,
+        "hosts": hosts,
+        "engines": ["innodb"],
+        "parameters": {"redo_log_size": ["64M"]},
+        "workload": WORKLOAD,
+        "crash": {"method": "sigkill", "when": "after_workload"},
+        "repetitions": repetitions,
+    }
+
+
+def psql(*args: str) -> None:
+    subprocess.run(
+        ["psql", ADMIN_URL, "-v", "ON_ERROR_STOP=1", "-qtA", *args], check=True, capture_output=True
+    )
+
+
+def start_worker(log: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-c", str(len(NAMES))]
+    command += ["-l", "warning", "--without-heartbeat", "--without-mingle", "--without-gossip"]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            command, cwd=ROOT, start_new_session=True, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def run_experiment(body: dict, worker: subprocess.Popen, log: Path):
+    """Save the experiment, wait for its runs; its wall time and its runs' own times."""
+    from experiments import services
+    from experiments.models import Run, RunAttempt
+
+    experiment, _ = services.create_experiment(body)
+    deadline = time.monotonic() + 1800
+    runs = Run.objects.filter(experiment=experiment)
+    while not all(run.is_finished for run in runs.all()):
+        if time.monotonic() > deadline or worker.poll() is not None:
+            raise SystemExit(f"the runs of {body['name']!r} did not finish: see {log}")
+        time.sleep(1)
+    failed = [run.error for run in runs.all() if run.status != "done"]
+    if failed:
+        raise SystemExit(f"runs of {body['name']!r} failed: {failed}")
+    wall = (max(run.finished_at for run in runs.all()) - experiment.created_at).total_seconds()
+    took = [a.seconds for a in RunAttempt.objects.filter(run__experiment=experiment)]
+    return wall, took
+
+
+def main() -> None:
+    from tests.machines import namespaces_allowed, start_machine
+
+    isolated = namespaces_allowed()
+    kind = "network namespaces" if isolated else "loopback addresses (no network namespaces here)"
+    print(f"\nSeveral hosts: {RUNS} real runs on one machine, then over {len(NAMES)} ({kind})")
+    psql("-c", f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+    psql("-c", f'CREATE DATABASE "{BENCH_DB}"')
+    os.environ.update(
+        DATABASE_URL=BENCH_URL,
+        DJANGO_SETTINGS_MODULE="webapp.settings",
+        CELERY_TASK_DEFAULT_QUEUE=f"recovery-lab-bench-{uuid.uuid4().hex[:8]}",
+        RUNNER_WORK_DIR=WORK_DIR,
+    )
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], check=True)
+    log = Path(WORK_DIR + ".worker.log")
+    worker = start_worker(log)
+    folder = Path(tempfile.mkdtemp(prefix="recovery-lab-bench-hosts-"))  # the machines' sshd files
+    machines = []
+    try:
+        import django
+
+        django.setup()
+        logging.getLogger("asyncssh").setLevel(logging.WARNING)  # a line per SSH channel otherwise
+        from celery import current_app
+        from django.core.management import call_command
+
+        from experiments.services.ssh_keys import dashboard_public_key
+
+        for index, name in enumerate(NAMES):
+            machine = start_machine(folder / name, name, dashboard_public_key(), index, isolated)
+            machines.append(machine)
+            call_command(
+                "registerhost",
+                name,
+                ssh=f"root@{machine.address}:{machine.port}",
+                work_dir=f"{WORK_DIR}/{name}",
+                trust_host_key=machine.sshd.fingerprint,
+                probe=True,
+                stdout=open(os.devnull, "w"),  # noqa: SIM115
+            )
+        while not current_app.control.ping(timeout=0.5):  # the worker is up and listening
+            if worker.poll() is not None:
+                raise SystemExit(f"the worker stopped: see {log}")
+
+        run_experiment(definition("bench: warm-up, one run per machine", NAMES, 1), worker, log)
+        one_wall, one_took = run_experiment(
+            definition("bench: 9 runs, one machine", NAMES[:1], RUNS), worker, log
+        )
+        three_wall, three_took = run_experiment(
+            definition("bench: 9 runs, three machines", NAMES, RUNS // len(NAMES)), worker, log
+        )
+        cores = os.cpu_count()
+        print(f"  workload: {WORKLOAD['name']}, {WORKLOAD['events']} events; {cores} CPU cores shared by all")
+        for label, wall, took in (
+            ("one machine   ", one_wall, one_took),
+            ("three machines", three_wall, three_took),
+        ):
+            print(
+                f"  {label}: {len(took)} runs in {wall:6.1f} s wall"
+                f"   (each run: median {statistics.median(took):5.1f} s, longest {max(took):5.1f} s)"
+            )
+        print(
+            f"  three machines took {three_wall / one_wall:.2f}x the wall time of one"
+            f" (1/3 = 0.33 if the machines shared nothing)"
+        )
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+        for machine in machines:
+            machine.power_off()
+        subprocess.run(["rm", "-rf", WORK_DIR, str(folder)], check=False)
+
+
+if __name__ == "__main__":
+    main()
