@@ -32,6 +32,8 @@ def _ip(*args: str) -> subprocess.CompletedProcess:
 
 def namespaces_allowed() -> bool:
     """Whether this process may make a network namespace (tried, then removed)."""
+    if not Path(IP).exists():
+        return False
     name = f"rl-probe-{uuid.uuid4().hex[:8]}"
     made = _ip("netns", "add", name).returncode == 0
     if made:
