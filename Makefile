@@ -25,10 +25,10 @@ stop:
 demo: start
 	@$(PY) manage.py demo --url http://$(WEB_ADDR)
 
-# Two processes: the tests that run a real server in one, in order (see tests/conftest.py),
-# everything else in the other.
+# Two processes; a test that measures rates or times runs with no other server beside it
+# (tests/conftest.py, _servers_share_the_machine).
 test: setup
-	@$(PY) -m pytest -n 2 --dist loadgroup
+	@$(PY) -m pytest -n 2 --dist worksteal
 
 bench: setup
 	@$(PY) scripts/bench.py

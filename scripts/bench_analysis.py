@@ -18,10 +18,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from benchlib import database_url, fresh_database, psql  # noqa: E402
 
 BENCH_DB = "recovery_lab_bench"
-ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-BENCH_URL = ADMIN_URL.rsplit("/", 1)[0] + f"/{BENCH_DB}"
+BENCH_URL = database_url(BENCH_DB)
 RUNS = 100_000
 RUNS_PER_EXPERIMENT = 200
 REPEATS = 15
@@ -75,20 +77,8 @@ ANALYZE;
 FILL_SQL = fill_sql(RUNS // RUNS_PER_EXPERIMENT, RUNS_PER_EXPERIMENT)
 
 
-def psql(*args: str, url: str = ADMIN_URL) -> str:
-    done = subprocess.run(
-        ["psql", url, "-v", "ON_ERROR_STOP=1", "-qtA", *args], capture_output=True, text=True
-    )
-    if done.returncode:
-        raise SystemExit(f"psql failed: {done.stderr.strip()}")
-    return done.stdout
-
-
 def make_database() -> None:
-    psql("-c", f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-    psql("-c", f'CREATE DATABASE "{BENCH_DB}"')
-    env = {**os.environ, "DATABASE_URL": BENCH_URL}
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], check=True, env=env)
+    fresh_database(BENCH_DB)
     started = time.perf_counter()
     psql("-c", FILL_SQL, url=BENCH_URL)
     print(f"  {RUNS:,} runs generated in {time.perf_counter() - started:.1f} s")

@@ -15,21 +15,19 @@ its own, made anew each time, so a developer's running worker or test session is
 
 import logging
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from benchlib import carry_out, own_environment, start_worker, stop, wait_until  # noqa: E402
 
 BENCH_DB = "recovery_lab_bench_hosts"
-ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-BENCH_URL = ADMIN_URL.rsplit("/", 1)[0] + f"/{BENCH_DB}"
 WORK_DIR = "/var/tmp/recovery-lab-bench-hosts"
 NAMES = ["bench1", "bench2", "bench3"]
 RUNS = 9
@@ -48,39 +46,13 @@ def definition(name: str, hosts: list[str], repetitions: int) -> dict:
     }
 
 
-def psql(*args: str) -> None:
-    subprocess.run(
-        ["psql", ADMIN_URL, "-v", "ON_ERROR_STOP=1", "-qtA", *args], check=True, capture_output=True
-    )
+def timed(body: dict, worker: subprocess.Popen, log: Path) -> tuple[float, list[float]]:
+    """The experiment's wall time (saved to its last run ingested) and its runs' own times."""
+    from experiments.models import RunAttempt
 
-
-def start_worker(log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", "celery", "-A", "webapp", "worker", "-c", str(len(NAMES))]
-    command += ["-l", "warning", "--without-heartbeat", "--without-mingle", "--without-gossip"]
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command, cwd=ROOT, start_new_session=True, stdout=out, stderr=subprocess.STDOUT
-        )
-
-
-def run_experiment(body: dict, worker: subprocess.Popen, log: Path):
-    """Save the experiment, wait for its runs; its wall time and its runs' own times."""
-    from experiments import services
-    from experiments.models import Run, RunAttempt
-
-    experiment, _ = services.create_experiment(body)
-    deadline = time.monotonic() + 1800
-    runs = Run.objects.filter(experiment=experiment)
-    while not all(run.is_finished for run in runs.all()):
-        if time.monotonic() > deadline or worker.poll() is not None:
-            raise SystemExit(f"the runs of {body['name']!r} did not finish: see {log}")
-        time.sleep(1)
-    failed = [run.error for run in runs.all() if run.status != "done"]
-    if failed:
-        raise SystemExit(f"runs of {body['name']!r} failed: {failed}")
-    wall = (max(run.finished_at for run in runs.all()) - experiment.created_at).total_seconds()
-    took = [a.seconds for a in RunAttempt.objects.filter(run__experiment=experiment)]
-    return wall, took
+    experiment = carry_out(body, worker, log)
+    wall = (max(run.finished_at for run in experiment.runs.all()) - experiment.created_at).total_seconds()
+    return wall, [a.seconds for a in RunAttempt.objects.filter(run__experiment=experiment)]
 
 
 def main() -> None:
@@ -89,17 +61,9 @@ def main() -> None:
     isolated = namespaces_allowed()
     kind = "network namespaces" if isolated else "loopback addresses (no network namespaces here)"
     print(f"\nSeveral hosts: {RUNS} real runs on one machine, then over {len(NAMES)} ({kind})")
-    psql("-c", f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-    psql("-c", f'CREATE DATABASE "{BENCH_DB}"')
-    os.environ.update(
-        DATABASE_URL=BENCH_URL,
-        DJANGO_SETTINGS_MODULE="webapp.settings",
-        CELERY_TASK_DEFAULT_QUEUE=f"recovery-lab-bench-{uuid.uuid4().hex[:8]}",
-        RUNNER_WORK_DIR=WORK_DIR,
-    )
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], check=True)
+    os.environ.update(own_environment(BENCH_DB, WORK_DIR))
     log = Path(WORK_DIR + ".worker.log")
-    worker = start_worker(log)
+    worker = start_worker(len(NAMES), log)
     folder = Path(tempfile.mkdtemp(prefix="recovery-lab-bench-hosts-"))  # the machines' sshd files
     machines = []
     try:
@@ -124,15 +88,11 @@ def main() -> None:
                 probe=True,
                 stdout=open(os.devnull, "w"),  # noqa: SIM115
             )
-        while not current_app.control.ping(timeout=0.5):  # the worker is up and listening
-            if worker.poll() is not None:
-                raise SystemExit(f"the worker stopped: see {log}")
+        wait_until(lambda: current_app.control.ping(timeout=0.5), 120, "the worker", worker, logs=str(log))
 
-        run_experiment(definition("bench: warm-up, one run per machine", NAMES, 1), worker, log)
-        one_wall, one_took = run_experiment(
-            definition("bench: 9 runs, one machine", NAMES[:1], RUNS), worker, log
-        )
-        three_wall, three_took = run_experiment(
+        timed(definition("bench: warm-up, one run per machine", NAMES, 1), worker, log)
+        one_wall, one_took = timed(definition("bench: 9 runs, one machine", NAMES[:1], RUNS), worker, log)
+        three_wall, three_took = timed(
             definition("bench: 9 runs, three machines", NAMES, RUNS // len(NAMES)), worker, log
         )
         cores = os.cpu_count()
@@ -150,8 +110,7 @@ def main() -> None:
             f" (1/3 = 0.33 if the machines shared nothing)"
         )
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(timeout=60)
+        stop(worker)
         for machine in machines:
             machine.power_off()
         subprocess.run(["rm", "-rf", WORK_DIR, str(folder)], check=False)

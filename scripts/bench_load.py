@@ -14,12 +14,10 @@ made anew each time.
 
 import csv
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -27,15 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_analysis import FILL_SQL, RUNS, psql  # noqa: E402
+from bench_analysis import FILL_SQL, RUNS  # noqa: E402
+from benchlib import BIN, database_url, fresh_database, psql, start, start_worker, stop, wait_until  # noqa: E402
 
 BENCH_DB = "recovery_lab_bench_load"
-ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-BENCH_URL = ADMIN_URL.rsplit("/", 1)[0] + f"/{BENCH_DB}"
+BENCH_URL = database_url(BENCH_DB)
 WORK_DIR = "/var/tmp/recovery-lab-bench-load"
+LOGS = f"{WORK_DIR}.*.log"
 CLIENTS = 20
 SECONDS = 60
-BIN = ROOT / ".venv" / "bin"
 DEFINITION = {
     "name": "bench: runs ingesting under load",
     "hosts": ["local"],
@@ -53,34 +51,6 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(args: list[str], log: Path, env: dict) -> subprocess.Popen:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-def wait_until(condition, timeout_s: float, what: str, *processes: subprocess.Popen):
-    deadline = time.monotonic() + timeout_s
-    while not (found := condition()):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"gave up waiting for {what}")
-        if any(p.poll() is not None for p in processes):
-            raise SystemExit(f"a process stopped while waiting for {what}; see {WORK_DIR}.*.log")
-        time.sleep(0.5)
-    return found
-
-
 def answers(url: str) -> bool:
     import requests
 
@@ -92,8 +62,6 @@ def answers(url: str) -> bool:
 
 def main() -> None:
     print(f"\nLoad: {CLIENTS} clients for {SECONDS} s while runs ingest (database {BENCH_DB})")
-    psql("-c", f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-    psql("-c", f'CREATE DATABASE "{BENCH_DB}"')
     env = {
         **os.environ,
         "DATABASE_URL": BENCH_URL,
@@ -103,7 +71,7 @@ def main() -> None:
         "ALLOWED_HOSTS": "127.0.0.1",
     }
     os.environ.update(env)
-    subprocess.run([sys.executable, str(ROOT / "manage.py"), "migrate", "-v", "0"], check=True)
+    fresh_database(BENCH_DB)
     subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "collectstatic", "--noinput", "-v", "0"], check=True
     )
@@ -134,30 +102,17 @@ def main() -> None:
         Path(f"{WORK_DIR}.web.log"),
         env,
     )
-    worker = start(
-        [
-            str(BIN / "celery"),
-            "-A",
-            "webapp",
-            "worker",
-            "-c",
-            "2",
-            "-l",
-            "warning",
-            "--without-mingle",
-            "--without-gossip",
-        ],
-        Path(f"{WORK_DIR}.worker.log"),
-        env,
-    )
+    worker = start_worker(2, Path(f"{WORK_DIR}.worker.log"), env)
     try:
-        wait_until(lambda: answers(f"{base}/login/"), 120, "the web process", web)
+        wait_until(lambda: answers(f"{base}/login/"), 120, "the web process", web, logs=LOGS)
         from celery import current_app
 
-        wait_until(lambda: current_app.control.ping(timeout=0.5), 120, "the worker", worker)
+        wait_until(lambda: current_app.control.ping(timeout=0.5), 120, "the worker", worker, logs=LOGS)
         experiment, _ = services.create_experiment(DEFINITION)
         runs = Run.objects.filter(experiment=experiment)
-        first = wait_until(lambda: runs.filter(status=RunStatus.DONE).first(), 300, "the first run", worker)
+        first = wait_until(
+            lambda: runs.filter(status=RunStatus.DONE).first(), 300, "the first run", worker, logs=LOGS
+        )
         done_before = runs.filter(status=RunStatus.DONE).count()
         load_env = {
             **env,

@@ -1,4 +1,5 @@
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -25,23 +26,47 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def pytest_itemcollected(item):
-    """`make test` runs two pytest-xdist processes (--dist loadgroup). Every test that starts a
-    real mariadbd is put in one group, carried out in order by one process: two servers never
-    load this 2-core machine's disk at once, so what the tests measure (rates, recovery times,
-    the gate's comparisons) is measured as in a serial run. The other tests run beside them.
-    (Marked as each item is collected: xdist names the groups in its own modifyitems hook.)"""
-    if item.get_closest_marker("mariadb"):
-        item.add_marker(pytest.mark.xdist_group("mariadb"))
+# Every test session on this machine takes this lock around each test that starts a server: a
+# test that measures rates or times (marked `quiet`) alone, the others beside each other.
+SERVERS_LOCK = Path("/tmp/recovery-lab-tests.servers.lock")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """The group first, so its long run of work starts at once (after pytest-django's order);
-    in it, the tests that use the session's Celery worker together, so it starts once."""
+    """The tests that start a server first, so their long run of work starts at once (after
+    pytest-django's order). `--dist worksteal` gives each pytest-xdist process a half of the list
+    and lets an idle one take from the other's end: the `quiet` tests go first, so they run while
+    the other process is busy with tests that start no server, and the rest go after, where both
+    processes may end up running them side by side. Within each part, those that use the
+    session's Celery worker together, so a process starts it as few times as it can."""
     servers = [item for item in items if item.get_closest_marker("mariadb")]
-    servers.sort(key=lambda item: "celery_worker_process" not in item.fixturenames)
+    servers.sort(
+        key=lambda item: (
+            item.get_closest_marker("quiet") is None,
+            "celery_worker_process" not in item.fixturenames,
+        )
+    )
     items[:] = servers + [item for item in items if not item.get_closest_marker("mariadb")]
+
+
+@pytest.fixture(autouse=True)
+def _servers_share_the_machine(request):
+    """`make test` runs two pytest-xdist processes, so two tests that start a real mariadbd may run
+    at once: they share the lock. A test marked `quiet` (it asserts a rate, a time or a ratio of
+    times: the gate, an insert rate held, the commits a 1-second sync loses) takes it alone, so
+    what it measures is measured with no other server loading this 2-core machine's disk, as in
+    a serial run. A blocking flock, released when the test (and its teardown) ends or its process
+    dies; nobody waits while holding it."""
+    if not request.node.get_closest_marker("mariadb"):
+        yield
+        return
+    mode = fcntl.LOCK_EX if request.node.get_closest_marker("quiet") else fcntl.LOCK_SH
+    with SERVERS_LOCK.open("a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture

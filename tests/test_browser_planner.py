@@ -27,6 +27,7 @@ def definition(redo: str) -> dict:
     }  # fmt: skip
 
 
+@pytest.mark.quiet  # the planner needs downtime measured growing with redo
 def test_planner_page_answers_from_real_runs(page, live_server, local_host, celery_worker_process):
     experiments = [services.create_experiment(definition(redo))[0] for redo in REDO_TARGETS]
     runs = Run.objects.filter(experiment__in=experiments)

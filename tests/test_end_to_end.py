@@ -327,6 +327,7 @@ def test_crash_with_a_transaction_open_times_its_rollback(tmp_path):
     assert runner_processes() == []
 
 
+@pytest.mark.quiet
 def test_insert_rates_on_both_engines_from_cached_datasets_give_the_workloads_redo(
     api, local_host, celery_worker_process
 ):
@@ -384,6 +385,7 @@ def test_the_server_holds_the_binlog_files_asked_for_at_the_crash(tmp_path, file
     assert analysis.metrics["verified"] is True and not analysis.warnings, analysis.warnings
 
 
+@pytest.mark.quiet
 def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
     spec = insert_spec("256M", settings.RUNNER_WORK_DIR)
     spec["workload"]["warmup_max_seconds"] = 30

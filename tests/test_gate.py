@@ -90,6 +90,7 @@ def candidate_build():
 @pytest.mark.browser
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.quiet
 def test_gate_passes_the_same_settings_and_fails_five_times_the_redo_with_exit_1(
     live_server, local_host, celery_worker_process, user, tmp_path, page, candidate_build
 ):

@@ -79,6 +79,7 @@ def test_a_log_synced_at_each_commit_loses_no_acknowledged_commit(tmp_path, engi
     ],
     ids=["innodb-2", "rocksdb-2", "innodb-0"],
 )
+@pytest.mark.quiet
 def test_a_log_synced_once_a_second_loses_the_commits_after_the_last_sync(tmp_path, engine, options):
     result = power_cut(tmp_path, f"lossy-{engine}", engine, options)
     durability = result["durability"]
@@ -122,6 +123,7 @@ def test_power_loss_is_a_crash_method_of_the_api_and_a_host_without_fuse_is_refu
 @pytest.mark.browser
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.quiet
 def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits_per_setting(
     page, live_server, api, local_host, celery_worker_process
 ):

@@ -69,6 +69,7 @@ def prepared(run: Run) -> str:
 
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.quiet
 def test_insert_indexed_holds_its_rate_on_both_engines_and_loads_its_own_schema(
     api, local_host, celery_worker_process
 ):
