@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
-# Every test session on this machine takes this lock around each test that starts a server: a
+# Every test session of this user on this machine takes this lock around each test that starts a server: a
 # test that measures rates or times (marked `quiet`) alone, the others beside each other.
-SERVERS_LOCK = Path("/tmp/recovery-lab-tests.servers.lock")
+SERVERS_LOCK = Path(f"/tmp/recovery-lab-tests-{os.getuid()}.servers.lock")
 
 
 @pytest.hookimpl(trylast=True)

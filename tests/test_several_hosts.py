@@ -10,6 +10,7 @@ measured by `make bench` (scripts/bench_hosts.py) and written in docs/operations
 
 import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -66,7 +67,7 @@ def servers_running() -> dict[str, str]:
         if not entry.isdigit():
             continue
         try:
-            argv = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")  # noqa: SIM115
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         line = " ".join(a.decode(errors="replace") for a in argv if a)
