@@ -5,6 +5,7 @@ import django_filters as filters
 from django.db.models import Exists, OuterRef, Q
 
 from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
+from experiments.units import as_row_id
 
 
 class CharInFilter(filters.BaseInFilter, filters.CharFilter):
@@ -105,8 +106,8 @@ class ExperimentFilter(filters.FilterSet):
     def search(self, queryset, name, value):
         words = value.strip()
         match = Q(name__icontains=words) | Q(notes__icontains=words) | Q(tags__contains=[words])
-        if words.isdigit():
-            match |= Q(pk=int(words))
+        if (row_id := as_row_id(words)) is not None:
+            match |= Q(pk=row_id)
         return queryset.filter(match)
 
     def with_runs(self, queryset, name, value):

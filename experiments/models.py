@@ -484,7 +484,10 @@ class Notification(models.Model):
     target = models.CharField(max_length=500)
     status = models.CharField(max_length=8, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
+    # What every viewer reads ("example.com answered HTTP 500"); the detail (addresses, the
+    # exception) is for the owner and admins: stored errors must not make a port scanner.
     error = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
 

@@ -29,3 +29,15 @@ def format_size(size_bytes: int | None) -> str:
         if size_bytes and size_bytes % _MULTIPLIER[unit] == 0:
             return f"{size_bytes // _MULTIPLIER[unit]}{unit}"
     return str(size_bytes)
+
+
+_ROW_ID = re.compile(r"^[0-9]{1,18}$")  # ASCII digits ("²" is a digit to str.isdigit) within bigint
+
+
+def as_row_id(text: object) -> int | None:
+    """A row id as typed in a query ("42"), or None when the text is not one."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text if 0 <= text < 10**18 else None
+    if isinstance(text, str) and _ROW_ID.match(text.strip()):
+        return int(text.strip())
+    return None

@@ -63,7 +63,9 @@ def start(args: list[str], log: Path, env: dict | None = None) -> subprocess.Pop
 def start_worker(processes: int, log: Path, env: dict | None = None) -> subprocess.Popen:
     """A real Celery worker of `processes` processes, as `make start` runs one."""
     command = [str(BIN / "celery"), "-A", "webapp", "worker", "-c", str(processes), "-l", "warning"]
-    return start([*command, "--without-heartbeat", "--without-mingle", "--without-gossip"], log, env)
+    queue = (env or {}).get("CELERY_TASK_DEFAULT_QUEUE")
+    queues = ["-Q", f"{queue},{queue}-alerts"] if queue else []  # the alerts queue too
+    return start([*command, "--without-heartbeat", "--without-mingle", "--without-gossip", *queues], log, env)
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -91,13 +91,13 @@ def broker():
     """The real Redis the tests' Celery app talks to; this session's queue is emptied before and
     after (other sessions' queues in the same database are left alone)."""
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_ALERTS_QUEUE)
     yield client
-    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_ALERTS_QUEUE)
 
 
-def queued_messages(broker) -> int:
-    return broker.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
+def queued_messages(broker, queue: str | None = None) -> int:
+    return broker.llen(queue or settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 def runner_processes() -> list[str]:
@@ -153,6 +153,9 @@ def _spawn_celery_worker(
                 "--without-heartbeat",
                 "--without-mingle",
                 "--without-gossip",
+                # the default queue and the alerts' (make start gives alerts a worker of their own)
+                "-Q",
+                f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_ALERTS_QUEUE}",
             ],
             cwd=ROOT,
             env=env,

@@ -32,5 +32,8 @@ STATIC_ROOT = BASE_DIR / "test-artifacts" / "static"  # noqa: F405
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 CELERY_TASK_DEFAULT_QUEUE = f"recovery-lab-test-{SESSION}"
+CELERY_ALERTS_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-alerts"
+# The tests' webhooks listen on loopback: allowed here as an admin allows an internal host.
+ALERT_INTERNAL_HOSTS = ["127.0.0.1"]
 RUNNER_WORK_DIR = Path(f"/var/tmp/recovery-lab-test-{SESSION}")
 DATABASES["default"]["TEST"] = {"NAME": f"test_recovery_lab_{SESSION}"}  # noqa: F405

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from django.conf import settings
 from django.core import mail
 from django.db import IntegrityError, connection
 from django.utils import timezone
@@ -24,7 +25,7 @@ from experiments.models import (
     Series,
     Triage,
 )
-from experiments.schedule import ScheduleError, next_after, parse
+from experiments.schedule import ScheduleError, next_after
 from experiments.services import series as series_service
 from experiments.services.runs import refresh_experiment_status
 
@@ -62,8 +63,8 @@ def test_the_next_firing_of_a_schedule(expression, after, expected):
 
 @pytest.mark.parametrize("expression", ["", "nightly", "61 * * * *", "* * * *", "0 2 * * * *", 5, None])
 def test_a_schedule_that_is_no_cron_expression_is_refused_with_why(expression):
-    with pytest.raises(ScheduleError, match="five fields|cron expression|Invalid"):
-        parse(expression)
+    with pytest.raises(ScheduleError, match="five fields|cron expression|bad minute"):
+        next_after(expression, datetime(2026, 11, 24, tzinfo=UTC))
 
 
 def test_a_series_is_checked_field_by_field_and_nothing_is_stored_when_one_is_bad(local_host, user):
@@ -179,7 +180,9 @@ def test_a_step_is_found_at_its_firing_measured_and_alerted_once(
         and abs(point.after_median - 30) < 2
     )
     # two alerts queued (one per address), each sent by its task
-    assert Notification.objects.filter(change_point=point).count() == 2 and queued_messages(broker) == 2
+    # on the alerts' own queue: a slow target never holds a slot a host's driver needs
+    assert Notification.objects.filter(change_point=point).count() == 2
+    assert queued_messages(broker, settings.CELERY_ALERTS_QUEUE) == 2 and queued_messages(broker) == 0
     for notification in Notification.objects.all():
         assert series_service.send_notification(notification.pk) == DeliveryStatus.SENT
     [message] = mail.outbox
@@ -239,7 +242,10 @@ def test_an_unreachable_webhook_is_tried_again_then_failed_with_the_reason(user)
     statuses = [series_service.send_notification(notification.pk) for _ in range(series_service.MAX_ATTEMPTS)]
     notification.refresh_from_db()
     assert statuses[:-1] == ["pending"] * (series_service.MAX_ATTEMPTS - 1) and statuses[-1] == "failed"
-    assert "Connection" in notification.error and notification.attempts == series_service.MAX_ATTEMPTS
+    # viewers read that it failed and where; the exception is for the owner and admins
+    assert notification.error == "could not deliver to 127.0.0.1"
+    assert "Connection" in notification.error_detail
+    assert notification.attempts == series_service.MAX_ATTEMPTS
 
 
 def test_what_differed_names_the_build_the_settings_and_the_host():

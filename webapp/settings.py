@@ -57,7 +57,8 @@ if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # The audit trail (django-auditlog, read in /admin/auditlog/): who registered or changed a host,
-# excluded or annotated a run, changed or deleted an experiment, changed a user's roles, and when.
+# excluded or annotated a run, changed or deleted an experiment, changed a user's roles, made,
+# changed or paused a series, triaged a change point, and when.
 # Services name the user themselves where the API's token (not the page's session) says who.
 # Addresses are not recorded: the one a request carries can be forged.
 AUDITLOG_DISABLE_REMOTE_ADDR = True
@@ -73,6 +74,20 @@ AUDITLOG_INCLUDE_TRACKING_MODELS = (
     },
     {"model": "experiments.experiment", "include_fields": ["name", "notes", "tags", "created_by", "origin"]},
     {"model": "experiments.run", "include_fields": ["excluded", "excluded_reason", "notes", "tags"]},
+    {
+        "model": "experiments.series",
+        "include_fields": [
+            "name",
+            "definition",
+            "schedule",
+            "enabled",
+            "alert_threshold",
+            "alert_emails",
+            "alert_webhooks",
+            "created_by",
+        ],
+    },
+    {"model": "experiments.changepoint", "include_fields": ["triage", "note", "triaged_by"]},
 )
 
 # Password guessing (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user name
@@ -212,6 +227,10 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
 # One queue per installation sharing a Redis (and per test session or benchmark).
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
+# Alerts go on a queue of their own, taken by a worker of their own (`make start`, compose): a
+# slow mail server or webhook never holds a slot a host's driver needs.
+CELERY_ALERTS_QUEUE = env.str("CELERY_ALERTS_QUEUE", default="") or f"{CELERY_TASK_DEFAULT_QUEUE}-alerts"
+CELERY_TASK_ROUTES = ("webapp.celery.route_task",)
 # The truth about a Run is its row in PostgreSQL; Celery's result backend is not used.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -232,7 +251,17 @@ CELERY_BEAT_SCHEDULE = {
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="recovery-lab@localhost")
+# A mail server that does not answer within this many seconds fails the attempt.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+# A webhook's whole request (connect, headers, body) within this many seconds, and at most this
+# much of its answer read.
 WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
+WEBHOOK_MAX_RESPONSE_BYTES = 4096
+# Webhooks go to public addresses only. Internal hosts an admin allows (a chat server inside the
+# network): host names or networks, comma-separated, e.g. chat.internal,10.20.0.0/16.
+ALERT_INTERNAL_HOSTS = env.list("ALERT_INTERNAL_HOSTS", default=[])
+# A series fires at most this often (its schedule is refused otherwise).
+SERIES_MIN_INTERVAL_S = env.int("SERIES_MIN_INTERVAL_S", default=3600)
 
 # Encrypts the dashboard's SSH private key at rest (Fernet). Needed only to reach SSH hosts;
 # `make setup` writes one into .env.

@@ -61,10 +61,16 @@ def analyse_series_task(series_id: int) -> list[int]:
     return [point.pk for point in services_series.refresh_change_points(series_id)]
 
 
-@shared_task(bind=True, max_retries=services_series.MAX_ATTEMPTS)
+@shared_task(
+    bind=True,
+    max_retries=services_series.MAX_ATTEMPTS,
+    # the sender's own deadline comes first; these bound the task whatever happens inside
+    soft_time_limit=settings.WEBHOOK_TIMEOUT_S + settings.EMAIL_TIMEOUT + 5,
+    time_limit=settings.WEBHOOK_TIMEOUT_S + settings.EMAIL_TIMEOUT + 15,
+)
 def send_notification_task(self, notification_id: int) -> str:
-    """Send one alert, once; tried again with a growing pause while the mail server or the
-    webhook refuses it."""
+    """Send one alert, once (on the alerts' queue); tried again with a growing pause while the
+    mail server or the webhook refuses it."""
     status = services_series.send_notification(notification_id)
     if status == "pending":
         raise self.retry(countdown=60 * 2**self.request.retries)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.models import Experiment, Run
+from experiments.units import as_row_id
 from workers.runner.contract import SYSTEM_BUILD
 
 # metric -> (what it is in a sentence, less is better)
@@ -258,7 +259,7 @@ def _regressions(metrics: dict, side_names: dict, baseline: str, label: str) -> 
 def parse_experiment_ids(text: str) -> list[int]:
     """'3,7' -> [3, 7]; two to six existing experiments, each once."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts) or not 2 <= len(parts) <= 6 or len(set(parts)) != len(parts):
+    if any(as_row_id(p) is None for p in parts) or not 2 <= len(parts) <= 6 or len(set(parts)) != len(parts):
         raise ValueError("two to six different experiment ids, comma-separated, e.g. 3,7")
     ids = [int(p) for p in parts]
     missing = set(ids) - set(Experiment.objects.filter(id__in=ids).values_list("id", flat=True))

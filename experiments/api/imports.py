@@ -12,6 +12,7 @@ from experiments.models import (
     Experiment,
 )
 from experiments.services.imports import ImportRejected, import_runs
+from experiments.units import as_row_id
 
 
 class ImportSerializer(serializers.Serializer):
@@ -56,7 +57,7 @@ class ImportView(APIView):
         uploads = {name: request.FILES[name] for name in request.FILES}
         data = {key: request.data.get(key) for key in request.data if key not in request.FILES}
         experiment = data.pop("experiment", None)
-        if experiment not in (None, "") and not str(experiment).isdigit():
+        if experiment not in (None, "") and as_row_id(str(experiment)) is None:
             return Response({"experiment": ["an experiment id"]}, status=status.HTTP_400_BAD_REQUEST)
         target = Experiment.objects.filter(pk=experiment).first() if experiment not in (None, "") else None
         if target is not None:

@@ -41,9 +41,29 @@ class ChangePointSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+HIDDEN = "null unless you own the series or are an admin"
+
+
 class SeriesSerializer(serializers.ModelSerializer):
+    """Where alerts go (webhook URLs are bearer secrets for chat services, addresses are
+    personal) only for the series' owner and admins; everyone sees the hosts they go to."""
+
     created_by = serializers.StringRelatedField()
     firings = serializers.IntegerField(source="firing_count", read_only=True)
+    alert_emails = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=HIDDEN)
+    alert_webhooks = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text=HIDDEN)
+    alert_destinations = serializers.SerializerMethodField()
+
+    def get_alert_destinations(self, series) -> list[str]:
+        """"mail to example.com", "webhook to hooks.example.com": where, not to whom."""
+        return series_service.alert_destinations(series)
+
+    def to_representation(self, series):
+        data = super().to_representation(series)
+        request = self.context.get("request")
+        if request is None or not roles.may_change(request.user, series):
+            data["alert_emails"] = data["alert_webhooks"] = None
+        return data
 
     class Meta:
         model = Series
@@ -56,6 +76,7 @@ class SeriesSerializer(serializers.ModelSerializer):
             "alert_threshold",
             "alert_emails",
             "alert_webhooks",
+            "alert_destinations",
             "firings",
             "last_error",
             "analysed_at",
@@ -120,7 +141,7 @@ class SeriesViewSet(
         except DefinitionError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
         return Response(
-            SeriesDetailSerializer(self.get_queryset().get(pk=series.pk)).data, status=status.HTTP_201_CREATED
+            self._detail(series.pk), status=status.HTTP_201_CREATED
         )
 
     @extend_schema(request=SeriesWriteSerializer, responses={200: SeriesDetailSerializer})
@@ -131,7 +152,12 @@ class SeriesViewSet(
             series = series_service.update_series(series.pk, request.data, user=request.user)
         except DefinitionError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        return Response(SeriesDetailSerializer(self.get_queryset().get(pk=series.pk)).data)
+        return Response(self._detail(series.pk))
+
+    def _detail(self, series_id: int) -> dict:
+        return SeriesDetailSerializer(
+            self.get_queryset().get(pk=series_id), context=self.get_serializer_context()
+        ).data
 
 
 class TriageSerializer(serializers.Serializer):

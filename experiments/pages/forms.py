@@ -4,6 +4,8 @@ It does no validation of its own beyond shapes (numbers are numbers): one valida
 form, the API and imports, and its messages are put back on the matching form fields.
 """
 
+import re
+
 from django import forms
 
 from experiments.definition import SERVER_OPTIONS
@@ -25,7 +27,7 @@ def _split(text: str) -> list[str]:
 
 
 def _number_or_text(text: str):
-    return int(text) if text.lstrip("-").isdigit() else text
+    return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text) else text
 
 
 class ExperimentForm(forms.Form):

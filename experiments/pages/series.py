@@ -46,8 +46,11 @@ def shown(metric: str, value: float) -> str:
     return f"{value:,.4g}"
 
 
-def series_context(series: Series) -> dict:
-    """Each metric's figure over the firings, and the change points with what differed."""
+def series_context(series: Series, user) -> dict:
+    """Each metric's figure over the firings, and the change points with what differed. Where
+    alerts go, and why one failed in detail, only for the owner and admins (webhook URLs are
+    secrets); others see the host."""
+    private = may_change(user, series)
     firings = [{**firing.as_dict(), "index": i} for i, firing in enumerate(history(series.pk), start=1)]
     points = list(series.change_points.select_related("triaged_by").order_by("firing_index", "metric"))
     drawn = [
@@ -74,14 +77,29 @@ def series_context(series: Series) -> dict:
             for p in points
         ],
         "triages": Triage.choices,
-        "notifications": [n for p in points for n in p.notifications.all()],
+        "alert_destinations": (
+            [*series.alert_emails, *series.alert_webhooks]
+            if private
+            else series_service.alert_destinations(series)
+        ),
+        "notifications": [
+            {
+                "to": f"{n.channel}: {n.target}" if private else series_service.shown_target(n),
+                "status": n.status,
+                "attempts": n.attempts,
+                "sent_at": n.sent_at,
+                "error": f"{n.error} ({n.error_detail})" if private and n.error_detail else n.error,
+            }
+            for p in points
+            for n in p.notifications.all()
+        ],
     }
 
 
 @login_required
 def series_detail(request, pk: int):
     series = get_object_or_404(Series, pk=pk)
-    context = series_context(series)
+    context = series_context(series, request.user)
     context["may_change"] = may_change(request.user, series)
     return render(request, "experiments/series_detail.html", context)
 

@@ -2,9 +2,9 @@
 kept (a person's triage included); alerts sent once each through the outbox (`Notification`)."""
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
-import requests
 from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -14,14 +14,17 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
+from experiments import roles, schedule
 from experiments.analysis.series import SERIES_METRICS, all_change_points, history
-from experiments.definition import DefinitionError, validate_definition
+from experiments.definition import EXPERIMENT_NAME, DefinitionError, validate_definition
 from experiments.metrics import LABELS
 from experiments.models import ChangePoint, Channel, DeliveryStatus, Notification, Series, Triage
 from experiments.schedule import ScheduleError, next_after
-from experiments.services.audit import audited_by
+from experiments.services import outbound
+from experiments.services.audit import audit, audited_by
 from experiments.services.experiments import create_experiment
 from experiments.services.hosts import active_host_names
+from experiments.services.outbound import DeliveryFailed
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +51,9 @@ def _checked(data: dict, current: Series | None) -> dict:
     clean: dict = {}
     if "name" in data or current is None:
         name = data.get("name")
-        if not isinstance(name, str) or not 1 <= len(name.strip()) <= 150:
-            errors["name"] = ["1 to 150 characters"]
+        # A firing is named after its series and moment, by the experiments' own rule.
+        if not isinstance(name, str) or len(name.strip()) > 150 or not EXPERIMENT_NAME.match(name.strip()):
+            errors["name"] = ["1-150 characters: letters, digits, spaces and _ . , : ( ) / + % = @ # -"]
         elif Series.objects.filter(name=name.strip()).exclude(pk=getattr(current, "pk", None)).exists():
             errors["name"] = [f"a series named {name.strip()!r} exists already"]
         else:
@@ -62,7 +66,8 @@ def _checked(data: dict, current: Series | None) -> dict:
                 errors[f"definition.{field_name}"] = messages
     if "schedule" in data or current is None:
         try:
-            next_after(data.get("schedule"), timezone.now())
+            minimum = timedelta(seconds=settings.SERIES_MIN_INTERVAL_S)
+            schedule.check(data.get("schedule"), timezone.now(), minimum)
             clean["schedule"] = data["schedule"].strip()
         except ScheduleError as exc:
             errors["schedule"] = [str(exc)]
@@ -87,7 +92,7 @@ def _checked(data: dict, current: Series | None) -> dict:
         if not isinstance(values, list) or len(values) > MAX_ADDRESSES:
             errors[field_name] = [f"a list of at most {MAX_ADDRESSES}"]
             continue
-        bad = []
+        bad, unsafe = [], []
         for value in values:
             try:
                 if not isinstance(value, str) or len(value) > 500:
@@ -95,8 +100,14 @@ def _checked(data: dict, current: Series | None) -> dict:
                 validator(value)
             except ValidationError:
                 bad.append(str(value)[:100])
-        if bad:
-            errors[field_name] = [f"not a valid address: {', '.join(bad)}"]
+                continue
+            if field_name == "alert_webhooks":
+                try:
+                    outbound.check_target(value)
+                except outbound.UnsafeTarget as exc:
+                    unsafe.append(str(exc))
+        if bad or unsafe:
+            errors[field_name] = ([f"not a valid address: {', '.join(bad)}"] if bad else []) + unsafe
         else:
             clean[field_name] = values
     if errors:
@@ -151,6 +162,10 @@ def fire_due_series(now: datetime | None = None) -> list[int]:
             )
             if series is None:
                 continue
+            owner_gone = _owner_may_not_fire(series.created_by)
+            if owner_gone:
+                _pause(series, f"paused: {owner_gone}; an admin or the owner, once allowed again, resumes it")
+                continue
             due = series.next_firing_at
             series.next_firing_at = next_after(series.schedule, now)
             definition = {**series.definition, "name": f"{series.name} {due:%Y-%m-%d %H:%M}"}
@@ -172,6 +187,25 @@ def fire_due_series(now: datetime | None = None) -> list[int]:
                 created.append(experiment.pk)
             series.save(update_fields=["next_firing_at", "last_error"])
     return created
+
+
+def _owner_may_not_fire(owner) -> str:
+    """Why a series may not fire as its owner any more ("" when it may): a firing is an
+    experiment made in the owner's name, so it needs what making one by hand needs."""
+    if owner is None:
+        return "its owner's account was deleted"
+    if not owner.is_active:
+        return f"its owner {owner.username} was deactivated"
+    if not roles.may_experiment(owner):
+        return f"its owner {owner.username} no longer has the experimenter role"
+    return ""
+
+
+def _pause(series: Series, reason: str) -> None:
+    series.enabled, series.last_error = False, reason
+    series.save(update_fields=["enabled", "last_error"])
+    audit(series, None, reason)
+    logger.warning("series %s: %s", series.pk, reason)
 
 
 def _alarming(point: ChangePoint, threshold: float) -> bool:
@@ -237,6 +271,20 @@ def _queue_alerts(point: ChangePoint, series: Series) -> list[int]:
     return queued
 
 
+def alert_destinations(series: Series) -> list[str]:
+    """Where a series' alerts go, by host only: what a viewer may know."""
+    hosts = [f"mail to {address.rpartition('@')[2]}" for address in series.alert_emails]
+    hosts += [f"webhook to {urlsplit(url).hostname}" for url in series.alert_webhooks]
+    return sorted(set(hosts))
+
+
+def shown_target(notification: Notification) -> str:
+    """A notification's target by host only (mail to example.com, webhook to hooks.example.com)."""
+    if notification.channel == Channel.EMAIL:
+        return f"mail to {notification.target.rpartition('@')[2]}"
+    return f"webhook to {urlsplit(notification.target).hostname}"
+
+
 def _send_soon(notification_id: int) -> None:
     try:
         current_app.send_task(SEND_NOTIFICATION_TASK, args=[notification_id], retry=False)
@@ -269,9 +317,29 @@ def alert_payload(point: ChangePoint) -> dict:
     }
 
 
+def _header_safe(text: str) -> str:
+    """A mail header's text: control characters (a newline in a series' name) become spaces."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def _deliver(notification: Notification, payload: dict) -> None:
+    """Send it; DeliveryFailed says why not (a public reason, a detail for admins)."""
+    if notification.channel == Channel.EMAIL:
+        body = "\n".join([payload["summary"], "", *payload["differences"], "", payload["link"]])
+        subject = _header_safe(f"Recovery Lab: {payload['summary']}")[:200]
+        try:
+            send_mail(subject, body, None, [notification.target])
+        except Exception as exc:  # any failure is the attempt's, on record; the outbox goes on
+            detail = f"{exc.__class__.__name__}: {exc}"
+            raise DeliveryFailed("the mail server did not take it", detail) from exc
+    else:
+        outbound.post_json(notification.target, payload)
+
+
 def send_notification(notification_id: int) -> str:
     """Send one alert unless it was sent already; record what happened. Returns its status. The
-    row stays locked while it is sent, so two workers never send it both."""
+    row stays locked while it is sent, so two workers never send it both. Runs twice: the second
+    finds it sent (or failed) and sends nothing."""
     with transaction.atomic():
         notification = (
             # the alert's row only: alerts of one series go out side by side
@@ -282,26 +350,22 @@ def send_notification(notification_id: int) -> str:
         )
         if notification is None or notification.status != DeliveryStatus.PENDING:
             return notification.status if notification else "busy"
-        payload = alert_payload(notification.change_point)
         notification.attempts += 1
         try:
-            if notification.channel == Channel.EMAIL:
-                body = "\n".join([payload["summary"], "", *payload["differences"], "", payload["link"]])
-                send_mail(f"Recovery Lab: {payload['summary']}"[:200], body, None, [notification.target])
-            else:
-                answer = requests.post(notification.target, json=payload, timeout=settings.WEBHOOK_TIMEOUT_S)
-                answer.raise_for_status()
-        except (OSError, requests.RequestException) as exc:
-            notification.error = f"{exc.__class__.__name__}: {exc}"[:1000]
-            if notification.attempts >= MAX_ATTEMPTS:
+            _deliver(notification, alert_payload(notification.change_point))
+        except DeliveryFailed as exc:
+            notification.error, notification.error_detail = exc.public[:1000], exc.detail[:2000]
+            if notification.attempts >= MAX_ATTEMPTS or exc.permanent:
                 notification.status = DeliveryStatus.FAILED
+        except Exception as exc:  # our own bug: on record, never left pending to loop
+            logger.exception("alert %s could not be sent", notification.pk)
+            notification.error = "not sent: an error in Recovery Lab (see the worker's log)"
+            notification.error_detail = f"{exc.__class__.__name__}: {exc}"[:2000]
+            notification.status = DeliveryStatus.FAILED
         else:
-            notification.status, notification.sent_at, notification.error = (
-                DeliveryStatus.SENT,
-                timezone.now(),
-                "",
-            )
-        notification.save(update_fields=["attempts", "error", "status", "sent_at"])
+            notification.status, notification.sent_at = DeliveryStatus.SENT, timezone.now()
+            notification.error = notification.error_detail = ""
+        notification.save(update_fields=["attempts", "error", "error_detail", "status", "sent_at"])
         return notification.status
 
 
