@@ -19,5 +19,10 @@ RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev --compile-bytecode \
 # A throwaway key for this one command (settings refuse to start without a real one).
 RUN SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))') \
     python manage.py collectstatic --noinput -v 0
+# Web, worker, beat and the PDF's Chromium run as an unprivileged user (Chromium keeps its
+# sandbox). The worker's runs go to /var/tmp/recovery-lab, which compose's volume mounts.
+RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin recovery \
+ && mkdir -p /var/tmp/recovery-lab && chown recovery: /var/tmp/recovery-lab
+USER recovery
 EXPOSE 8000
 CMD ["gunicorn", "-c", "webapp/gunicorn.conf.py", "-b", "0.0.0.0:8000", "-w", "3"]

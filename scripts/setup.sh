@@ -41,18 +41,7 @@ UV_PROJECT_ENVIRONMENT=.venv uv sync --frozen -q --compile-bytecode
 # every command would compile ~900 files at each start (manage.py parselog took 3.8 s to start).
 .venv/bin/python -m compileall -q -j 0 experiments workers webapp manage.py >/dev/null
 
-if [ ! -f .env ]; then
-  key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(48))')
-  sed "s|^SECRET_KEY=.*|SECRET_KEY=${key}|" .env.example > .env
-  echo "== wrote .env with a fresh SECRET_KEY"
-fi
-if ! grep -q '^SSH_KEY_SECRET=.' .env; then
-  # The Fernet key that encrypts the dashboard's SSH private key in the database.
-  ssh_secret=$(python3 -c 'import base64, secrets; print(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())')
-  sed -i '/^SSH_KEY_SECRET=/d' .env
-  echo "SSH_KEY_SECRET=${ssh_secret}" >> .env
-  echo "== added a fresh SSH_KEY_SECRET to .env"
-fi
+bash scripts/write_env.sh
 
 db_url=$(.venv/bin/python -c 'import environ; e = environ.Env(); environ.Env.read_env(".env"); print(e.str("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/recovery_lab"))')
 db_name=${db_url##*/}

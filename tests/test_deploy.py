@@ -127,3 +127,27 @@ def test_gunicorn_s_worker_timeout_covers_the_longest_request_the_settings_allow
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == timeout
+
+
+def test_make_setup_writes_the_secrets_file_for_its_owner_only(tmp_path):
+    (tmp_path / ".env.example").write_text((ROOT / ".env.example").read_text())
+    script = [
+        "bash",
+        str(ROOT / "scripts" / "write_env.sh"),
+    ]
+    subprocess.run(script, cwd=tmp_path, check=True, capture_output=True)
+    written = tmp_path / ".env"
+    key = next(line for line in written.read_text().splitlines() if line.startswith("SECRET_KEY="))
+    assert written.stat().st_mode & 0o777 == 0o600 and len(key) > 60
+    # one written before, readable by everyone: kept, and closed
+    written.chmod(0o644)
+    subprocess.run(script, cwd=tmp_path, check=True, capture_output=True)
+    assert written.stat().st_mode & 0o777 == 0o600 and key in written.read_text()
+
+
+def test_the_image_runs_as_an_unprivileged_user():
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1] not in ("root", "0")
+    last_run = max(i for i, line in enumerate(lines) if line.startswith("RUN "))
+    assert lines.index(f"USER {users[-1]}") > last_run

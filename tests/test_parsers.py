@@ -2,6 +2,7 @@
 
 import json
 import sys
+from dataclasses import asdict
 from datetime import datetime
 from io import StringIO
 from pathlib import Path
@@ -335,3 +336,52 @@ def test_the_same_lines_at_the_same_moments_again_and_again_are_one_start_said_o
     assert len(parsed.crash_episodes) == 1
     pasted = [w for w in parsed.warnings if "are in the log 20 times" in w]
     assert len(pasted) == len(parse_path(STAMPED).episodes)
+
+
+def _as_compose_logs(log: str, colours: bool) -> str:
+    """The log as `docker compose logs` prints it: each line behind its service's name and "|",
+    the web service's lines (stamped in their own format, another day) interleaved."""
+    web = "web-1  | [2026-11-25 10:00:00 +0000] [7] [INFO] Booting worker with pid: 7"
+    out = []
+    for n, line in enumerate(log.splitlines()):
+        if n % 2:
+            out.append(f"\x1b[32m{web[:7]}\x1b[0m{web[7:]}" if colours else web)
+        out.append(("\x1b[36mdb-1   |\x1b[0m " if colours else "db-1   | ") + line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("colours", [False, True])
+def test_docker_compose_logs_are_read_like_the_plain_log(colours):
+    plain_text = (MARIADB / "innodb_after_workload" / "error.log").read_text()
+    plain = parse_bytes("error.log", plain_text.encode())
+    composed = parse_bytes("error.log", _as_compose_logs(plain_text, colours).encode())
+    assert composed.kind == "error_log" and composed.warnings == plain.warnings
+    assert [asdict(e) for e in composed.episodes] == [asdict(e) for e in plain.episodes]
+    assert any(e.crash_recovery for e in composed.episodes)
+
+
+@pytest.mark.parametrize(
+    "opening, event",
+    [
+        # an impossible date at the start, and a time_micros no clock can show
+        ("2026/13/45-25:61:61.000000 7f RocksDB version: 6.29.5", '"time_micros": 99999999999999999999999'),
+        ("2026/02/30-10:00:00.000000 7f RocksDB version: 6.29.5", '"time_micros": -99999999999999999999'),
+        ("2026/11/25-10:00:00.000000 7f RocksDB version: 6.29.5", '"time_micros": 1e400'),
+    ],
+)
+def test_a_rocksdb_log_with_impossible_moments_is_read_with_warnings(opening, event):
+    log = "\n".join(
+        [
+            opening,
+            f'2026/11/25-10:00:01.000000 7f EVENT_LOG_v1 {{{event}, "event": "recovery_started", '
+            '"wal_files": [5, 16]}',
+            '2026/11/25-10:00:02.000000 7f EVENT_LOG_v1 {"time_micros": 1795236087525852, '
+            '"event": "recovery_finished"}',
+        ]
+    )
+    parsed = parse_bytes("LOG", log.encode())
+    assert parsed.kind == "rocksdb_log" and parsed.parser_error is None
+    (episode,) = parsed.episodes
+    assert episode.wal_files == [5, 16] and episode.crash_recovery
+    assert episode.recovery_seconds is None  # no duration from a moment that cannot be
+    assert parsed.warnings

@@ -8,21 +8,18 @@ forever. Django's connection is not used because Celery's Django fix-up may clos
 import contextlib
 
 import psycopg
-from django.conf import settings
+from django.db import connections
 
 _NAMESPACE = 0x5245  # "RE": keeps our keys apart from other users of advisory locks
 
 
 def _connect() -> psycopg.Connection:
-    db = settings.DATABASES["default"]
-    return psycopg.connect(
-        host=db.get("HOST") or None,
-        port=db.get("PORT") or None,
-        dbname=db["NAME"],
-        user=db.get("USER") or None,
-        password=db.get("PASSWORD") or None,
-        autocommit=True,
-    )
+    """A connection as Django's own would be made: host, user, password and every database
+    OPTION (sslmode, sslrootcert, application_name...), less what only Django's cursors use."""
+    params = connections["default"].get_connection_params()
+    for djangos_own in ("cursor_factory", "context"):
+        params.pop(djangos_own, None)
+    return psycopg.connect(**params, autocommit=True)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """CSV of runs and of explored points, streamed (a 100,000-run export never sits in memory)."""
 
-import csv
 import json
 
+from defusedcsv import csv  # a cell a spreadsheet would run as a formula is quoted
 from django.http import StreamingHttpResponse
 
 from experiments.metrics import METRIC_NAMES

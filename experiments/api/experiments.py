@@ -63,6 +63,12 @@ class ExperimentSummarySerializer(serializers.ModelSerializer):
     runs_done = serializers.IntegerField(read_only=True)
     runs_failed = serializers.IntegerField(read_only=True)
     runs_cancelled = serializers.IntegerField(read_only=True)
+    runs_suspect = serializers.IntegerField(
+        read_only=True, help_text="runs done whose measurement is suspect (among runs_done)"
+    )
+    runs_excluded = serializers.IntegerField(
+        read_only=True, help_text="runs left out of analysis by a person"
+    )
     engines = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
@@ -71,6 +77,8 @@ class ExperimentSummarySerializer(serializers.ModelSerializer):
             *EXPERIMENT_FIELDS,
             "run_count",
             *(f"runs_{state}" for state in RunStatus.values),
+            "runs_suspect",
+            "runs_excluded",
             "engines",
         ]
 
@@ -123,6 +131,9 @@ class ExperimentViewSet(
         queryset = super().get_queryset()
         if self.action == "list":  # counted, not listed; sortable by run count
             counts = {f"runs_{state}": Count("runs", filter=Q(runs__status=state)) for state in RunStatus}
+            # a filter on status alone would take a suspect run for a good one: said apart
+            counts["runs_suspect"] = Count("runs", filter=Q(runs__suspect=True))
+            counts["runs_excluded"] = Count("runs", filter=Q(runs__excluded=True))
             queryset = queryset.prefetch_related(None).annotate(
                 run_count=Count("runs"), engines=ArrayAgg("runs__engine", distinct=True, default=[]), **counts
             )

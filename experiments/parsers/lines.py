@@ -30,6 +30,9 @@ _NOISE_PREFIXES = (
     re.compile(r"^\[\d{2}\] (?=\d{4}-)"),
 )
 
+# Terminal colours (docker compose logs colours each service's name): "\x1b[36mdb-1  |\x1b[0m ".
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
 _ZONE = r"(Z|[+-]\d{2}:\d{2})?"
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?" + _ZONE)
 # MariaDB and MySQL 5.6 ("2023-06-04  8:24:16", server-local), docker entrypoints add a zone.
@@ -105,6 +108,8 @@ def split_source(text: str) -> tuple[str | None, str]:
     """The container a line came from (where a prefix names one) and the server's own line,
     without what shippers, terminals and pasting put in front of it."""
     source = None
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
     for prefix in _NOISE_PREFIXES:
         match = prefix.match(text)
         if match:
@@ -191,7 +196,11 @@ class LineClock:
         return placed
 
     def lines(self, numbered: Iterable[tuple[int | None, str]]) -> Iterator[Line]:
-        pending: list[Line] = []
+        # Lines waiting for a moment, by source: in `docker compose logs` a database's unstamped
+        # line takes its own service's next moment, not the web server's printed in between.
+        pending: dict[str | None, list[Line]] = {}
+        last_of: dict[str | None, datetime] = {}
+        waiting = 0
         for number, raw in numbered:
             runner_moment = None
             stamp = RUNNER_STAMP.match(raw)
@@ -203,14 +212,19 @@ class LineClock:
                 server_moment, _ = parse_timestamp(piece, self.local_tz)
                 moment = runner_moment or (server_moment and self.place(server_moment))
                 if moment is None:
-                    pending.append(Line(number, piece, None, source=source))
-                    if len(pending) >= MAX_PENDING_LINES:
-                        yield from self._release(pending, self.last)
+                    pending.setdefault(source, []).append(Line(number, piece, None, source=source))
+                    waiting += 1
+                    if waiting >= MAX_PENDING_LINES:
+                        for waiting_source, lines in pending.items():
+                            yield from self._release(lines, last_of.get(waiting_source, self.last))
+                        waiting = 0
                     continue
-                self.last = moment
-                yield from self._release(pending, moment)
+                self.last = last_of[source] = moment
+                waiting -= len(pending.get(source, ()))
+                yield from self._release(pending.get(source, []), moment)
                 yield Line(number, piece, moment, runner_moment is not None, source)
-        yield from self._release(pending, self.last)
+        for waiting_source, lines in pending.items():
+            yield from self._release(lines, last_of.get(waiting_source, self.last))
 
     @staticmethod
     def _release(pending: list[Line], moment: datetime | None) -> Iterator[Line]:

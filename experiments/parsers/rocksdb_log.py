@@ -12,9 +12,37 @@ _OPEN = re.compile(r"^(\d{4})/(\d{2})/(\d{2})-(\d{2}):(\d{2}):(\d{2})\.(\d{6}) \
 _RECOVERING_LOG = re.compile(r"Recovering log #([0-9]+)")
 
 
-def _event_time(event: dict) -> datetime | None:
+def _event_time(parsed: ParsedFile, event: dict) -> datetime | None:
+    """The event's own stamp; None, with a warning, where it is no moment a clock can show."""
     micros = event.get("time_micros")
-    return datetime.fromtimestamp(micros / 1e6, tz=UTC) if isinstance(micros, int) else None
+    if micros is None:
+        return None
+    if not isinstance(micros, int) or isinstance(micros, bool):
+        parsed.warn(f"an event's time_micros {str(micros)[:30]} is no whole number; its phase stays open")
+        return None
+    try:
+        return datetime.fromtimestamp(micros / 1e6, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        parsed.warn(f"an event's time_micros {str(micros)[:30]} is no possible moment; its phase stays open")
+        return None
+
+
+def _wal_numbers(parsed: ParsedFile, event: dict) -> list[int]:
+    numbers = event.get("wal_files", [])
+    if isinstance(numbers, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        return list(numbers)
+    parsed.warn(f"recovery_started lists wal_files that are not log numbers: {str(numbers)[:80]}")
+    return []
+
+
+def _opened_at(parsed: ParsedFile, match: re.Match, local_tz: tzinfo) -> datetime | None:
+    y, mo, d, h, mi, s, us = (int(g) for g in match.groups()[:7])
+    try:
+        # RocksDB writes the host's local time.
+        return datetime(y, mo, d, h, mi, s, us, tzinfo=local_tz)
+    except ValueError:
+        parsed.warn(f"a RocksDB start stamped with an impossible date: {match.group(0)[:40]}")
+        return None
 
 
 def parse_rocksdb_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo = UTC) -> ParsedFile:
@@ -22,9 +50,7 @@ def parse_rocksdb_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo
     episode: Episode | None = None
     for text in lines:
         if match := _OPEN.match(text):
-            y, mo, d, h, mi, s, us = (int(g) for g in match.groups()[:7])
-            # RocksDB writes the host's local time.
-            episode = Episode(started_at=datetime(y, mo, d, h, mi, s, us, tzinfo=local_tz))
+            episode = Episode(started_at=_opened_at(parsed, match, local_tz))
             parsed.episodes.append(episode)
             parsed.server_version = parsed.server_version or f"RocksDB {match.group(8)}"
             continue
@@ -43,14 +69,14 @@ def parse_rocksdb_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo
             except json.JSONDecodeError:
                 parsed.warn(f"an EVENT_LOG_v1 line is not valid JSON: {text[:120]}")
                 continue
-            name = event.get("event")
+            name = event.get("event") if isinstance(event, dict) else None
             if name == "recovery_started":
                 episode.engine = "rocksdb"
-                episode.crash_recovery = bool(event.get("wal_files"))
-                episode.wal_files = [int(w) for w in event.get("wal_files", [])]
-                episode.open_phase("crash_recovery", _event_time(event))
-                episode.open_phase("wal_replay", _event_time(event))
+                episode.wal_files = _wal_numbers(parsed, event)
+                episode.crash_recovery = bool(episode.wal_files)
+                episode.open_phase("crash_recovery", _event_time(parsed, event))
+                episode.open_phase("wal_replay", _event_time(parsed, event))
             elif name == "recovery_finished":
-                episode.close_phase("wal_replay", _event_time(event))
-                episode.close_phase("crash_recovery", _event_time(event))
+                episode.close_phase("wal_replay", _event_time(parsed, event))
+                episode.close_phase("crash_recovery", _event_time(parsed, event))
     return parsed
