@@ -13,9 +13,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from experiments.definition import validate_definition
 from experiments.models import Experiment, Run, RunAttempt, RunFile, RunStatus
 from experiments.pages.context import experiment_context
-from experiments.services.archive import export_experiment, import_experiment
+from experiments.services.archive import ArchiveRejected, export_experiment, import_experiment
 
 from .conftest import MANAGE, database_url, manage_env
 from .factories import ExperimentFactory, UserFactory
@@ -53,8 +54,15 @@ def finished():
     """Two log sizes x InnoDB/MyRocks x 3 repetitions with phases, a real error log, an attempt,
     a suspect run and an excluded one."""
     author = UserFactory(username="dana")
+    definition = {"name": "Move me", "hosts": ["local"], "engines": ["innodb", "rocksdb"],
+                  "parameters": {"redo_log_size": ["64M", "512M"]}, "repetitions": 3}
     experiment = ExperimentFactory(
-        name="Move me", created_by=author, tags=["baseline"], notes="Does the log size matter?", status="done"
+        name="Move me",
+        definition=validate_definition(definition, ["local"]).as_dict(),
+        created_by=author,
+        tags=["baseline"],
+        notes="Does the log size matter?",
+        status="done",
     )
     index = 0
     for engine in ("innodb", "rocksdb"):
@@ -104,8 +112,15 @@ def test_an_export_imported_again_charts_the_same_and_keeps_every_value(finished
     finished.delete()  # this database no longer has it: as a fresh one
 
     imported = import_experiment(io.BytesIO(archive), user=UserFactory(username="erin"))
-    assert charted(imported.id) == before
-    assert list(imported.runs.order_by("matrix_index").values(*columns)) == values_before
+    # the same points; each is now drawn and named as a run measured elsewhere
+    after = charted(imported.id)
+    assert '"square"' in after and '"square"' not in before and "imported, " in after
+    assert as_measured_here(after) == before
+    # every value as it was, except that each run is now one measured elsewhere
+    assert list(imported.runs.order_by("matrix_index").values(*columns)) == [
+        {**values, "imported": True} for values in values_before
+    ]
+    assert imported.imported
     assert (imported.name, imported.notes, imported.tags) == (
         "Move me",
         "Does the log size matter?",
@@ -116,6 +131,11 @@ def test_an_export_imported_again_charts_the_same_and_keeps_every_value(finished
     files = RunFile.objects.filter(run__experiment=imported)
     assert files.count() == 12 and all(bytes(f.content) == REAL_LOG.read_bytes() for f in files)
     assert RunAttempt.objects.filter(run__experiment=imported, worker="w1").count() == 12
+
+
+def as_measured_here(charted_text: str) -> str:
+    """charted() less the marks of imported runs (their symbol, their hover line)."""
+    return re.sub(r"<br>imported, [^\"]*", "", charted_text).replace('"square"', '"circle"')
 
 
 def charted_there(database: str, experiment_id: int) -> str:
@@ -142,7 +162,8 @@ def test_an_export_imported_into_a_fresh_database_charts_the_same(finished, fres
         [*MANAGE, "importexperiment", str(archive)], env=there, check=True, capture_output=True, text=True
     )
     new_id = int(re.search(r"imported as experiment (\d+): Move me", done.stdout).group(1))
-    assert json.loads(charted_there(fresh_database, new_id)) == json.loads(charted(finished.id))
+    moved = charted_there(fresh_database, new_id)
+    assert json.loads(as_measured_here(moved)) == json.loads(charted(finished.id))
     again = subprocess.run(
         [*MANAGE, "importexperiment", str(archive)], env=there, capture_output=True, text=True
     )
@@ -156,7 +177,8 @@ def test_a_backup_restored_into_a_fresh_database_charts_the_same(finished, fresh
         ["pg_dump", "-Fc", "-f", str(dump), database_url(connection.settings_dict["NAME"])], check=True
     )
     subprocess.run(["pg_restore", "--no-owner", "-d", database_url(fresh_database), str(dump)], check=True)
-    assert json.loads(charted_there(fresh_database, finished.id)) == json.loads(charted(finished.id))
+    moved = charted_there(fresh_database, finished.id)
+    assert json.loads(as_measured_here(moved)) == json.loads(charted(finished.id))
     # and the restored installation is at this code's schema: nothing left to migrate
     subprocess.run([*MANAGE, "migrate", "-v", "0", "--check"], env=manage_env(fresh_database), check=True)
 
@@ -234,13 +256,13 @@ def _archive(manifest: dict | None, extra: dict[str, bytes] | None = None) -> io
         (lambda m: m["runs"][0].update(warp_factor=9), "run 1 of the archive: unknown columns warp_factor"),
         (
             lambda m: m["runs"][5]["files"][0].update(member="files/99/missing"),
-            "the archive has no file files/99/missing",
+            "the archive holds 'files/5/error.log', which the manifest does not list",
         ),
         (lambda m: m["runs"].append("not a run"), "experiment.json: runs is not a list of objects"),
         (lambda m: m["runs"][2].update(attempts={"1": {}}), "run 3 of the archive: attempts is not a list"),
         (
             lambda m: m["runs"][0]["files"][0].pop("member"),
-            "run 1 of the archive, file 'error.log': no member",
+            "the archive holds 'files/0/error.log', which the manifest does not list",
         ),
         (lambda m: m["runs"][0]["files"][0].pop("size_bytes"), "file 'error.log': no size_bytes"),
         (lambda m: m["runs"][1].update(finished_at=[2026]), "run 2 of the archive: finished_at: list is not"),
@@ -266,7 +288,8 @@ def test_a_file_that_is_not_an_export_is_refused(api):
     answer = api.post(
         "/api/experiments/import/", {"file": _archive(None, {"notes.txt": b"hi"})}, format="multipart"
     )
-    assert answer.status_code == 400 and "the archive has no file experiment.json" in answer.json()["detail"]
+    assert answer.status_code == 400
+    assert "the archive does not begin with experiment.json" in answer.json()["detail"]
 
 
 def test_an_archive_cut_in_the_middle_is_refused_with_the_reason(api, finished):
@@ -282,7 +305,72 @@ def test_an_archive_cut_in_the_middle_is_refused_with_the_reason(api, finished):
 
 def test_an_archive_that_unpacks_beyond_the_bound_is_refused_before_it_is_read(api, settings):
     settings.ARCHIVE_MAX_UNPACKED_BYTES = 1 << 20
-    bomb = _archive({"format": "recovery-lab-experiment"}, {"zeros": bytes(32 << 20)})
+    manifest = {"format": "recovery-lab-experiment", "version": 1, "experiment": {},
+                "runs": [{"files": [{"name": "error.log", "size_bytes": 32 << 20, "member": "zeros"}]}]}
+    bomb = _archive(manifest, {"zeros": bytes(32 << 20)})
     answer = api.post("/api/experiments/import/", {"file": bomb}, format="multipart")
     assert answer.status_code == 400
     assert answer.json()["detail"] == "the archive's files add up to more than 1,048,576 bytes: refused"
+
+
+def _manifest_of(experiment) -> tuple[dict, dict[str, bytes]]:
+    manifest = json.loads(
+        tarfile.open(fileobj=io.BytesIO(exported(experiment))).extractfile("experiment.json").read()
+    )
+    return manifest, {f["member"]: REAL_LOG.read_bytes() for run in manifest["runs"] for f in run["files"]}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m["runs"][0].update(status="queued"), "status 'queued': an archive holds finished runs"),
+        (lambda m: m["runs"][0].update(host_label="=cmd|' /C calc'!A0"), "host \"=cmd|' /C calc'!A0\""),
+        (lambda m: m["runs"][0].update(engine="oracle"), "engine: Value 'oracle' is not a valid choice"),
+        (
+            lambda m: m["runs"][0]["parameters"].update(binlog_files="abc"),
+            "parameters.binlog_files: 'abc' is not a whole number",
+        ),
+        (lambda m: m["runs"][0]["parameters"].update(warp=9), "parameters.warp: not a parameter"),
+        (
+            lambda m: m["runs"][0].update(server_options={"innodb_flush_log_at_trx_commit": 7}),
+            "server_options.innodb_flush_log_at_trx_commit",
+        ),
+        (
+            lambda m: m["runs"][0].update(server_options={"init_file": "/etc/shadow"}),
+            "server_options.init_file",
+        ),
+        (lambda m: m["experiment"].update(name="Bob's test\n"), "the experiment: name"),
+        (lambda m: m["experiment"]["definition"].update(engines=["oracle"]), "definition.engines"),
+    ],
+)
+def test_an_archive_is_checked_by_the_rules_a_run_made_here_passes(api, finished, change, message):
+    manifest, members = _manifest_of(finished)
+    finished.delete()
+    change(manifest)
+    answer = api.post("/api/experiments/import/", {"file": _archive(manifest, members)}, format="multipart")
+    assert answer.status_code == 400 and message in answer.json()["detail"], answer.json()
+    assert not Experiment.objects.exists() and not Run.objects.exists()
+
+
+class _Counted(io.BytesIO):
+    """Counts what the reader took of it."""
+
+    taken = 0
+
+    def read(self, size=-1):
+        data = super().read(size)
+        self.taken += len(data)
+        return data
+
+
+def test_an_archive_of_a_hundred_thousand_empty_members_stops_at_the_first_the_manifest_does_not_list(
+    api, finished
+):
+    manifest, members = _manifest_of(finished)
+    finished.delete()
+    members.update({f"empty/{n}": b"" for n in range(100_000)})
+    archive = _Counted(_archive(manifest, members).getvalue())
+    with pytest.raises(ArchiveRejected, match="holds 'empty/0', which the manifest does not list"):
+        import_experiment(archive)
+    # the listed files and a little more were read: not the hundred thousand headers after them
+    assert archive.taken < len(archive.getvalue()) / 4

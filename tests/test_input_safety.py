@@ -70,3 +70,24 @@ def test_the_experiment_list_counts_suspect_and_excluded_runs_apart_from_done(ap
     RunFactory(experiment=experiment, status="done", excluded=True, excluded_reason="noisy host")
     (listed,) = api.get("/api/experiments/").json()["results"]
     assert (listed["runs_done"], listed["runs_suspect"], listed["runs_excluded"]) == (3, 1, 1)
+
+
+@pytest.mark.parametrize("stored", ["abc", [1, 2], {"n": 1}, True])
+def test_no_stored_parameter_makes_explore_or_the_experiment_page_fail(stored, api, client, user):
+    experiment = ExperimentFactory(created_by=user, status="done")
+    for repetition, binlogs in enumerate((stored, 2, 4), start=1):
+        RunFactory(
+            experiment=experiment,
+            status="done",
+            repetition=repetition,
+            recovery_seconds=1.0 + repetition,
+            redo_bytes=10**6 * repetition,
+            parameters={"buffer_pool_size": "128M", "redo_log_size": "64M", "insert_rate": 0,
+                        "binlog_files": binlogs},
+        )
+    explored = api.get("/api/explore/?x=binlog_files&y=recovery_seconds&group=engine")
+    assert explored.status_code == 200
+    # the two runs with a number are points; the third is on no point of a numeric axis
+    assert sorted(x for series in explored.json()["series"] for x in series["x"]) == [2, 4]
+    client.force_login(user)
+    assert client.get(experiment.get_absolute_url()).status_code == 200

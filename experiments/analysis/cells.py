@@ -4,6 +4,7 @@ statistics say of each. Plain rows in, dataclasses out; no Django.
 A row is a dict of one Run's columns (`ROW_FIELDS`, as `QuerySet.values()` gives them).
 """
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -85,12 +86,20 @@ def hover_text(row: dict) -> str:
     return text
 
 
+def _scalar(value):
+    """A stored value as a key: scalars as they are, anything else (which no definition makes,
+    but a stored row may hold) as its JSON text, so no value can fail a page."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def cell_key(row: dict) -> tuple:
     return (
         row["host_label"],
         row["engine"],
-        tuple(sorted(row["parameters"].items())),
-        tuple(sorted(row["server_options"].items())),
+        tuple(sorted((k, _scalar(v)) for k, v in row["parameters"].items())),
+        tuple(sorted((k, _scalar(v)) for k, v in row["server_options"].items())),
     )
 
 

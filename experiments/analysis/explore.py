@@ -35,7 +35,15 @@ NUMERIC_PARAMETERS = {
     "buffer_pool_size": F("buffer_pool_bytes"),
     "redo_log_size": F("redo_log_bytes"),
     "insert_rate": F("insert_rate"),
-    "binlog_files": Cast(KT("parameters__binlog_files"), BigIntegerField()),
+    # cast only where the stored value is a whole number: no stored value can make a query fail
+    "binlog_files": Case(
+        When(
+            parameters__binlog_files__regex=r"^[0-9]{1,18}$",
+            then=Cast(KT("parameters__binlog_files"), BigIntegerField()),
+        ),
+        default=None,
+        output_field=BigIntegerField(),
+    ),
 }
 CATEGORIES = {
     "engine": F("engine"),

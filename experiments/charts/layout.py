@@ -60,7 +60,9 @@ def axis_value(row: dict, axis: str):
     if axis in NUMERIC_AXES:
         return row[NUMERIC_AXES[axis]]
     if axis in NUMERIC_PARAMETERS:
-        return row["parameters"].get(axis, 0)
+        value = row["parameters"].get(axis, 0)
+        # a stored value of another shape is no point on a numeric axis (never a failed page)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
     if axis == "engine":
         return ENGINE_NAMES.get(row["engine"], row["engine"])
     if axis == "host":

@@ -73,33 +73,62 @@ class _Bounded(io.RawIOBase):
 
 class BoundedTar:
     """A .tar.gz opened within `limits`; `members` lists its regular files by name. Use as a
-    context manager; every failure to read is an UnpackRefused."""
+    context manager; every failure to read is an UnpackRefused.
 
-    def __init__(self, fileobj: BinaryIO, limits: Limits):
+    With `first`, only that member (a manifest, which must come first) is listed when opened;
+    `expect(names)` then lists the rest, refusing at once a file the manifest does not name, so
+    an archive of millions of empty members stops at its second."""
+
+    def __init__(self, fileobj: BinaryIO, limits: Limits, first: str | None = None):
         self._limits = limits
+        self._count = self._total = 0
+        self.members: dict[str, tarfile.TarInfo] = {}
         try:
             unpacked = _Bounded(gzip.GzipFile(fileobj=fileobj, mode="rb"), limits.unpacked_bytes)
             self._tar = tarfile.open(fileobj=unpacked, mode="r:")
-            self.members = self._list()
+            if first is None:
+                self._list(None)
+            else:
+                member = self._next()
+                if member is None or member.name != first or not member.isfile():
+                    raise UnpackRefused(f"the archive does not begin with {first} (as an export does)")
+                self.members[first] = member
         except UnpackRefused:
             raise
         except READ_ERRORS as exc:
             raise UnpackRefused(f"not a .tar.gz archive, or a damaged one ({_reason(exc)})") from exc
 
-    def _list(self) -> dict[str, tarfile.TarInfo]:
-        members: dict[str, tarfile.TarInfo] = {}
-        total = 0
-        for count, member in enumerate(self._tar, start=1):
-            if count > self._limits.members:
-                raise UnpackRefused(f"the archive holds more than {self._limits.members:,} files: refused")
-            total += member.size
-            if total > self._limits.unpacked_bytes:
-                raise UnpackRefused(
-                    f"the archive's files add up to more than {self._limits.unpacked_bytes:,} bytes: refused"
-                )
-            if member.isfile():
-                members[member.name] = member
-        return members
+    def _next(self) -> tarfile.TarInfo | None:
+        member = self._tar.next()
+        if member is None:
+            return None
+        self._count += 1
+        if self._count > self._limits.members:
+            raise UnpackRefused(f"the archive holds more than {self._limits.members:,} files: refused")
+        self._total += member.size
+        if self._total > self._limits.unpacked_bytes:
+            raise UnpackRefused(
+                f"the archive's files add up to more than {self._limits.unpacked_bytes:,} bytes: refused"
+            )
+        return member
+
+    def _list(self, allowed: set[str] | None) -> None:
+        while (member := self._next()) is not None:
+            if not member.isfile():
+                continue
+            if allowed is not None and member.name not in allowed:
+                name = member.name[:200]
+                raise UnpackRefused(f"the archive holds {name!r}, which the manifest does not list")
+            self.members[member.name] = member
+
+    def expect(self, names: set[str]) -> None:
+        """List the members after the first, each of which must be one of `names`."""
+        try:
+            self._list(names)
+        except UnpackRefused:
+            raise
+        except READ_ERRORS as exc:
+            raise UnpackRefused(f"not a .tar.gz archive, or a damaged one ({_reason(exc)})") from exc
 
     def read(self, name: str, limit: int) -> bytes:
         """A member's content; UnpackRefused if it is missing, over `limit` bytes or cut short."""

@@ -21,9 +21,21 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
+from experiments.definition import (
+    EXPERIMENT_NAME,
+    HOST_NAME,
+    PARAMETERS,
+    SERVER_OPTIONS,
+    DefinitionError,
+    clean_notes,
+    clean_tags,
+    validate_definition,
+)
 from experiments.ingest.unpacking import BoundedTar, Limits, UnpackRefused
 from experiments.models import Experiment, Run, RunAttempt, RunFile, RunStatus
 from experiments.services.audit import audited_by
+from experiments.services.imports import HOST_LABEL, IMPORTS_DEFINITION, SERVER_VERSION
+from experiments.vocabulary import ENGINE_LABELS
 
 FORMAT = "recovery-lab-experiment"
 VERSION = 1
@@ -200,11 +212,66 @@ def _build(model, values: dict, skip: set[str], where: str, **links):
     return obj
 
 
+def _recheck_experiment(experiment: Experiment) -> None:
+    """What a definition made here would pass: an archive is another installation's word, or
+    anybody's who edited it."""
+    experiment.imported = True
+    problems = []
+    if not EXPERIMENT_NAME.match(experiment.name or ""):
+        problems.append("name: letters, digits, spaces and _ . , : ( ) / + % = @ # -, at most 200")
+    try:
+        experiment.tags, experiment.notes = clean_tags(experiment.tags), clean_notes(experiment.notes)
+    except ValueError as exc:
+        problems.append(str(exc))
+    definition = experiment.definition
+    if definition != IMPORTS_DEFINITION:
+        hosts = definition.get("hosts") if isinstance(definition, dict) else None
+        named = [h for h in hosts if isinstance(h, str)] if isinstance(hosts, list) else []
+        try:
+            # the hosts are the other installation's: their names are checked, not that they are here
+            validate_definition(definition, [name for name in named if HOST_NAME.match(name)])
+        except DefinitionError as exc:
+            problems += [f"definition.{field}: {' '.join(words)}" for field, words in exc.errors.items()]
+    if problems:
+        raise ArchiveRejected(f"the experiment: {'; '.join(problems)}")
+
+
+def _recheck_run(run: Run, where: str) -> None:
+    """A run's names and parameters by the rules a run made or imported here passes; a run from
+    an archive is imported (measured elsewhere) and finished (nothing may dispatch it)."""
+    run.imported = True
+    problems = []
+    if run.status not in RunStatus.finished():
+        problems.append(f"status {run.status!r}: an archive holds finished runs only")
+    if run.engine not in ENGINE_LABELS:
+        problems.append(f"engine {run.engine!r}: one of {', '.join(ENGINE_LABELS)}")
+    if not HOST_LABEL.match(run.host_label or ""):
+        problems.append(f"host {run.host_label[:40]!r}: letters, digits, '.', '_', '-', '@', ':' only")
+    if run.server_version and not SERVER_VERSION.match(run.server_version):
+        problems.append(f"server_version {run.server_version[:40]!r}: letters, digits and . _ + ~ : -")
+    for group, rules in (("parameters", {k: check for k, (check, _) in PARAMETERS.items()}),
+                         ("server_options", SERVER_OPTIONS)):
+        values = getattr(run, group)
+        if not isinstance(values, dict):
+            problems.append(f"{group}: an object of name: value")
+            continue
+        for name, value in values.items():
+            if name not in rules:
+                problems.append(f"{group}.{name}: not a {group[:-1].replace('_', ' ')} of this installation")
+            elif value is not None:
+                try:
+                    rules[name](value)
+                except ValueError as exc:
+                    problems.append(f"{group}.{name}: {exc}")
+    if problems:
+        raise ArchiveRejected(f"{where}: {'; '.join(problems)}")
+
+
 def import_experiment(upload: BinaryIO, user=None) -> Experiment:
     """Read an export and store it as a new experiment of this installation, with its runs,
     attempts and raw files; ArchiveRejected (nothing stored) when it cannot be, with the reason."""
     try:
-        with BoundedTar(upload, _limits()) as tar:
+        with BoundedTar(upload, _limits(), first=MANIFEST) as tar:
             return _import(tar, user)
     except UnpackRefused as exc:
         reason = str(exc)
@@ -217,6 +284,16 @@ def _import(tar: BoundedTar, user) -> Experiment:
     manifest = _manifest(tar)
     exported = dict(manifest["experiment"])
     runs = _list_of_objects(manifest["runs"], MANIFEST, "runs", MAX_RUNS)
+    # the manifest comes first and says which files follow: nothing else is read
+    tar.expect(
+        {
+            str(entry.get("member"))
+            for index, run in enumerate(runs)
+            for entry in _list_of_objects(
+                run.get("files", []), f"run {index + 1} of the archive", "files", MAX_FILES_PER_RUN
+            )
+        }
+    )
     duplicate = Experiment.objects.filter(uid=exported.get("uid")).first()
     if duplicate is not None:
         raise ArchiveRejected(
@@ -237,6 +314,7 @@ def _import(tar: BoundedTar, user) -> Experiment:
             "the experiment",
         )
         experiment.created_by, experiment.origin = user, origin
+        _recheck_experiment(experiment)
         created_at = experiment.created_at
         experiment.save()
         Experiment.objects.filter(pk=experiment.pk).update(created_at=created_at)  # not the import's time
@@ -251,6 +329,7 @@ def _import_run(tar: BoundedTar, experiment: Experiment, values: dict, index: in
     files = _list_of_objects(values.pop("files", []), where, "files", MAX_FILES_PER_RUN)
     excluded_by = values.pop("excluded_by", None)
     run = _build(Run, values, RUN_LOCAL, where, experiment=experiment)
+    _recheck_run(run, where)
     if excluded_by:
         run.excluded_by = get_user_model().objects.filter(username=str(excluded_by)).first()
         if run.excluded_by is None:  # the user is not here: keep who it was in the reason

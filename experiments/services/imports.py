@@ -35,8 +35,10 @@ IMPORT_FILES = {
     "sysbench_report": "sysbench_report.txt",
 }
 MAX_RUNS_PER_IMPORT = 50
-_SERVER_VERSION = re.compile(r"^[A-Za-z0-9][\w.+~:-]{0,119}$")
-_HOST_LABEL = re.compile(r"^[A-Za-z0-9][\w.@:-]{0,99}$")
+# The definition of an experiment that holds imported runs (nothing to run).
+IMPORTS_DEFINITION = {"imported": True}
+SERVER_VERSION = re.compile(r"^[A-Za-z0-9][\w.+~:-]{0,119}$")
+HOST_LABEL = re.compile(r"^[A-Za-z0-9][\w.@:-]{0,99}$")
 MAX_INSERT_RATE = 10_000_000
 MAX_REDO_BYTES = 10**12 - 1  # what a 12-digit form value holds
 
@@ -87,10 +89,10 @@ def validate_import(data: dict) -> ImportParameters:
     except ValueError:
         fail("insert_rate", f"a whole number of rows per second, 0..{MAX_INSERT_RATE} (0: unthrottled)")
     host_label = str(data.get("host_label") or "").strip()
-    if not _HOST_LABEL.match(host_label):
+    if not HOST_LABEL.match(host_label):
         fail("host_label", "letters, digits, '.', '_', '-', '@', ':'; at most 100; e.g. db7.prod")
     server_version = str(data.get("server_version") or "").strip()
-    if server_version and not _SERVER_VERSION.match(server_version):
+    if server_version and not SERVER_VERSION.match(server_version):
         fail("server_version", "a version such as 8.0.36 or 5.7.44-48 (letters, digits, . + ~ : -)")
     zone = str(data.get("timezone") or "UTC").strip()
     if zone not in available_timezones() and zone != "UTC":
@@ -258,7 +260,7 @@ def _target_experiment(experiment_id: int | None, name: str) -> Experiment:
         raise ImportRejected({"experiment_name": ["letters, digits, spaces and _.,:()/+%=@#-, at most 200"]})
     return Experiment(
         name=name,
-        definition={"imported": True},
+        definition=IMPORTS_DEFINITION,
         status=ExperimentStatus.DONE,
         imported=True,
         finished_at=timezone.now(),
