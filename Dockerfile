@@ -4,7 +4,7 @@
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client chromium fuse3 \
+      mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench postgresql-client chromium fuse3 nginx-light \
  && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir uv
 WORKDIR /app
@@ -25,4 +25,5 @@ RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin recov
  && mkdir -p /var/tmp/recovery-lab && chown recovery: /var/tmp/recovery-lab
 USER recovery
 EXPOSE 8000
+# Run alone, the image serves gunicorn directly; compose puts nginx in front (the proxy service).
 CMD ["gunicorn", "-c", "webapp/gunicorn.conf.py", "-b", "0.0.0.0:8000", "-w", "3"]

@@ -12,14 +12,17 @@ start: setup
 	@mkdir -p $(RUN_DIR)
 	@$(MAKE) -s stop
 	@$(PY) manage.py collectstatic --noinput -v 0
-	@nohup .venv/bin/gunicorn -c webapp/gunicorn.conf.py -b $(WEB_ADDR) -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
+	@# nginx takes the clients and reads each request whole; gunicorn's workers only see it then
+	@$(PY) -m webapp.proxy --listen $(WEB_ADDR) --upstream unix:$(CURDIR)/$(RUN_DIR)/web.sock --run-dir $(RUN_DIR) > $(RUN_DIR)/nginx.conf
+	@BEHIND_PROXY=true nohup .venv/bin/gunicorn -c webapp/gunicorn.conf.py -b unix:$(RUN_DIR)/web.sock -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
+	@nohup nginx -e stderr -c $(CURDIR)/$(RUN_DIR)/nginx.conf > $(RUN_DIR)/nginx.log 2>&1 & echo $$! > $(RUN_DIR)/proxy.pid
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 > $(RUN_DIR)/worker.log 2>&1 & echo $$! > $(RUN_DIR)/worker.pid
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 -n alerts@%h -Q "$$($(PY) manage.py shell --no-imports -v 0 -c 'from django.conf import settings; print(settings.CELERY_ALERTS_QUEUE)')" > $(RUN_DIR)/alerts.log 2>&1 & echo $$! > $(RUN_DIR)/alerts.pid
 	@nohup .venv/bin/celery -A webapp beat -l info -s $(RUN_DIR)/beat-schedule > $(RUN_DIR)/beat.log 2>&1 & echo $$! > $(RUN_DIR)/beat.pid
 	@echo "web on http://$(WEB_ADDR)/ (logs in $(RUN_DIR)/); stop with 'make stop'"
 
 stop:
-	@for name in web worker alerts beat; do \
+	@for name in proxy web worker alerts beat; do \
 	  if [ -f $(RUN_DIR)/$$name.pid ]; then kill $$(cat $(RUN_DIR)/$$name.pid) 2>/dev/null || true; rm -f $(RUN_DIR)/$$name.pid; fi; \
 	done
 

@@ -15,6 +15,7 @@ command -v pdftoppm >/dev/null || need_apt+=(poppler-utils)  # the tests read th
 command -v fusermount3 >/dev/null || need_apt+=(fuse3)  # the power_loss crash: its FUSE layer
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # the tests start their own sshd on loopback
 [ -x /usr/sbin/ip ] || need_apt+=(iproute2)  # the several-hosts test's network namespaces
+[ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)  # make start's buffering proxy, and its test
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

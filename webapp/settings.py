@@ -99,10 +99,13 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=1
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Behind a proxy (make start's nginx, which sets X-Forwarded-For to the client's address, or a
+# TLS proxy), the client's address is the proxy's word, never the client's own header.
+BEHIND_PROXY = env.bool("BEHIND_PROXY", default=BEHIND_TLS_PROXY)
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
-if BEHIND_TLS_PROXY:
+if BEHIND_PROXY:
     AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
-AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_TLS_PROXY else None
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_PROXY else None
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",

@@ -1,0 +1,117 @@
+"""The web server as `make start` runs it: nginx in front of gunicorn's synchronous workers. Slow
+clients cost nginx a connection and never a worker; large bodies are taken only where uploads go.
+Real nginx, real gunicorn, real sockets."""
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import requests
+from django.db import connection
+
+from .conftest import ROOT, manage_env, wait_for
+from .test_faults import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=5).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+@pytest.fixture
+def run_dir():
+    """A folder nginx's workers can reach (they run as nobody where the test runs as root, and
+    pytest's own temporary folders are its user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="recovery-lab-proxy-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def served(run_dir):
+    """gunicorn (two sync workers, as make start) on a unix socket, nginx on a free port."""
+    socket_path = run_dir / "web.sock"
+    env = {
+        **manage_env(connection.settings_dict["NAME"]),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "BEHIND_PROXY": "true",
+    }
+    gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "-c", "webapp/gunicorn.conf.py"]
+    web = subprocess.Popen(
+        [*gunicorn, "-b", f"unix:{socket_path}", "-w", "2"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    port = free_port()
+    proxy = [sys.executable, "-m", "webapp.proxy", "--listen", f"127.0.0.1:{port}"]
+    proxy += ["--upstream", f"unix:{socket_path}", "--run-dir", str(run_dir)]
+    with (run_dir / "nginx.conf").open("w") as conf:
+        subprocess.run(proxy, cwd=ROOT, env=env, check=True, stdout=conf)
+    proxy = subprocess.Popen(
+        ["/usr/sbin/nginx", "-e", "stderr", "-c", str(run_dir / "nginx.conf")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _answers(f"{base}/login/"), 60, "gunicorn behind nginx to answer")
+        yield base
+    finally:
+        _stop(proxy)
+        _stop(web)
+
+
+SLOW_REQUESTS = (
+    # headers begun and never finished: a sync worker waits in its header parser
+    b"POST /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n",
+    # headers whole (a CSRF cookie of the right shape, so Django reads the form), a body never sent
+    b"POST /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+    b"Cookie: csrftoken=" + b"a" * 32 + b"\r\nContent-Length: 100000\r\n\r\nusername=a",
+)
+
+
+def _slow_client(port: int, request: bytes) -> socket.socket:
+    client = socket.create_connection(("127.0.0.1", port))
+    client.sendall(request)
+    return client
+
+
+def test_four_slow_clients_leave_the_login_page_answering(served):
+    port = int(served.rsplit(":", 1)[1])
+    with contextlib.ExitStack() as stack:
+        for n in range(4):  # twice the workers there are; without nginx, GET /login/ waits forever
+            stack.enter_context(_slow_client(port, SLOW_REQUESTS[n % 2]))
+        for _ in range(3):
+            page = requests.get(f"{served}/login/", timeout=10)  # waits at most that, then fails
+            assert page.status_code == 200 and 'name="username"' in page.text
+
+
+def test_a_large_body_is_taken_where_uploads_go_and_refused_elsewhere(served):
+    body = b"x" * (3 * 2**20)
+    elsewhere = requests.post(f"{served}/login/", data=body, timeout=30)
+    assert elsewhere.status_code == 413
+    # the import API takes it (and answers as Django does: no token, no import)
+    upload = requests.post(f"{served}/api/imports/", data=body, timeout=30)
+    assert upload.status_code in (401, 403) and "credentials" in upload.text
