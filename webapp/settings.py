@@ -10,7 +10,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
-import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -127,6 +126,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "experiments",
 ]
 
@@ -141,8 +141,28 @@ MIDDLEWARE = [
     "auditlog.middleware.AuditlogMiddleware",  # the page's user on every audit entry
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login
 ]
+
+# Content-Security-Policy (django-csp) on every page, and on the PDF's page: scripts only from
+# this site's own files (no inline script, no eval), nothing framed, forms posted here only.
+# Styles may be inline: Plotly sets the position of every mark with a style attribute.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"
@@ -179,11 +199,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-# plotly.js is served from the installed plotly package: users run this on closed networks.
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("plotly", Path(plotly.__file__).parent / "package_data"),
-]
+# plotly.js is served from static/ (users run this on closed networks): its "strict" build, the
+# one that needs no eval (WebGL charts included) under the site's content policy, of the same
+# version as the plotly package's own (tests/test_browser_csp.py compares them).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},

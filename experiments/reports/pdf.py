@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from csp.utils import build_policy
 from django.conf import settings
 from django.contrib.staticfiles import finders
 from django.utils.html import escape
@@ -58,13 +59,24 @@ def _answer(html: str):
         if f"{url.scheme}://{url.netloc}" != ORIGIN:
             route.abort("blockedbyclient")
         elif url.path == PAGE_PATH:
-            route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
+            # the site's own policy: a report that needs more than its pages do is refused
+            route.fulfill(
+                status=200,
+                content_type="text/html; charset=utf-8",
+                headers={"Content-Security-Policy": build_policy()},
+                body=html,
+            )
         elif (found := _static_file(url.path)) is not None:
             route.fulfill(status=200, path=found)
         else:
             route.fulfill(status=404, body="not part of a report")
 
     return handle
+
+
+def _note_refusal(text: str, refused: list[str]) -> None:
+    if "Content Security Policy" in text:
+        refused.append(text)
 
 
 def html_to_pdf(html: str, title: str) -> bytes:
@@ -99,12 +111,16 @@ def html_to_pdf(html: str, title: str) -> bytes:
             try:
                 page = browser.new_page()
                 page.set_default_timeout(left_ms())  # page.pdf() takes no timeout of its own
+                refused: list[str] = []
+                page.on("console", lambda message: _note_refusal(message.text, refused))
                 page.route("**/*", _answer(html))
                 page.goto(ORIGIN + PAGE_PATH, timeout=left_ms())
                 page.wait_for_function("document.body.dataset.chartsReady", timeout=left_ms())
                 ready = page.evaluate("document.body.dataset.chartsReady")
                 if ready != "yes":
                     raise PDFError(f"the report's charts were not drawn ({ready})")
+                if refused:
+                    raise PDFError(f"the report broke the content security policy: {refused[0][:300]}")
                 return page.pdf(
                     format="A4",
                     print_background=True,

@@ -33,5 +33,10 @@ window.RecoveryLab = (function () {
     window.setTimeout(tick, intervalMs);
   }
 
+  // A holder that names its figure's JSON (data-figure="compare-figure") is drawn at once.
+  document.querySelectorAll("[data-figure]").forEach(function (holder) {
+    drawEmbedded(holder.dataset.figure, holder.id);
+  });
+
   return {draw: draw, drawEmbedded: drawEmbedded, poll: poll};
 })();

@@ -1,0 +1,156 @@
+"""Every page under the site's Content-Security-Policy (scripts from the site's files only: no
+inline script, no eval) in Debian's Chromium: no violation, and the charts still drawn, the
+WebGL one of thousands of points included. The PDF print runs under the same policy."""
+
+import pytest
+from django.utils import timezone
+
+from experiments.charts.layout import WEBGL_FROM_POINTS
+from experiments.models import ChangePoint, Run, Series
+
+from .conftest import ROOT
+from .factories import ExperimentFactory, RunFactory, UserFactory
+from .test_browser import screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Every violation Chromium sees: the policy's own event, and the console line it writes.
+WATCH = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", e => window.__violations.push(
+  `${e.violatedDirective} ${e.blockedURI || "inline"} ${e.sourceFile}:${e.lineNumber}`));
+"""
+
+
+def _history(user):
+    """Two finished experiments of 12 runs each, one of them with thousands of points more."""
+    experiments = []
+    for n in range(2):
+        experiment = ExperimentFactory(
+            name=f"csp {n}", created_by=user, status="done", finished_at=timezone.now()
+        )
+        for index in range(12):
+            RunFactory(
+                experiment=experiment,
+                status="done",
+                matrix_index=index,
+                repetition=index % 3 + 1,
+                engine=("innodb", "rocksdb")[index % 2],
+                recovery_seconds=0.5 + index * 0.1 + n,
+                downtime_seconds=1.5 + index * 0.1 + n,
+                redo_bytes=(index + 1) * 10**7,
+                redo_log_bytes=64 * 2**20,
+                buffer_pool_bytes=128 * 2**20,
+                finished_at=timezone.now(),
+            )
+        experiments.append(experiment)
+    many = ExperimentFactory(name="csp many", created_by=user, status="done", finished_at=timezone.now())
+    template = Run.objects.filter(experiment=experiments[0]).first()
+    Run.objects.bulk_create(
+        Run(
+            experiment=many,
+            matrix_index=index,
+            host=template.host,
+            host_label="local",
+            engine="innodb",
+            status="done",
+            parameters=template.parameters,
+            recovery_seconds=0.2 + index / 1000,
+            redo_bytes=index * 10**5,
+            finished_at=timezone.now(),
+        )
+        for index in range(WEBGL_FROM_POINTS + 100)
+    )
+    return experiments
+
+
+def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_server):
+    admin = UserFactory(
+        username="root-csp", password="correct horse battery", is_staff=True, is_superuser=True
+    )
+    first, second = _history(admin)
+    series = Series.objects.create(
+        name="csp nightly",
+        definition={},
+        schedule="@nightly",
+        next_firing_at=timezone.now(),
+        created_by=admin,
+    )
+    first.series, first.fired_for = series, timezone.now()
+    first.save()
+    ChangePoint.objects.create(
+        series=series,
+        metric="recovery_seconds",
+        experiment=first,
+        firing_index=1,
+        before_median=1,
+        after_median=2,
+        ratio=2,
+        worse=True,
+    )
+    run = first.runs.first()
+    page.context.add_init_script(WATCH)
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "root-csp")
+    page.fill("input[name=password]", "correct horse battery")
+    page.click("button[type=submit]")
+    page.wait_for_selector("text=Log out")
+    pages = {
+        "/experiments/": 0,
+        "/experiments/new/": 0,
+        f"/experiments/{first.id}/": 1,
+        f"/experiments/{first.id}/report/": 1,
+        f"/runs/{run.id}/": 0,
+        "/explore/?x=redo_bytes&y=recovery_seconds&group=experiment": 1,  # thousands of points: WebGL
+        f"/compare/?experiments={first.id},{second.id}": 1,
+        f"/compare/report/?experiments={first.id},{second.id}": 1,
+        "/planner/": 0,
+        "/hosts/": 0,
+        "/imports/new/": 0,
+        "/experiments/import/": 0,
+        "/series/": 0,
+        f"/series/{series.id}/": 0,
+        "/admin/": 0,
+        "/api/experiments/": 0,
+        "/api/docs/": 0,
+    }
+    console = []
+    page.on(
+        "console", lambda message: console.append(message.text) if "Security Policy" in message.text else None
+    )
+    for path, charts_at_least in pages.items():
+        answer = page.goto(live_server.url + path)
+        assert answer.status == 200, path
+        assert "script-src 'self'" in answer.headers["content-security-policy"], path
+        page.wait_for_load_state("networkidle")
+        if charts_at_least:
+            page.wait_for_selector(".js-plotly-plot")
+        drawn = page.locator(".js-plotly-plot").count()
+        assert drawn >= charts_at_least, path
+        assert page.evaluate("window.__violations") == [], path
+        if "explore" in path:
+            assert page.locator("#explore-chart .gl-container, #explore-chart canvas").count() > 0
+            screenshot(page, "csp-explore-webgl.png")
+    if "/api/docs/" in pages:
+        assert page.locator(".swagger-ui").count() == 1  # the API's docs drawn by their own script
+    assert console == []
+    # the PDF is printed by Chromium under the same policy (it refuses to print past a violation)
+    pdf = page.request.get(f"{live_server.url}/experiments/{first.id}/report.pdf")
+    assert pdf.status == 200 and pdf.body()[:5] == b"%PDF-"
+
+
+def test_the_strict_plotly_served_is_the_version_the_plotly_package_draws_for():
+    """The figures are built for the plotly package's plotly.js; the strict build in static/ must
+    be that same version (upgrade both together)."""
+    import re
+    from pathlib import Path
+
+    import plotly
+
+    def version(path: Path) -> str:
+        return re.search(
+            r"plotly\.js(?: \(strict - minified\))? v(\d+\.\d+\.\d+)", path.read_text()[:300]
+        ).group(1)
+
+    served = version(ROOT / "static" / "plotly-strict" / "plotly-strict.min.js")
+    assert served == version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")
