@@ -15,6 +15,7 @@ from .server import Server
 from .workload import Sysbench
 
 DATASETS_KEPT = 4
+LAYOUT = 2
 
 
 def copy_tree(source: Path, target: Path) -> None:
@@ -38,7 +39,9 @@ class DatasetCache:
     @staticmethod
     def key(spec: dict, server_build: str) -> str:
         workload = spec["workload"]
-        identity = [spec["engine"], server_build, workload["tables"], workload["table_size"]]
+        # LAYOUT: datasets made before the server ran as its own user with socket-authenticated
+        # accounts are not reused
+        identity = [LAYOUT, spec["engine"], server_build, workload["tables"], workload["table_size"]]
         if workload["name"] in SCRIPTED_WORKLOADS:  # tables of its own schema, not sysbench's OLTP one
             identity.append(workload["name"])
         return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
@@ -81,6 +84,7 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     if reuse and cache.ready(key):
         progress("copying the cached dataset", 5)
         cache.restore(key, server.datadir)
+        server.give_to_server(server.datadir)
         return {"key": key, "reused": True, "seconds": round(time.monotonic() - started, 3)}
     progress("creating a private server instance", 1)
     server.install()

@@ -140,6 +140,7 @@ class PowerCut(fuse.Operations):
                 existed = False
             fd = os.open(name, os.O_RDWR | os.O_CREAT | (flags & SYNC_FLAGS), mode, dir_fd=self.root)
             if not existed:
+                self._owned_by_caller(name)
                 self.undo[name] = Undo(durable_size=0)  # a new file: empty until synced
             if flags & SYNC_FLAGS:
                 self.sync_handles.add(fd)
@@ -218,6 +219,14 @@ class PowerCut(fuse.Operations):
     def mkdir(self, path, mode):
         self._names_change()
         os.mkdir(self.rel(path), mode, dir_fd=self.root)
+        self._owned_by_caller(self.rel(path))
+
+    def _owned_by_caller(self, name: str) -> None:
+        """What the server creates is the server's (the layer itself may run as root): after
+        the layer is gone, the server opens these files directly."""
+        uid, gid, _pid = fuse.fuse_get_context()
+        if (uid, gid) != (os.geteuid(), os.getegid()):
+            os.chown(name, uid, gid, dir_fd=self.root, follow_symlinks=False)
 
     def rmdir(self, path):
         self._names_change()
@@ -245,6 +254,7 @@ class PowerCut(fuse.Operations):
     def symlink(self, target, source):
         self._names_change()
         os.symlink(source, self.rel(target), dir_fd=self.root)
+        self._owned_by_caller(self.rel(target))
 
     def readlink(self, path):
         return os.readlink(self.rel(path), dir_fd=self.root)
@@ -274,7 +284,9 @@ class PowerCut(fuse.Operations):
 def serve(directory: str) -> int:
     """Mount the layer on `directory` and serve it until it is unmounted."""
     root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    fuse.FUSE(PowerCut(root_fd), directory, foreground=True, nothreads=False, allow_other=False)
+    # root's layer serves a server that runs as another user (server.py): the kernel lets that
+    # user in only with allow_other; the run's folder (0700) keeps everyone else out
+    fuse.FUSE(PowerCut(root_fd), directory, foreground=True, nothreads=False, allow_other=os.geteuid() == 0)
     return 0
 
 

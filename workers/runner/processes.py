@@ -7,7 +7,6 @@ import fcntl
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -124,12 +123,6 @@ def hold_work_dir(base: Path) -> None:
     handle.write(str(os.getpid()))
     handle.flush()
     HELD.append(handle)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def find_binary(*names: str) -> str:

@@ -63,7 +63,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     crash = spec["crash"]
     engine = spec["engine"]
     times: dict[str, float] = {}
-    result.update(times=times, port=server.port, server_args=server.server_args())
+    result.update(times=times, server_args=server.server_args())
     stamper.start()
     try:
         result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)

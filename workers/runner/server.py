@@ -1,8 +1,16 @@
 """The runner's private server: its build's programs, the options it starts with, starting, querying,
-killing and stopping it. Never the host's own server: its own datadir, port and socket."""
+killing and stopping it. Never the host's own server: its own datadir and socket.
+
+Nobody else on the host reaches it: it listens on no TCP port, only on a socket in the run's
+directory, which only the runner's user and the server's may enter; its accounts authenticate
+by the connecting process's OS user (unix_socket), so the socket alone grants nothing; files go
+in and out of SQL only within the run's own folder (secure_file_priv); and where the runner runs
+as root, the server runs as an unprivileged OS user (mysql, else nobody)."""
 
 import os
+import pwd
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -11,7 +19,7 @@ from pathlib import Path
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
 from .events import Clock
 from .probe import build_programs
-from .processes import POLL_S, find_binary, free_port, spawn
+from .processes import POLL_S, find_binary, spawn
 from .stamper import LogStamper
 
 # Method defaults that hold InnoDB's checkpoint back during the workload (no pre-flushing, no
@@ -55,7 +63,8 @@ class Server:
         self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else work
         self.socket = work / "mysqld.sock"
         self.error_log = work / "error.log"
-        self.port = free_port()
+        self.os_user = server_os_user()
+        self.account = client_account()
         self.process: subprocess.Popen | None = None
         self.programs = server_programs(
             Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
@@ -64,6 +73,21 @@ class Server:
         self.client = self.programs["client"] or find_binary("mariadb", "mysql")
         self.admin = self.programs["admin"] or find_binary("mariadb-admin", "mysqladmin")
         self.build = self.binary_version()
+        self.own_work_dir()
+
+    def own_work_dir(self) -> None:
+        """The run's folder: entered by the runner's user and the server's only; its tmpdir and
+        the one folder SQL may read files from or write them to."""
+        for folder in (self.work, self.work / "tmp", self.work / "files"):
+            folder.mkdir(exist_ok=True)
+            folder.chmod(0o700)
+            if self.os_user:
+                shutil.chown(folder, self.os_user, self.os_user)
+
+    def give_to_server(self, path: Path) -> None:
+        """A datadir the runner wrote (a copy of a cached dataset) becomes the server's."""
+        if self.os_user:
+            subprocess.run(["chown", "-R", f"{self.os_user}:", "--", str(path)], check=True, timeout=600)
 
     def _build_args(self) -> list[str]:
         """Where a build of its own finds its files (none for the system's server)."""
@@ -73,7 +97,7 @@ class Server:
         )
 
     def _user_args(self) -> list[str]:
-        return ["--user=root"] if os.geteuid() == 0 else []
+        return [f"--user={self.os_user}"] if self.os_user else []
 
     def server_args(self, loading: bool = False) -> list[str]:
         """The run's server; `loading`: the one that loads the dataset, without a binary log
@@ -86,8 +110,8 @@ class Server:
             *self._build_args(),
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
-            f"--port={self.port}",
-            "--bind-address=127.0.0.1",
+            "--skip-networking",  # the socket only: no TCP port for anyone on the host
+            f"--secure-file-priv={self.work / 'files'}",
             f"--pid-file={self.work / 'mysqld.pid'}",
             f"--log-error={self.error_log}",
             f"--tmpdir={self.work / 'tmp'}",
@@ -134,7 +158,9 @@ class Server:
             # temporary table '/tmp/#sql-temptable-...'", then "Unknown table
             # 'mysql.tmp_user_sys'"); none of 36 with a tmpdir each.
             f"--tmpdir={self.work / 'tmp'}",
-            "--auth-root-authentication-method=normal",
+            # root@localhost (and the installing user's account) by the OS user that connects:
+            # reaching the socket is not enough to log in
+            "--auth-root-authentication-method=socket",
             "--skip-test-db",
         ]
         with (self.work / "install.log").open("wb") as log:
@@ -161,13 +187,14 @@ class Server:
         return spawned
 
     def _connection_args(self, binary: str, connect_timeout_s: int = 2) -> list[str]:
-        """How every client call of the runner reaches its own server: the socket, as root."""
+        """How every client call of the runner reaches its own server: the socket, as the
+        account of the runner's own OS user."""
         return [
             binary,
             "--no-defaults",
             "--protocol=socket",
             f"--socket={self.socket}",
-            "-uroot",
+            f"--user={self.account}",
             f"--connect-timeout={connect_timeout_s}",
         ]
 
@@ -255,6 +282,26 @@ class Server:
     def effective_settings(self) -> dict:
         """The server variables in effect, as the server reports them."""
         return self.global_values("VARIABLES", EFFECTIVE_VARIABLES)
+
+
+def server_os_user() -> str | None:
+    """Who the private server runs as where the runner is root: an unprivileged OS user (the
+    packages' mysql, else nobody). None elsewhere: the runner's own user."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("mysql", "nobody"):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return name
+    raise RunFailed("this host has no unprivileged OS user (mysql or nobody) to run the private server as")
+
+
+def client_account() -> str:
+    """The server account the runner logs in as: its own OS user's name, which the installer
+    made an account of that authenticates by that OS user (root's is root)."""
+    return pwd.getpwuid(os.geteuid()).pw_name
 
 
 def server_programs(work_dir: Path, build: str) -> dict:

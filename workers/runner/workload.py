@@ -59,7 +59,7 @@ class Sysbench:
             self.test,
             "--db-driver=mysql",
             f"--mysql-socket={self.server.socket}",
-            "--mysql-user=root",
+            f"--mysql-user={self.server.account}",
             "--mysql-db=sbtest",
             f"--tables={self.workload['tables']}",
             f"--table-size={self.workload['table_size']}",
