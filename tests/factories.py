@@ -85,3 +85,12 @@ def experiment_form(name: str, **changes) -> dict:
         "repetitions": 1,
         **changes,
     }
+
+
+def full_definition(name: str, **changes) -> dict:
+    """A definition as the service stores one (validated, every default filled in): what an
+    export carries and an import checks again."""
+    from experiments.definition import validate_definition
+
+    raw = {"name": name, "hosts": ["local"], "engines": ["innodb"], **changes}
+    return validate_definition(raw, raw["hosts"]).as_dict()

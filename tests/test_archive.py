@@ -13,13 +13,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from experiments.definition import validate_definition
 from experiments.models import Experiment, Run, RunAttempt, RunFile, RunStatus
 from experiments.pages.context import experiment_context
 from experiments.services.archive import ArchiveRejected, export_experiment, import_experiment
 
 from .conftest import MANAGE, database_url, manage_env
-from .factories import ExperimentFactory, UserFactory
+from .factories import ExperimentFactory, UserFactory, full_definition
 from .test_analysis import done_run, noisy
 
 pytestmark = pytest.mark.django_db
@@ -54,11 +53,14 @@ def finished():
     """Two log sizes x InnoDB/MyRocks x 3 repetitions with phases, a real error log, an attempt,
     a suspect run and an excluded one."""
     author = UserFactory(username="dana")
-    definition = {"name": "Move me", "hosts": ["local"], "engines": ["innodb", "rocksdb"],
-                  "parameters": {"redo_log_size": ["64M", "512M"]}, "repetitions": 3}
     experiment = ExperimentFactory(
         name="Move me",
-        definition=validate_definition(definition, ["local"]).as_dict(),
+        definition=full_definition(
+            "Move me",
+            engines=["innodb", "rocksdb"],
+            parameters={"redo_log_size": ["64M", "512M"]},
+            repetitions=3,
+        ),
         created_by=author,
         tags=["baseline"],
         notes="Does the log size matter?",

@@ -57,7 +57,7 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     sentences = page.locator("#planner-sentences").inner_text()
     assert "from 6 runs" in sentences and "At 20 MB/s of redo that log holds" in sentences
     # the chart shows the six runs the answer stands on, and the URL is a permalink of the question
-    page.wait_for_function("document.getElementById('planner-chart').data !== undefined")
+    page.wait_for_function("() => document.getElementById('planner-chart').data !== undefined")
     screenshot(page, "planner.png")
     assert sorted(plotted_run_ids(page, "planner-chart")) == sorted(run_id for run_id, _, _ in done)
     assert "target_downtime_seconds=" in page.url and "host=local" in page.url

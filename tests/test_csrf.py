@@ -14,7 +14,14 @@ from rest_framework.test import APIClient
 from experiments import services
 from experiments.models import ChangePoint, Experiment, Host, Run, RunStatus, Series
 
-from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory, experiment_form
+from .factories import (
+    ExperimentFactory,
+    HostFactory,
+    RunFactory,
+    UserFactory,
+    experiment_form,
+    full_definition,
+)
 from .test_archive import exported
 from .test_imports import parameters, upload
 
@@ -45,7 +52,8 @@ def new_experiment(_: World) -> dict:
 
 
 def an_export(_: World) -> dict:
-    archive = exported(ExperimentFactory(name="moved here", status="done"))
+    moved = ExperimentFactory(name="moved here", definition=full_definition("moved here"), status="done")
+    archive = exported(moved)
     Experiment.objects.filter(name="moved here").delete()
     return {"file": upload(archive, "moved.tar.gz")}
 

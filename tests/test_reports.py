@@ -164,7 +164,7 @@ def test_the_report_prints_to_a_pdf_with_its_charts_and_tables(page, live_server
 
     log_in(page, live_server)
     page.goto(f"{live_server.url}/experiments/{known.id}/report/")
-    page.wait_for_function("document.body.dataset.chartsReady === 'yes'")
+    page.wait_for_function("() => document.body.dataset.chartsReady === 'yes'")
     drawn = page.locator("figure.report-chart .main-svg").count()
     assert drawn >= 4  # every chart of the experiment page, drawn
     screenshot(page, "report.png")
@@ -236,7 +236,7 @@ def test_the_comparison_report_prints_to_a_pdf(page, live_server, two_versions):
     log_in(page, live_server)
     page.goto(f"{live_server.url}/compare/?experiments={before.id},{after.id}")
     page.click("#compare-report-link")
-    page.wait_for_function("document.body.dataset.chartsReady === 'yes'")
+    page.wait_for_function("() => document.body.dataset.chartsReady === 'yes'")
     assert page.locator("#figure-compare .main-svg").count() >= 1
     screenshot(page, "compare-report.png")
     answer = page.request.get(live_server.url + page.locator("#report-pdf").get_attribute("href"))

@@ -101,7 +101,7 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
 
     log_in(page, live_server)
     page.goto(f"{live_server.url}/series/{series.pk}/")
-    page.wait_for_function("document.getElementById('series-log_bytes_written-chart').data !== undefined")
+    page.wait_for_function("() => document.getElementById('series-log_bytes_written-chart').data")
     row = page.locator(f"#change-point-{written.pk}")
     assert "worse" in row.inner_text() and "workload.events: 2000 -> 6000" in row.inner_text()
     drawn = page.evaluate(

@@ -115,7 +115,9 @@ def html_to_pdf(html: str, title: str) -> bytes:
                 page.on("console", lambda message: _note_refusal(message.text, refused))
                 page.route("**/*", _answer(html))
                 page.goto(ORIGIN + PAGE_PATH, timeout=left_ms())
-                page.wait_for_function("document.body.dataset.chartsReady", timeout=left_ms())
+                # a function, not an expression: Playwright evaluates a bare expression with eval,
+                # which the page's policy refuses
+                page.wait_for_function("() => document.body.dataset.chartsReady", timeout=left_ms())
                 ready = page.evaluate("document.body.dataset.chartsReady")
                 if ready != "yes":
                     raise PDFError(f"the report's charts were not drawn ({ready})")

@@ -26,9 +26,13 @@ HELD: list = []  # the work directory's lock file, open for the whole run
 SETPRIV = shutil.which("setpriv")
 
 
-def spawn(args: list[str], **options) -> subprocess.Popen:
+def spawn(args: list[str], as_user: str | None = None, **options) -> subprocess.Popen:
+    """Start a process the runner holds; `as_user`: as that OS user from its first instruction
+    (a process that drops root itself, as mariadbd --user does, loses its parent-death signal
+    with the change: the kernel clears it; setpriv sets it after the change)."""
     if SETPRIV:
-        args = [SETPRIV, "--pdeathsig", "KILL", "--", *args]
+        user = [f"--reuid={as_user}", f"--regid={as_user}", "--init-groups"] if as_user else []
+        args = [SETPRIV, *user, "--pdeathsig", "KILL", "--", *args]
     process = subprocess.Popen(args, **options)
     STARTED.append(process)
     return process

@@ -19,7 +19,7 @@ from pathlib import Path
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
 from .events import Clock
 from .probe import build_programs
-from .processes import POLL_S, find_binary, spawn
+from .processes import POLL_S, SETPRIV, find_binary, spawn
 from .stamper import LogStamper
 
 # Method defaults that hold InnoDB's checkpoint back during the workload (no pre-flushing, no
@@ -99,6 +99,11 @@ class Server:
     def _user_args(self) -> list[str]:
         return [f"--user={self.os_user}"] if self.os_user else []
 
+    def _server_user_args(self) -> list[str]:
+        """The server is started as its user where setpriv can (it keeps its parent-death
+        signal so); it drops root itself only where setpriv is missing."""
+        return [] if SETPRIV else self._user_args()
+
     def server_args(self, loading: bool = False) -> list[str]:
         """The run's server; `loading`: the one that loads the dataset, without a binary log
         (the load is not the run's, and its binlog files would be counted at the crash)."""
@@ -106,7 +111,7 @@ class Server:
         args = [
             self.mariadbd,
             "--no-defaults",
-            *self._user_args(),
+            *self._server_user_args(),
             *self._build_args(),
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
@@ -179,6 +184,7 @@ class Server:
         spawned = self.clock.now()
         self.process = spawn(
             self.server_args(loading),
+            as_user=self.os_user if SETPRIV else None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
