@@ -55,9 +55,11 @@ def _servers_share_the_machine(request):
     at once: they share the lock. A test marked `quiet` (it asserts a rate, a time or a ratio of
     times: the gate, an insert rate held, the commits a 1-second sync loses) takes it alone, so
     what it measures is measured with no other server loading this 2-core machine's disk, as in
-    a serial run. A blocking flock, released when the test (and its teardown) ends or its process
+    a serial run. Tests that load the CPU without a server (Chromium, a web server fed slow
+    clients: marked `browser` or `busy`) share it too, so they never run beside a quiet test
+    either. A blocking flock, released when the test (and its teardown) ends or its process
     dies; nobody waits while holding it."""
-    if not request.node.get_closest_marker("mariadb"):
+    if not any(request.node.get_closest_marker(name) for name in ("mariadb", "browser", "busy")):
         yield
         return
     mode = fcntl.LOCK_EX if request.node.get_closest_marker("quiet") else fcntl.LOCK_SH

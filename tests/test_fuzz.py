@@ -1,7 +1,9 @@
 """Fuzzing with fixed budgets (derandomized, so CI runs the same examples every time):
 schemathesis sends what the OpenAPI schema allows and much it does not to every API operation of
-a live server, and no answer is a server error; hypothesis feeds the definition and import
-validators any JSON and they answer with a value or their own error, never an exception."""
+a live server (its examples, coverage and fuzzing phases), and sequences of calls where ids flow
+from one answer into the next request (its stateful phase), and no answer is a server error;
+hypothesis feeds the definition and import validators any JSON and they answer with a value or
+their own error, never an exception."""
 
 import pytest
 import schemathesis
@@ -50,6 +52,40 @@ def test_no_request_makes_the_api_fail(case, served):
     assert response.status_code < 500, (
         f"{case.method} {case.formatted_path} answered {response.status_code}: {response.text[:800]}"
     )
+
+
+@pytest.mark.busy
+def test_sequences_of_calls_where_ids_flow_make_no_server_error(served):
+    """Stateful: schemathesis chains operations by the links it infers from the schema (an
+    experiment created, then read, annotated, cancelled, exported; a run excluded and included
+    again; a series read, patched, its change points triaged), with bounded sequences."""
+    base_url, headers = served
+    machine = SCHEMA.as_state_machine()
+    assert len(machine.bundles) >= 10  # the links it found: ids flow between these operations
+    calls = []
+
+    class Workflow(machine):
+        def get_call_kwargs(self, case):
+            return {"base_url": base_url, "headers": headers}
+
+        def validate_response(self, response, case, **kwargs):
+            calls.append(f"{case.method} {case.path}")
+            assert response.status_code < 500, (
+                f"{case.method} {case.formatted_path} answered {response.status_code}: {response.text[:800]}"
+            )
+
+    Workflow.run(
+        settings=budget(
+            max_examples=12,
+            stateful_step_count=6,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
+    )
+    # sequences, not single calls: an operation reached through another's answer
+    assert any("{id}" in call for call in calls), calls
 
 
 JSON = st.recursive(

@@ -119,3 +119,42 @@ def test_series_and_triage_are_on_the_audit_trail_with_who(local_host, user, api
     api.patch(f"/api/change-points/{point.pk}/", {"triage": Triage.REGRESSION}, format="json")
     triaged = LogEntry.objects.get_for_object(point).filter(action=LogEntry.Action.UPDATE).get()
     assert triaged.actor == user and triaged.changes_dict["triage"] == [Triage.NEW, Triage.REGRESSION]
+
+
+def test_the_series_schema_says_what_the_api_checks():
+    """The write serializer documents and validates alike: its constraints are in the schema."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    written = schema["components"]["schemas"]["SeriesWrite"]
+    fields = written["properties"]
+    assert set(written["required"]) == {"name", "definition", "schedule"}
+    assert fields["name"]["maxLength"] == 150 and fields["name"]["pattern"].startswith("^[A-Za-z0-9")
+    assert fields["alert_emails"]["maxItems"] == series_service.MAX_ADDRESSES
+    assert fields["alert_webhooks"]["items"]["format"] == "uri"
+    assert (fields["alert_threshold"]["minimum"], fields["alert_threshold"]["maximum"]) == (0.001, 10)
+    assert fields["definition"]["type"] == "object"
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"name": "n" * 151}, "name"),
+        ({"name": "Bob's"}, "name"),
+        ({"definition": ["not", "an", "object"]}, "definition"),
+        ({"schedule": "x" * 101}, "schedule"),
+        ({"alert_threshold": "high"}, "alert_threshold"),
+        ({"alert_threshold": 11}, "alert_threshold"),
+        ({"alert_emails": [f"dba{n}@example.com" for n in range(11)]}, "alert_emails"),
+        ({"alert_webhooks": ["not a url"]}, "alert_webhooks"),
+    ],
+)
+def test_what_the_schema_forbids_is_refused_with_the_field_named(change, field, local_host, user, api):
+    body = {"name": "checked", "definition": DEFINITION, "schedule": "@nightly", **change}
+    answer = api.post("/api/series/", body, format="json")
+    assert answer.status_code == 400 and field in answer.json(), answer.json()
+    series = series_service.create_series(
+        {"name": "patched", "definition": DEFINITION, "schedule": "@nightly"}, user=user
+    )
+    patched = api.patch(f"/api/series/{series.pk}/", change, format="json")
+    assert patched.status_code == 400 and field in patched.json(), patched.json()

@@ -19,7 +19,7 @@ from django.db import connection
 from .conftest import ROOT, manage_env, wait_for
 from .test_faults import free_port
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.busy, pytest.mark.django_db(transaction=True)]
 
 
 def _answers(url: str) -> bool:

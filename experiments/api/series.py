@@ -2,13 +2,14 @@
 /api/change-points/{id}/, where a person triages one."""
 
 from django.db.models import Count
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
-from experiments import roles
+from experiments import roles, schedule
 from experiments.analysis.series import history
-from experiments.definition import DefinitionError
+from experiments.definition import EXPERIMENT_NAME, DefinitionError
 from experiments.models import ChangePoint, Series, Triage
 from experiments.services import series as series_service
 
@@ -42,6 +43,8 @@ class ChangePointSerializer(serializers.ModelSerializer):
 
 
 HIDDEN = "null unless you own the series or are an admin"
+# A 400's body: each field's messages (a definition's fields as definition.FIELD).
+ERRORS = OpenApiTypes.OBJECT
 
 
 class SeriesSerializer(serializers.ModelSerializer):
@@ -101,17 +104,35 @@ class SeriesDetailSerializer(SeriesSerializer):
 
 
 class SeriesWriteSerializer(serializers.Serializer):
-    """For the schema; the service checks every field and answers 400 with a message per field."""
+    """What POST and PATCH take, documented and checked alike: each field's shape here (the
+    schema says what this says); what needs the database or a resolver (the hosts a definition
+    names, a webhook's addresses, a cron expression's meaning) the service checks after."""
 
-    name = serializers.CharField(max_length=150)
-    definition = serializers.JSONField(help_text="An experiment definition, as POST /api/experiments/ takes.")
+    name = serializers.RegexField(
+        EXPERIMENT_NAME.pattern.replace("{1,200}", "{1,150}"),
+        max_length=150,
+        help_text="1-150 characters: letters, digits, spaces and _ . , : ( ) / + % = @ # - (a firing is "
+        "named after it)",
+    )
+    definition = serializers.DictField(help_text="An experiment definition, as POST /api/experiments/ takes.")
     schedule = serializers.CharField(
-        help_text="Cron (minute hour day month weekday, UTC) or @nightly, @weekly..."
+        max_length=schedule.MAX_LENGTH,
+        help_text="Cron (minute hour day month weekday, UTC; a day of the month and a day of the week "
+        "fire on either) or @hourly, @daily, @nightly, @weekly; at most every SERIES_MIN_INTERVAL_S",
     )
     enabled = serializers.BooleanField(required=False)
-    alert_threshold = serializers.FloatField(required=False, help_text="0.1: alert on 10% worse.")
-    alert_emails = serializers.ListField(child=serializers.EmailField(), required=False)
-    alert_webhooks = serializers.ListField(child=serializers.URLField(), required=False)
+    alert_threshold = serializers.FloatField(
+        required=False, min_value=0.001, max_value=10, help_text="0.1: alert on 10% worse."
+    )
+    alert_emails = serializers.ListField(
+        child=serializers.EmailField(max_length=500), max_length=series_service.MAX_ADDRESSES, required=False
+    )
+    alert_webhooks = serializers.ListField(
+        child=serializers.URLField(max_length=500),
+        max_length=series_service.MAX_ADDRESSES,
+        required=False,
+        help_text="http(s) addresses that resolve to public addresses only (or hosts an admin allowed)",
+    )
 
 
 class SeriesViewSet(
@@ -134,8 +155,11 @@ class SeriesViewSet(
     def get_serializer_class(self):
         return SeriesDetailSerializer if self.action == "retrieve" else SeriesSerializer
 
-    @extend_schema(request=SeriesWriteSerializer, responses={201: SeriesDetailSerializer})
+    @extend_schema(request=SeriesWriteSerializer, responses={201: SeriesDetailSerializer, 400: ERRORS})
     def create(self, request, *args, **kwargs):
+        written = SeriesWriteSerializer(data=request.data)
+        if not written.is_valid():
+            return Response(written.errors, status=status.HTTP_400_BAD_REQUEST)
         try:
             series = series_service.create_series(request.data, user=request.user)
         except DefinitionError as exc:
@@ -144,10 +168,13 @@ class SeriesViewSet(
             self._detail(series.pk), status=status.HTTP_201_CREATED
         )
 
-    @extend_schema(request=SeriesWriteSerializer, responses={200: SeriesDetailSerializer})
+    @extend_schema(request=SeriesWriteSerializer, responses={200: SeriesDetailSerializer, 400: ERRORS})
     def partial_update(self, request, *args, **kwargs):
         series = self.get_object()
         roles.require_change(request.user, series)
+        written = SeriesWriteSerializer(data=request.data, partial=True)
+        if not written.is_valid():
+            return Response(written.errors, status=status.HTTP_400_BAD_REQUEST)
         try:
             series = series_service.update_series(series.pk, request.data, user=request.user)
         except DefinitionError as exc:
@@ -162,7 +189,9 @@ class SeriesViewSet(
 
 class TriageSerializer(serializers.Serializer):
     triage = serializers.ChoiceField(choices=Triage.choices)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    note = serializers.CharField(
+        required=False, allow_blank=True, max_length=2000, help_text="why, needed when triage is expected"
+    )
 
 
 class ChangePointViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -172,10 +201,13 @@ class ChangePointViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = ChangePointSerializer
     http_method_names = ["get", "patch", "head", "options"]
 
-    @extend_schema(request=TriageSerializer, responses={200: ChangePointSerializer})
+    @extend_schema(request=TriageSerializer, responses={200: ChangePointSerializer, 400: ERRORS})
     def partial_update(self, request, *args, **kwargs):
         point = self.get_object()
         roles.require_change(request.user, point.series)
+        written = TriageSerializer(data=request.data)
+        if not written.is_valid():
+            return Response(written.errors, status=status.HTTP_400_BAD_REQUEST)
         try:
             point = series_service.triage_change_point(
                 point.pk, request.data.get("triage"), request.data.get("note"), user=request.user
