@@ -8,7 +8,6 @@ from django.utils import timezone
 from experiments.charts.layout import WEBGL_FROM_POINTS
 from experiments.models import ChangePoint, Run, Series
 
-from .conftest import ROOT
 from .factories import ExperimentFactory, RunFactory, UserFactory
 from .test_browser import screenshot
 
@@ -138,19 +137,3 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
     pdf = page.request.get(f"{live_server.url}/experiments/{first.id}/report.pdf")
     assert pdf.status == 200 and pdf.body()[:5] == b"%PDF-"
 
-
-def test_the_strict_plotly_served_is_the_version_the_plotly_package_draws_for():
-    """The figures are built for the plotly package's plotly.js; the strict build in static/ must
-    be that same version (upgrade both together)."""
-    import re
-    from pathlib import Path
-
-    import plotly
-
-    def version(path: Path) -> str:
-        return re.search(
-            r"plotly\.js(?: \(strict - minified\))? v(\d+\.\d+\.\d+)", path.read_text()[:300]
-        ).group(1)
-
-    served = version(ROOT / "static" / "plotly-strict" / "plotly-strict.min.js")
-    assert served == version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")

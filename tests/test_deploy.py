@@ -2,6 +2,7 @@
 without TLS they warn (so the check is real)."""
 
 import os
+import re
 import secrets
 import subprocess
 from pathlib import Path
@@ -151,3 +152,17 @@ def test_the_image_runs_as_an_unprivileged_user():
     assert users and users[-1] not in ("root", "0")
     last_run = max(i for i, line in enumerate(lines) if line.startswith("RUN "))
     assert lines.index(f"USER {users[-1]}") > last_run
+
+
+def test_the_strict_plotly_served_is_the_version_the_plotly_package_draws_for():
+    """The figures are built for the plotly package's plotly.js; the strict build in static/ must
+    be that same version (upgrade both together)."""
+    import plotly
+
+    def version(path: Path) -> str:
+        return re.search(
+            r"plotly\.js(?: \(strict - minified\))? v(\d+\.\d+\.\d+)", path.read_text()[:300]
+        ).group(1)
+
+    served = version(ROOT / "static" / "plotly-strict" / "plotly-strict.min.js")
+    assert served == version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")

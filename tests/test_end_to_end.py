@@ -216,10 +216,10 @@ def test_runner_refuses_a_malformed_spec_before_starting_anything(tmp_path):
     assert result["status"] == "failed" and result["permanent"] and "times" not in result
 
 
-def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
-    """The worker died or the SSH session dropped: no mariadbd or sysbench of ours is left."""
-    spec = {
-        "run_id": 2,
+def endless_spec(run_id: int) -> dict:
+    """A run whose workload goes on until the runner is stopped (ten million events)."""
+    return {
+        "run_id": run_id,
         "engine": "innodb",
         "parameters": {"buffer_pool_size": "64M", "redo_log_size": "64M", "insert_rate": 0},
         "workload": {
@@ -234,7 +234,11 @@ def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
         "work_dir": str(settings.RUNNER_WORK_DIR),
         "start_timeout_s": 120,
     }
-    runner = runner_in_its_workload(tmp_path, spec)
+
+
+def test_a_runner_whose_stdin_closes_stops_everything_it_started(tmp_path):
+    """The worker died or the SSH session dropped: no mariadbd or sysbench of ours is left."""
+    runner = runner_in_its_workload(tmp_path, endless_spec(2))
     assert any("sysbench" in p for p in runner_processes()) and any(
         "mariadbd" in p for p in runner_processes()
     )

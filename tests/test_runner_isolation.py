@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from .conftest import runner_processes, wait_for
-from .test_end_to_end import runner_in_its_workload
+from .test_end_to_end import endless_spec, runner_in_its_workload
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -72,23 +72,7 @@ def _client(
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="acting as another OS user (nobody) needs root")
 def test_nobody_else_on_the_host_reaches_the_runs_server_while_its_workload_goes(tmp_path):
-    spec = {
-        "run_id": 31,
-        "engine": "innodb",
-        "parameters": {"buffer_pool_size": "64M", "redo_log_size": "64M", "insert_rate": 0},
-        "workload": {
-            "name": "oltp_write_only",
-            "tables": 1,
-            "table_size": 1000,
-            "threads": 1,
-            "events": 10_000_000,
-            "time_seconds": 0,
-        },
-        "crash": {"method": "sigkill", "when": "after_workload"},
-        "work_dir": str(settings.RUNNER_WORK_DIR),
-        "start_timeout_s": 120,
-    }
-    runner = runner_in_its_workload(tmp_path, spec)
+    runner = runner_in_its_workload(tmp_path, endless_spec(31))
     try:
         pid, options = _our_server()
         socket_path = options["socket"]
