@@ -2,23 +2,49 @@
 (django-filter, so they appear in the OpenAPI schema)."""
 
 import django_filters as filters
+from django import forms
 from django.db.models import Exists, OuterRef, Q
+from drf_spectacular.utils import extend_schema_field
 
 from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 from experiments.units import as_row_id
+
+# What the schema says of a filter is what the form field refuses: Django's text fields refuse
+# NUL (PostgreSQL takes no NUL in text), ids are whole numbers within bigint.
+NO_NUL = r"^[^\x00]*$"
+ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
+
+
+@extend_schema_field({"type": "string", "pattern": NO_NUL})
+class TextFilter(filters.CharFilter):
+    """Text matched as typed."""
 
 
 class CharInFilter(filters.BaseInFilter, filters.CharFilter):
     """A comma-separated list: engine=innodb,rocksdb."""
 
 
-class NumberInFilter(filters.BaseInFilter, filters.NumberFilter):
+class _IdField(forms.IntegerField):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, min_value=ID["minimum"], max_value=ID["maximum"], **kwargs)
+
+
+@extend_schema_field(ID)
+class IdFilter(filters.NumberFilter):
+    """One row id: experiment=3."""
+
+    field_class = _IdField
+
+
+class IdInFilter(filters.BaseInFilter, filters.NumberFilter):
     """A comma-separated list of ids: experiments=3,7."""
+
+    field_class = _IdField
 
 
 class RunFilter(filters.FilterSet):
-    experiment = filters.NumberFilter(field_name="experiment_id", help_text="one experiment's id")
-    experiments = NumberInFilter(field_name="experiment_id", help_text="experiment ids, comma-separated")
+    experiment = IdFilter(field_name="experiment_id", help_text="one experiment's id")
+    experiments = IdInFilter(field_name="experiment_id", help_text="experiment ids, comma-separated")
     engine = CharInFilter(
         field_name="engine", help_text=f"one or more of {', '.join(Engine.values)}, comma-separated"
     )
@@ -27,7 +53,7 @@ class RunFilter(filters.FilterSet):
     status = filters.ChoiceFilter(choices=RunStatus.choices)
     crash_method = CharInFilter(help_text="sigkill, power_loss (comma-separated)")
     imported = filters.BooleanFilter(help_text="true: runs imported from logs; false: runs done here")
-    tag = filters.CharFilter(method="filter_tag", help_text="runs with this tag, or of experiments with it")
+    tag = TextFilter(method="filter_tag", help_text="runs with this tag, or of experiments with it")
     since = filters.DateFilter(
         field_name="finished_at", lookup_expr="date__gte", help_text="finished on or after"
     )
@@ -73,12 +99,12 @@ class ExperimentFilter(filters.FilterSet):
     """The team's history: GET /api/experiments/ and the /experiments/ page (whose address holds
     every filter, the sort and the page: a permalink)."""
 
-    q = filters.CharFilter(method="search", help_text="words in the name or notes, a tag, or an id")
+    q = TextFilter(method="search", help_text="words in the name or notes, a tag, or an id")
     engine = CharInFilter(method="with_runs", help_text="experiments with runs of these engines")
     host = CharInFilter(method="with_runs", help_text="experiments with runs on these hosts or import labels")
     server_version = CharInFilter(method="with_runs", help_text="experiments with runs of these versions")
     tag = CharInFilter(method="with_tags", help_text="experiments with every one of these tags")
-    author = filters.CharFilter(field_name="created_by__username", help_text="the author's user name")
+    author = TextFilter(field_name="created_by__username", help_text="the author's user name")
     status = filters.MultipleChoiceFilter(choices=ExperimentStatus.choices)
     imported = filters.BooleanFilter(help_text="true: made of imported runs")
     since = filters.DateFilter(

@@ -151,3 +151,12 @@ def test_api_refuses_with_422_and_the_reason(api):
     assert response.json()["based_on_runs"] == 3 and "needs at least 5" in response.json()["detail"]
     none = api.get("/api/planner/", {"host": "db7", "engine": "rocksdb", "target_downtime_seconds": 6})
     assert none.status_code == 422 and "no finished run of rocksdb on db7" in none.json()["detail"]
+
+
+def test_a_host_with_no_runs_is_not_found_and_a_malformed_target_is_a_bad_request(api):
+    """Well formed but nothing measured there: 404 saying so; a target out of range: 400."""
+    query = {"host": "db-nowhere", "engine": "innodb", "target_downtime_seconds": 6}
+    unknown = api.get("/api/planner/", query)
+    assert unknown.status_code == 404 and "no run was measured on 'db-nowhere'" in unknown.json()["host"][0]
+    bad = api.get("/api/planner/", {**query, "target_downtime_seconds": -1})
+    assert bad.status_code == 400 and "target_downtime_seconds" in bad.json()

@@ -235,6 +235,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # query parameters as strict in the schema as their form fields (experiments/api/schema.py)
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "experiments.api.schema.tighten_query_parameters",
+    ],
     # One name per set of choices in the schema (several models have an engine or a status).
     "ENUM_NAME_OVERRIDES": {
         "EngineEnum": "experiments.models.Engine",

@@ -9,10 +9,16 @@ from rest_framework.views import APIView
 
 from experiments.analysis.compare import comparison, parse_experiment_ids, parse_ignored
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
-from experiments.analysis.planner import PlannerForm, PlanRefused, plan_from
+from experiments.analysis.planner import (
+    MAX_TARGET_SECONDS,
+    MAX_WRITE_MB_PER_S,
+    PlannerForm,
+    PlanRefused,
+    plan_from,
+)
 from experiments.api.common import CSVRenderer, wants_csv
 from experiments.api.csv import explore_csv
-from experiments.filters import AnalysisFilter
+from experiments.filters import ID, NO_NUL, AnalysisFilter
 from experiments.models import (
     Run,
 )
@@ -112,19 +118,46 @@ class PlannerView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "host", OpenApiTypes.STR, required=True, description="host name or import label"
+                "host",
+                {"type": "string", "minLength": 1, "pattern": NO_NUL},
+                required=True,
+                description="host name or import label (404 when no run was measured there)",
             ),
             OpenApiParameter("engine", OpenApiTypes.STR, required=True, enum=[t.value for t in ENGINES]),
-            OpenApiParameter("target_downtime_seconds", OpenApiTypes.NUMBER, required=True),
-            OpenApiParameter("server_version", OpenApiTypes.STR, description="only runs of this version"),
-            OpenApiParameter("write_mb_per_s", OpenApiTypes.NUMBER, description="redo written per second"),
-            OpenApiParameter("rate_run", OpenApiTypes.INT, description="take the write rate from this run"),
+            OpenApiParameter(
+                "target_downtime_seconds",
+                {"type": "number", "minimum": 0.001, "maximum": MAX_TARGET_SECONDS},
+                required=True,
+            ),
+            OpenApiParameter(
+                "server_version",
+                {"type": "string", "maxLength": 120, "pattern": NO_NUL},
+                description="only runs of this version",
+            ),
+            OpenApiParameter(
+                "write_mb_per_s",
+                {"type": "number", "minimum": 0.001, "maximum": MAX_WRITE_MB_PER_S},
+                description="redo written per second",
+            ),
+            OpenApiParameter("rate_run", ID, description="take the write rate from this run"),
         ],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 422: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            400: OpenApiTypes.OBJECT,
+            404: OpenApiTypes.OBJECT,
+            422: OpenApiTypes.OBJECT,
+        },
     )
     def get(self, request):
         form = PlannerForm(request.query_params)
         if not form.is_valid():
+            errors = form.errors.get_json_data()
+            unknown_host = set(errors) == {"host"} and errors["host"][0]["code"] == "invalid_choice"
+            if unknown_host:  # well formed: no run of that host to answer from
+                return Response(
+                    {"host": [f"no run was measured on {request.query_params.get('host')!r}"]},
+                    status=status.HTTP_404_NOT_FOUND,
+                )
             return Response(form.errors, status=status.HTTP_400_BAD_REQUEST)
         try:
             answer, _ = plan_from(form.cleaned_data)
