@@ -46,7 +46,11 @@ def pytest_collection_modifyitems(config, items):
             "celery_worker_process" not in item.fixturenames,
         )
     )
-    items[:] = servers + [item for item in items if not item.get_closest_marker("mariadb")]
+    # The rest: light tests first, so they are what runs beside the quiet ones; the CPU-heavy ones
+    # (Chromium, a live server fuzzed, big uploads) wait for the servers' lock, so they go last.
+    others = [item for item in items if not item.get_closest_marker("mariadb")]
+    others.sort(key=lambda item: any(item.get_closest_marker(name) for name in ("browser", "busy")))
+    items[:] = servers + others
 
 
 @pytest.fixture(autouse=True)

@@ -155,6 +155,7 @@ def test_a_redirect_is_not_followed_and_the_body_never_reaches_where_it_points(d
     assert "/stolen" in notification.error_detail
 
 
+@pytest.mark.busy
 def test_a_target_that_drips_its_headers_is_cut_off_at_one_deadline(db, settings):
     """Each header line comes well within the per-read timeout; the whole request may not."""
     settings.WEBHOOK_TIMEOUT_S = 1.5
@@ -189,6 +190,7 @@ def test_a_target_that_drips_its_headers_is_cut_off_at_one_deadline(db, settings
     assert len(lines_sent) < 200
 
 
+@pytest.mark.busy
 def test_a_huge_answer_is_not_read(db):
     """300 MB offered; the sender reads a few kB and hangs up (the server's writes then fail)."""
     written, hung_up = [0], threading.Event()

@@ -46,6 +46,7 @@ def served(live_server, transactional_db, broker):
     return live_server.url, {"Authorization": f"Token {Token.objects.create(user=admin).key}"}
 
 
+@pytest.mark.busy  # a live server fuzzed: not beside a test that measures time
 @SCHEMA.parametrize()
 @API_BUDGET
 def test_no_request_makes_the_api_fail(case, served):
@@ -61,6 +62,7 @@ def test_no_request_makes_the_api_fail(case, served):
 EXACT = SCHEMA.include(path_regex=r"^/api/(runs|explore|experiments)/$", method="GET")
 
 
+@pytest.mark.busy
 @EXACT.parametrize()
 @API_BUDGET
 def test_a_request_the_schema_allows_is_accepted(case, served):

@@ -16,7 +16,7 @@ from .factories import UserFactory
 from .test_faults import answering, free_port, start_web, stop_web
 from .test_imports import parameters, upload
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.busy, pytest.mark.django_db]  # the real web process takes 512 MiB
 REAL_LOG = Path(__file__).parent / "data" / "mariadb-10.11" / "innodb_after_workload" / "error.log"
 
 
