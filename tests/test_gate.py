@@ -1,7 +1,7 @@
 """The regression gate end to end: the installed `recovery-lab` console script against the real
 web application (live server), Celery worker, private mariadbd and sysbench. The baseline is run
 with `run --wait`; the gate then passes the same settings, passes the same definition on another
-build (matched on all but the build) and fails five times the redo with exit 1 and the table. The
+build (matched on all but the build) and fails ten times the redo with exit 1 and the table. The
 run page of one of those runs shows its seconds before and after the crash."""
 
 import re
@@ -91,7 +91,7 @@ def candidate_build():
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.quiet
-def test_gate_passes_the_same_settings_and_fails_five_times_the_redo_with_exit_1(
+def test_gate_passes_the_same_settings_and_fails_ten_times_the_redo_with_exit_1(
     live_server, local_host, celery_worker_process, user, tmp_path, page, candidate_build
 ):
     token = Token.objects.create(user=user).key
@@ -120,7 +120,9 @@ def test_gate_passes_the_same_settings_and_fails_five_times_the_redo_with_exit_1
         r"^innodb .* server_build system -> candidate +recovery_seconds", other_build.stdout, re.M
     )
 
-    slower = written(tmp_path, "slower.yaml", definition("gate: five times the redo", 15000))
+    # ten times (five was called "no significant difference" in a full suite: recoveries of 50-150
+    # ms, with noise of tens of ms, whatever else the machine does)
+    slower = written(tmp_path, "slower.yaml", definition("gate: ten times the redo", 30000))
     failed = gate(live_server, token, slower, baseline_id, "gate-fail.txt")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     row = next(line for line in failed.stdout.splitlines() if "recovery_seconds" in line)

@@ -5,6 +5,7 @@ stops them all when its stdin closes. Standard library only."""
 import contextlib
 import fcntl
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -31,7 +32,10 @@ def spawn(args: list[str], as_user: str | None = None, **options) -> subprocess.
     (a process that drops root itself, as mariadbd --user does, loses its parent-death signal
     with the change: the kernel clears it; setpriv sets it after the change)."""
     if SETPRIV:
-        user = [f"--reuid={as_user}", f"--regid={as_user}", "--init-groups"] if as_user else []
+        # the user's own primary group by number: its name may differ (nobody's is nogroup)
+        user = []
+        if as_user:
+            user = [f"--reuid={as_user}", f"--regid={pwd.getpwnam(as_user).pw_gid}", "--init-groups"]
         args = [SETPRIV, *user, "--pdeathsig", "KILL", "--", *args]
     process = subprocess.Popen(args, **options)
     STARTED.append(process)

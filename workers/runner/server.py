@@ -82,7 +82,7 @@ class Server:
             folder.mkdir(exist_ok=True)
             folder.chmod(0o700)
             if self.os_user:
-                shutil.chown(folder, self.os_user, self.os_user)
+                shutil.chown(folder, user=self.os_user)  # its group may differ in name (nobody: nogroup)
 
     def give_to_server(self, path: Path) -> None:
         """A datadir the runner wrote (a copy of a cached dataset) becomes the server's."""
