@@ -1,8 +1,9 @@
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.utils import timezone
 
-from experiments.models import Experiment, Host, Run, Transport
+from experiments.models import ChangePoint, Experiment, Host, Run, Transport
 from experiments.roles import EXPERIMENTER, EXPERIMENTER_GROUP
 
 
@@ -51,6 +52,22 @@ class ExperimentFactory(factory.django.DjangoModelFactory):
             "crash": {"method": "sigkill", "when": "after_workload"},
         }
     )
+
+
+class ChangePointFactory(factory.django.DjangoModelFactory):
+    """A change point of `series` (required): recovery three times slower from firing 7, found in
+    a firing of its own unless `experiment` is given."""
+
+    class Meta:
+        model = ChangePoint
+
+    metric = "recovery_seconds"
+    experiment = factory.LazyAttribute(lambda o: ExperimentFactory(series=o.series, fired_for=timezone.now()))
+    firing_index = 7
+    before_median = 10.0
+    after_median = 30.0
+    ratio = 3.0
+    worse = True
 
 
 class RunFactory(factory.django.DjangoModelFactory):

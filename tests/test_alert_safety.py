@@ -13,11 +13,11 @@ from django.core import mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from experiments.models import ChangePoint, Channel, DeliveryStatus, Notification, Series
+from experiments.models import Channel, DeliveryStatus, Notification, Series
 from experiments.services import outbound
 from experiments.services import series as series_service
 
-from .factories import ExperimentFactory, UserFactory
+from .factories import ChangePointFactory, UserFactory
 from .test_series import DEFINITION
 
 REFUSED_TARGETS = [
@@ -93,20 +93,18 @@ def pending_alert(target: str, channel: str = Channel.WEBHOOK, series_name: str 
         created_by=owner,
         **({"alert_emails": [target]} if channel == Channel.EMAIL else {"alert_webhooks": [target]}),
     )
-    point = ChangePoint.objects.create(
-        series=series,
-        metric="recovery_seconds",
-        experiment=ExperimentFactory(series=series, fired_for=timezone.now()),
-        firing_index=7,
-        before_median=10.0,
-        after_median=30.0,
-        ratio=3.0,
-        worse=True,
-    )
+    point = ChangePointFactory(series=series)
     return Notification.objects.create(change_point=point, channel=channel, target=target)
 
 
-class Recorder(BaseHTTPRequestHandler):
+class Quiet(BaseHTTPRequestHandler):
+    """A target's handler that writes no access log."""
+
+    def log_message(self, *args):
+        pass
+
+
+class Recorder(Quiet):
     received: list = []
 
     def do_POST(self):
@@ -114,9 +112,6 @@ class Recorder(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers["Content-Length"]))
         self.send_response(204)
         self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 
 def test_a_stored_internal_target_is_refused_again_when_sent_and_failed_at_once(db, settings):
@@ -136,15 +131,12 @@ def test_a_redirect_is_not_followed_and_the_body_never_reaches_where_it_points(d
     Recorder.received = []
     with http_target(Recorder) as elsewhere:
 
-        class Redirecting(BaseHTTPRequestHandler):
+        class Redirecting(Quiet):
             def do_POST(self):
                 self.rfile.read(int(self.headers["Content-Length"]))
                 self.send_response(307)
                 self.send_header("Location", f"{elsewhere}/stolen")
                 self.end_headers()
-
-            def log_message(self, *args):
-                pass
 
         with http_target(Redirecting) as base:
             notification = pending_alert(f"{base}/hook")
@@ -162,7 +154,7 @@ def test_a_target_that_drips_its_headers_is_cut_off_at_one_deadline(db, settings
     lines_sent = []
     answered = threading.Event()
 
-    class Dripping(BaseHTTPRequestHandler):
+    class Dripping(Quiet):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
             self.send_response(200)
@@ -176,9 +168,6 @@ def test_a_target_that_drips_its_headers_is_cut_off_at_one_deadline(db, settings
                         break
             except OSError:
                 pass  # the sender hung up at its deadline
-
-        def log_message(self, *args):
-            pass
 
     with http_target(Dripping) as base:
         notification = pending_alert(f"{base}/hook")
@@ -195,7 +184,7 @@ def test_a_huge_answer_is_not_read(db):
     """300 MB offered; the sender reads a few kB and hangs up (the server's writes then fail)."""
     written, hung_up = [0], threading.Event()
 
-    class Huge(BaseHTTPRequestHandler):
+    class Huge(Quiet):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
             self.send_response(200)
@@ -208,9 +197,6 @@ def test_a_huge_answer_is_not_read(db):
                     written[0] += len(chunk)
             except OSError:
                 hung_up.set()
-
-        def log_message(self, *args):
-            pass
 
     with http_target(Huge) as base:
         notification = pending_alert(f"{base}/hook")

@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from experiments.charts.layout import WEBGL_FROM_POINTS
-from experiments.models import ChangePoint, Run, Series
+from experiments.models import Run, Series
 
-from .factories import ExperimentFactory, RunFactory, UserFactory
+from .factories import ChangePointFactory, ExperimentFactory, RunFactory, UserFactory
 from .test_browser import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -77,16 +77,7 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
     )
     first.series, first.fired_for = series, timezone.now()
     first.save()
-    ChangePoint.objects.create(
-        series=series,
-        metric="recovery_seconds",
-        experiment=first,
-        firing_index=1,
-        before_median=1,
-        after_median=2,
-        ratio=2,
-        worse=True,
-    )
+    ChangePointFactory(series=series, experiment=first, firing_index=1)
     run = first.runs.first()
     page.context.add_init_script(WATCH)
     page.goto(f"{live_server.url}/login/")

@@ -13,7 +13,7 @@ from experiments.roles import EXPERIMENTER_GROUP
 from experiments.schedule import ScheduleError, next_after, shortest_gap
 from experiments.services import series as series_service
 
-from .factories import ExperimentFactory
+from .factories import ChangePointFactory
 from .test_series import DEFINITION
 
 TUESDAY = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -107,15 +107,7 @@ def test_series_and_triage_are_on_the_audit_trail_with_who(local_host, user, api
     assert entries[1].changes_dict["schedule"] == ["@nightly", "0 3 * * *"]
     assert entries[1].changes_dict["enabled"] == ["True", "False"]
 
-    point = series.change_points.create(
-        metric="recovery_seconds",
-        experiment=ExperimentFactory(series=series, fired_for=timezone.now()),
-        firing_index=5,
-        before_median=1.0,
-        after_median=2.0,
-        ratio=2.0,
-        worse=True,
-    )
+    point = ChangePointFactory(series=series)
     api.patch(f"/api/change-points/{point.pk}/", {"triage": Triage.REGRESSION}, format="json")
     triaged = LogEntry.objects.get_for_object(point).filter(action=LogEntry.Action.UPDATE).get()
     assert triaged.actor == user and triaged.changes_dict["triage"] == [Triage.NEW, Triage.REGRESSION]
