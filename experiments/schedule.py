@@ -41,31 +41,39 @@ def _moments(expression: object, moment: datetime) -> CronSim:
         raise ScheduleError(f"{expression!r}: {str(exc).lower()}") from None
 
 
+def _next_moments(expression: object, moment: datetime, count: int) -> list[datetime]:
+    """The schedule's next `count` moments strictly after `moment` (UTC); at least one."""
+    moments = [m.astimezone(UTC) for m in itertools.islice(_moments(expression, moment), count)]
+    if not moments:
+        raise ScheduleError(f"{expression!r}: no such moment ever comes")
+    return moments
+
+
+def _gap(moments: list[datetime]) -> timedelta:
+    return min((b - a for a, b in itertools.pairwise(moments)), default=timedelta.max)
+
+
 def next_after(expression: str, moment: datetime) -> datetime:
     """The first moment of the schedule strictly after `moment` (UTC)."""
-    try:
-        return next(_moments(expression, moment)).astimezone(UTC)
-    except StopIteration:
-        raise ScheduleError(f"{expression!r}: no such moment ever comes") from None
+    return _next_moments(expression, moment, 1)[0]
 
 
 def shortest_gap(expression: str, moment: datetime, firings: int = GAP_SAMPLE) -> timedelta:
     """The shortest time between two of the schedule's next `firings` moments after `moment`."""
-    moments = list(itertools.islice(_moments(expression, moment), firings))
-    return min((b - a for a, b in itertools.pairwise(moments)), default=timedelta.max)
+    return _gap(_next_moments(expression, moment, firings))
 
 
 def check(expression: object, moment: datetime, minimum: timedelta) -> datetime:
     """The schedule's next moment after `moment`; ScheduleError when it is not a schedule, never
     fires, or fires more often than `minimum` apart."""
-    following = next_after(expression, moment)
-    gap = shortest_gap(expression, moment)
+    moments = _next_moments(expression, moment, GAP_SAMPLE)
+    gap = _gap(moments)
     if gap < minimum:
         raise ScheduleError(
             f"{expression!r} fires {_spoken(gap)} apart; a series may fire at most every {_spoken(minimum)} "
             "(SERIES_MIN_INTERVAL_S)"
         )
-    return following
+    return moments[0]
 
 
 def _spoken(gap: timedelta) -> str:
