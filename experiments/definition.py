@@ -44,7 +44,21 @@ class DefinitionError(Exception):
         self.errors = errors
 
 
+# Each check carries the JSON Schema of what it accepts (`check.schema`): the API's schema of a
+# definition is made from the same tables that validate one (definition_json_schema).
+SIZE_PATTERN = r"^[1-9][0-9]{0,6}[KMGT]$"
+
+
+def _described(schema: dict):
+    def attach(check):
+        check.schema = schema
+        return check
+
+    return attach
+
+
 def int_between(low: int, high: int) -> Callable[[object], int]:
+    @_described({"type": "integer", "minimum": low, "maximum": high})
     def check(value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
@@ -61,6 +75,7 @@ def int_between(low: int, high: int) -> Callable[[object], int]:
 def _size_between(low: str, high: str) -> Callable[[object], str]:
     low_bytes, high_bytes = parse_size(low), parse_size(high)
 
+    @_described({"type": "string", "pattern": SIZE_PATTERN, "description": f"a size from {low} to {high}"})
     def check(value: object) -> str:
         try:
             size_bytes = parse_size(value)  # type: ignore[arg-type]
@@ -74,6 +89,7 @@ def _size_between(low: str, high: str) -> Callable[[object], str]:
 
 
 def _one_of(*choices: object) -> Callable[[object], object]:
+    @_described({"enum": list(choices)})
     def check(value: object) -> object:
         for choice in choices:
             if value == choice or (isinstance(value, str) and value.strip() == str(choice)):
@@ -84,6 +100,7 @@ def _one_of(*choices: object) -> Callable[[object], object]:
 
 
 def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
+    @_described({"type": "string", "pattern": pattern.pattern})
     def check(value: object) -> str:
         if not isinstance(value, str) or not pattern.match(value):
             raise ValueError(f"{value!r} is not {what}")
@@ -155,6 +172,25 @@ CRASH_VALUES = {
 }
 # InnoDB checkpoints before its log is full: a redo target above this share of the log is not reached.
 REACHABLE_SHARE_OF_LOG = 0.75
+
+
+WORKLOAD_CHECKS: dict[str, Callable[[object], object]] = {
+    "name": _one_of(*WORKLOAD_NAMES),
+    "tables": int_between(1, 64),
+    "table_size": int_between(1, 10_000_000),
+    "threads": int_between(1, 256),
+    "events": int_between(0, 10_000_000),
+    "time_seconds": int_between(0, 86_400),
+    "warmup_max_seconds": int_between(0, 3600),
+    "open_rows": int_between(1, contract.MAX_OPEN_ROWS),
+}
+CRASH_CHECKS: dict[str, Callable[[object], object]] = {
+    "method": _one_of(*CRASH_METHOD_NAMES),
+    "when": _one_of(*CRASH_WHEN_NAMES),
+    "after_seconds": int_between(1, 86_400),
+    "redo_bytes": _size_between("1M", "1T"),
+    "open_rows": int_between(1, 10_000_000),
+}
 
 
 @dataclass(frozen=True)
@@ -311,29 +347,15 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
     if not isinstance(raw, dict):
         errors.add("workload", "must be an object")
         return Workload()
-    limits = {
-        "tables": (1, 64),
-        "table_size": (1, 10_000_000),
-        "threads": (1, 256),
-        "events": (0, 10_000_000),
-        "time_seconds": (0, 86_400),
-        "warmup_max_seconds": (0, 3600),
-        "open_rows": (1, contract.MAX_OPEN_ROWS),
-    }
     values: dict = {}
     for key, value in raw.items():
-        if key == "name":
+        if key in WORKLOAD_CHECKS:
             try:
-                values["name"] = _one_of(*WORKLOAD_NAMES)(value)
-            except ValueError as exc:
-                errors.add("workload.name", str(exc))
-        elif key in limits:
-            try:
-                values[key] = int_between(*limits[key])(value)
+                values[key] = WORKLOAD_CHECKS[key](value)
             except ValueError as exc:
                 errors.add(f"workload.{key}", str(exc))
         else:
-            errors.add(f"workload.{key}", f"unknown; known: name, {', '.join(limits)}")
+            errors.add(f"workload.{key}", f"unknown; known: {', '.join(WORKLOAD_CHECKS)}")
     if values.get("name") == "long_transaction":
         values.setdefault("open_rows", contract.DEFAULT_OPEN_ROWS)
     elif "open_rows" in values:
@@ -358,20 +380,13 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
     if not isinstance(raw, dict):
         errors.add("crash", "must be an object")
         return CrashPlan()
-    checks = {
-        "method": _one_of(*CRASH_METHOD_NAMES),
-        "when": _one_of(*CRASH_WHEN_NAMES),
-        "after_seconds": int_between(1, 86_400),
-        "redo_bytes": _size_between("1M", "1T"),
-        "open_rows": int_between(1, 10_000_000),
-    }
     plan = {}
     for key, value in raw.items():
-        if key not in checks:
-            errors.add(f"crash.{key}", f"unknown; known: {', '.join(checks)}")
+        if key not in CRASH_CHECKS:
+            errors.add(f"crash.{key}", f"unknown; known: {', '.join(CRASH_CHECKS)}")
             continue
         try:
-            plan[key] = checks[key](value)
+            plan[key] = CRASH_CHECKS[key](value)
         except ValueError as exc:
             errors.add(f"crash.{key}", str(exc))
     crash = CrashPlan(**plan)
@@ -450,26 +465,91 @@ def clean_notes(raw: object) -> str:
     return raw.strip()
 
 
+FIELDS = (
+    "name",
+    "hosts",
+    "engines",
+    "parameters",
+    "server_options",
+    "workload",
+    "crash",
+    "repetitions",
+    "description",
+    "tags",
+)
+
+
+def _values_of(check: Callable[[object], object]) -> dict:
+    return {"type": "array", "minItems": 1, "maxItems": MAX_VALUES_PER_PARAMETER, "items": check.schema}
+
+
+def _closed(properties: dict) -> dict:
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+# The answers' field paths that rules beyond the schema may name (a 400 naming another field means
+# the schema let through what validation refuses: tests/test_fuzz.py checks it).
+CHECKED_BEYOND_SCHEMA = (
+    "hosts",
+    "parameters",
+    "crash",
+    "workload.events",
+    "workload.open_rows",
+    "non_field_errors",
+)
+
+
+def definition_json_schema() -> dict:
+    """The JSON Schema of a definition, from the tables that validate one: what a schema can
+    say (fields, names, enums, ranges, patterns). What it cannot is said in its description and
+    checked by validate_definition alone: hosts must be registered, sizes within their range, a
+    crash plan's `when` and its value go together, a redo target must fit the smallest redo log,
+    an insert rate needs an insert workload, the matrix at most MAX_RUNS runs."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "hosts", "engines"],
+        "description": "What a schema cannot say is checked too: hosts must be registered, sizes within "
+        "their range, a crash plan's `when` and its value go together, a redo target must fit the smallest "
+        f"redo log, an insert rate needs an insert workload, the matrix at most {MAX_RUNS} runs.",
+        "properties": {
+            # the name is stripped before its rule applies: not blank
+            "name": {"type": "string", "pattern": r"^(?! *$)" + EXPERIMENT_NAME.pattern[1:]},
+            "hosts": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "pattern": HOST_NAME.pattern},
+                "description": "registered hosts' names",
+            },
+            "engines": {
+                "type": "array",
+                "minItems": 1,
+                "uniqueItems": True,
+                "items": {"enum": list(RUNNABLE_ENGINES)},
+            },
+            "parameters": _closed({name: _values_of(check) for name, (check, _) in PARAMETERS.items()}),
+            "server_options": _closed({name: _values_of(check) for name, check in SERVER_OPTIONS.items()}),
+            "workload": _closed({name: check.schema for name, check in WORKLOAD_CHECKS.items()}),
+            "crash": _closed({name: check.schema for name, check in CRASH_CHECKS.items()}),
+            "repetitions": {"type": "integer", "minimum": 1, "maximum": MAX_REPETITIONS},
+            "description": {"type": "string", "maxLength": MAX_NOTES, "description": "the question it asks"},
+            "tags": {
+                "type": "array",
+                "maxItems": MAX_TAGS,
+                "items": {"type": "string", "pattern": TAG.pattern},
+            },
+        },
+    }
+
+
 def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDefinition:
     """Check a user's definition and return it normalized, or raise DefinitionError."""
     errors = _Collector()
     if not isinstance(raw, dict):
         raise DefinitionError({"non_field_errors": ["the definition must be a JSON object"]})
-    known = {
-        "name",
-        "hosts",
-        "engines",
-        "parameters",
-        "server_options",
-        "workload",
-        "crash",
-        "repetitions",
-        "description",
-        "tags",
-    }
     for key in raw:
-        if key not in known:
-            errors.add(str(key), f"unknown field; known: {', '.join(sorted(known))}")
+        if key not in FIELDS:
+            errors.add(str(key), f"unknown field; known: {', '.join(sorted(FIELDS))}")
 
     name = raw.get("name")
     if not isinstance(name, str) or not EXPERIMENT_NAME.match(name.strip()):

@@ -3,6 +3,8 @@
 import re
 
 _SIZE = re.compile(r"^([1-9][0-9]{0,6})\s?([KMGT])(?:I?B)?$")
+# What parse_size takes as typed: any case, spaces around ("256M", " 1 gib ").
+SIZE_TEXT = r"^\s*[1-9][0-9]{0,6}\s?[KMGTkmgt](?:[iI]?[bB])?\s*$"
 _MULTIPLIER = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 

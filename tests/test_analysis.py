@@ -310,13 +310,15 @@ def test_compare_puts_engines_side_by_side_in_words_a_manager_reads(api):
 
 
 def test_compare_refuses_a_bad_list_of_experiments(api):
-    assert api.get("/api/compare/", {"experiments": "1"}).status_code == 400
-    missing = api.get("/api/compare/", {"experiments": "999998,999999"})
-    assert missing.status_code == 400
-    assert missing.json()["experiments"] == ["no experiment 999998, 999999"]
+    """Malformed is 400 (one id, a repeat, not an id); well formed but not there is 404."""
     experiment = ExperimentFactory()
+    for bad in ("1", f"{experiment.id},{experiment.id}", f"{experiment.id},²"):
+        assert api.get("/api/compare/", {"experiments": bad}).status_code == 400, bad
+    missing = api.get("/api/compare/", {"experiments": "999998,999999"})
+    assert missing.status_code == 404
+    assert missing.json()["experiments"] == ["no experiment 999998, 999999"]
     response = api.get("/api/compare/", {"experiments": f"{experiment.id},999999"})
-    assert response.status_code == 400 and "no experiment 999999" in response.json()["experiments"][0]
+    assert response.status_code == 404 and "no experiment 999999" in response.json()["experiments"][0]
 
 
 # Exports and the schema ----------------------------------------------------------------------

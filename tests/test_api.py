@@ -69,3 +69,17 @@ def test_openapi_schema_is_served(api):
     response = api.get("/api/schema/")
     assert response.status_code == 200
     assert b"/api/experiments/" in response.content
+
+
+def test_a_host_registration_names_the_field_at_fault(staff_api):
+    """Each of a host's fields is refused under its own name (all were reported as 'name')."""
+    good = {"name": "db9", "transport": "ssh", "ssh_user": "bench", "ssh_host": "db9.lan", "ssh_port": 22}
+    for change, field in [
+        ({"ssh_port": 70000}, "ssh_port"),
+        ({"ssh_user": "Bench!"}, "ssh_user"),
+        ({"ssh_host": "-db9"}, "ssh_host"),
+        ({"work_dir": "/var/tmp/../etc"}, "work_dir"),
+        ({"ssh_host": ""}, "ssh_host"),  # an ssh host needs an address: the service's rule
+    ]:
+        answer = staff_api.post("/api/hosts/", {**good, **change}, format="json")
+        assert answer.status_code == 400 and list(answer.json()) == [field], (change, answer.json())

@@ -118,14 +118,19 @@ def test_the_series_schema_says_what_the_api_checks():
     from drf_spectacular.generators import SchemaGenerator
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
-    written = schema["components"]["schemas"]["SeriesWrite"]
+    written = schema["components"]["schemas"]["SeriesWriteRequest"]
     fields = written["properties"]
     assert set(written["required"]) == {"name", "definition", "schedule"}
     assert fields["name"]["maxLength"] == 150 and fields["name"]["pattern"].startswith("^[A-Za-z0-9")
     assert fields["alert_emails"]["maxItems"] == series_service.MAX_ADDRESSES
     assert fields["alert_webhooks"]["items"]["format"] == "uri"
     assert (fields["alert_threshold"]["minimum"], fields["alert_threshold"]["maximum"]) == (0.001, 10)
-    assert fields["definition"]["type"] == "object"
+    # the definition's own schema: its fields, closed, with their enums and ranges
+    definition = fields["definition"]
+    assert definition["type"] == "object" and definition["additionalProperties"] is False
+    assert definition["properties"]["engines"]["items"]["enum"] == ["innodb", "rocksdb"]
+    assert definition["properties"]["workload"]["properties"]["threads"]["maximum"] == 256
+    assert written["additionalProperties"] is False  # the service refuses fields it does not know
 
 
 @pytest.mark.parametrize(
@@ -150,3 +155,4 @@ def test_what_the_schema_forbids_is_refused_with_the_field_named(change, field, 
     )
     patched = api.patch(f"/api/series/{series.pk}/", change, format="json")
     assert patched.status_code == 400 and field in patched.json(), patched.json()
+

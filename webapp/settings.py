@@ -232,6 +232,8 @@ SPECTACULAR_SETTINGS = {
     # the schema and its docs page for logged-in users, like the rest of the API
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI from drf-spectacular-sidecar's files: users run this on closed networks.
+    # requests described as they are sent (a file upload is binary, not a URL)
+    "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

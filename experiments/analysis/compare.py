@@ -256,15 +256,23 @@ def _regressions(metrics: dict, side_names: dict, baseline: str, label: str) -> 
     return found
 
 
+MAX_COMPARED = 6
+
+
+class NoSuchExperiment(ValueError):
+    """Ids well formed, but not all of experiments that exist."""
+
+
 def parse_experiment_ids(text: str) -> list[int]:
-    """'3,7' -> [3, 7]; two to six existing experiments, each once."""
+    """'3,7' -> [3, 7]; two to six existing experiments, each once (NoSuchExperiment naming
+    those that do not exist)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if any(as_row_id(p) is None for p in parts) or not 2 <= len(parts) <= 6 or len(set(parts)) != len(parts):
+    ids = [as_row_id(p) for p in parts]
+    if None in ids or not 2 <= len(ids) <= MAX_COMPARED or len(set(ids)) != len(ids):
         raise ValueError("two to six different experiment ids, comma-separated, e.g. 3,7")
-    ids = [int(p) for p in parts]
     missing = set(ids) - set(Experiment.objects.filter(id__in=ids).values_list("id", flat=True))
     if missing:
-        raise ValueError(f"no experiment {', '.join(map(str, sorted(missing)))}")
+        raise NoSuchExperiment(f"no experiment {', '.join(map(str, sorted(missing)))}")
     return ids
 
 

@@ -7,7 +7,14 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from experiments.analysis.compare import comparison, parse_experiment_ids, parse_ignored
+from experiments.analysis.compare import (
+    IGNORED_NAME,
+    MAX_COMPARED,
+    NoSuchExperiment,
+    comparison,
+    parse_experiment_ids,
+    parse_ignored,
+)
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
 from experiments.analysis.planner import (
     MAX_TARGET_SECONDS,
@@ -87,19 +94,35 @@ class CompareView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("experiments", OpenApiTypes.STR, description="ids, comma-separated: A,B[,C]"),
+            OpenApiParameter(
+                "experiments",
+                {
+                    "type": "array",
+                    "items": ID,
+                    "minItems": 2,
+                    "maxItems": MAX_COMPARED,
+                    "uniqueItems": True,
+                },
+                required=True,
+                explode=False,
+                description="ids, comma-separated: A,B[,C]; the first is the baseline (404 naming "
+                "those that do not exist)",
+            ),
             OpenApiParameter(
                 "ignore",
-                OpenApiTypes.STR,
+                {"type": "array", "items": {"type": "string", "pattern": IGNORED_NAME.pattern}},
+                explode=False,
                 description="parameters or server options, comma-separated, left out of the match (the "
                 "change under test, e.g. server_build or buffer_pool_size): runs are pooled over them",
             ),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
     )
     def get(self, request):
         try:
             ids = parse_experiment_ids(request.query_params.get("experiments", ""))
+        except NoSuchExperiment as exc:
+            return Response({"experiments": [str(exc)]}, status=status.HTTP_404_NOT_FOUND)
         except ValueError as exc:
             return Response({"experiments": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         try:
@@ -146,14 +169,17 @@ class PlannerView(APIView):
             400: OpenApiTypes.OBJECT,
             404: OpenApiTypes.OBJECT,
             422: OpenApiTypes.OBJECT,
-        },
+        },  # a write rate or a run to take it from, not both: a rule between parameters
+        extensions={"x-checked-beyond-schema": ["rate_run"]},
     )
     def get(self, request):
         form = PlannerForm(request.query_params)
         if not form.is_valid():
             errors = form.errors.get_json_data()
-            unknown_host = set(errors) == {"host"} and errors["host"][0]["code"] == "invalid_choice"
-            if unknown_host:  # well formed: no run of that host to answer from
+            # well formed, but no run of that host to answer from: 404, unless another parameter is
+            # malformed (the rate_run's rules need a host's runs, so they wait for one)
+            unknown_host = "host" in errors and errors["host"][0]["code"] == "invalid_choice"
+            if unknown_host and set(errors) <= {"host", "rate_run"}:
                 return Response(
                     {"host": [f"no run was measured on {request.query_params.get('host')!r}"]},
                     status=status.HTTP_404_NOT_FOUND,

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from experiments import roles, services
 from experiments.api.common import AnnotationSerializer, annotated
 from experiments.api.runs import RunSerializer
-from experiments.definition import DefinitionError
+from experiments.definition import CHECKED_BEYOND_SCHEMA, DefinitionError, definition_json_schema
 from experiments.filters import ExperimentFilter
 from experiments.models import (
     PER_RUN_DETAIL_FIELDS,
@@ -26,7 +26,6 @@ from experiments.models import (
     RunStatus,
 )
 from experiments.services.archive import ArchiveRejected, export_experiment, import_experiment
-from experiments.vocabulary import RUNNABLE_ENGINES
 
 EXPERIMENT_FIELDS = [
     "id",
@@ -100,21 +99,6 @@ def archive_response(experiment: Experiment) -> FileResponse:
     )
 
 
-class DefinitionSerializer(serializers.Serializer):
-    """Documents the definition's shape for the schema; validation is validate_definition's."""
-
-    name = serializers.CharField()
-    hosts = serializers.ListField(child=serializers.CharField())
-    engines = serializers.ListField(child=serializers.ChoiceField(choices=list(RUNNABLE_ENGINES)))
-    parameters = serializers.DictField(required=False)
-    server_options = serializers.DictField(required=False)
-    workload = serializers.DictField(required=False)
-    crash = serializers.DictField(required=False)
-    repetitions = serializers.IntegerField(required=False)
-    description = serializers.CharField(required=False, help_text="the question it asks (its notes)")
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
-
-
 class ExperimentViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
@@ -149,12 +133,14 @@ class ExperimentViewSet(
         return refused or Response(self.get_serializer(self.get_queryset().get(pk=experiment.pk)).data)
 
     @extend_schema(
-        request=DefinitionSerializer,
+        # the definition's schema and its validation come from the same tables
+        request={"application/json": definition_json_schema()},
         responses={201: ExperimentSerializer, 200: ExperimentSerializer},
+        extensions={"x-checked-beyond-schema": list(CHECKED_BEYOND_SCHEMA)},
         parameters=[
             OpenApiParameter(
                 "Idempotency-Key",
-                str,
+                {"type": "string", "pattern": services.IDEMPOTENCY_KEY.pattern},
                 OpenApiParameter.HEADER,
                 description="A key of the client's choosing (letters, digits, '.', '_', ':', '-'; at "
                 "most 100). Sent again with the same key, the request returns the experiment the "
@@ -193,6 +179,7 @@ class ExperimentViewSet(
         responses={201: ExperimentSerializer},
         description="Store an export of another installation as a new experiment. 409 names the "
         "experiment when this installation has it already; 400 says what is wrong with the archive.",
+        extensions={"x-checked-beyond-schema": ["file", "detail"]},
     )
     @action(detail=False, methods=["post"], url_path="import", parser_classes=[MultiPartParser])
     def import_archive(self, request):

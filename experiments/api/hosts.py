@@ -1,17 +1,20 @@
 """/api/hosts/: benchmark hosts, their probes and the host keys an admin trusts."""
 
+from django.core.validators import RegexValidator
 from django.utils.module_loading import import_string
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from experiments import roles, services
+from experiments.definition import HOST_NAME
 from experiments.models import (
     Host,
     HostStatus,
     Transport,
 )
+from experiments.services.hosts import SSH_HOST, SSH_USER, WORK_DIR, HostRejected
 from experiments.services.ssh_keys import dashboard_public_key
 
 
@@ -51,7 +54,15 @@ class HostSerializer(serializers.ModelSerializer):
             "active",
             "created_at",
         ]
-        extra_kwargs = {"name": {"validators": []}}
+        # each field's pattern, so the schema says what registration checks; registering a
+        # name again updates that host (no uniqueness validator)
+        extra_kwargs = {
+            "name": {"validators": [RegexValidator(HOST_NAME)]},
+            "ssh_user": {"validators": [RegexValidator(SSH_USER)]},
+            "ssh_host": {"validators": [RegexValidator(SSH_HOST)]},
+            "ssh_port": {"min_value": 1, "max_value": 65535},
+            "work_dir": {"validators": [RegexValidator(WORK_DIR)]},
+        }
 
     def get_status(self, host: Host) -> str:
         if not hasattr(host, "running_count"):  # just created or updated: nothing runs on it yet
@@ -64,8 +75,8 @@ class HostSerializer(serializers.ModelSerializer):
     def create(self, validated_data):
         try:
             return services.register_host(**validated_data, user=self.context["request"].user)
-        except ValueError as exc:
-            raise serializers.ValidationError({"name": [str(exc)]}) from None
+        except HostRejected as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from None
 
 
 class ProbeResultSerializer(serializers.Serializer):
@@ -85,6 +96,10 @@ class TrustHostKeySerializer(serializers.Serializer):
     )
 
 
+@extend_schema_view(
+    # an ssh host needs its login and address; a local one neither
+    create=extend_schema(extensions={"x-checked-beyond-schema": ["ssh_user", "ssh_host"]})
+)
 class HostViewSet(
     mixins.CreateModelMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):

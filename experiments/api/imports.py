@@ -8,15 +8,24 @@ from rest_framework.views import APIView
 
 from experiments import roles
 from experiments.api.runs import RunSerializer
-from experiments.models import (
-    Experiment,
+from experiments.definition import EXPERIMENT_NAME
+from experiments.models import Engine, Experiment
+from experiments.services.imports import (
+    HOST_LABEL,
+    IMPORT_FILES,
+    MAX_INSERT_RATE,
+    MAX_REDO_BYTES,
+    SERVER_VERSION,
+    ImportRejected,
+    import_runs,
 )
-from experiments.services.imports import ImportRejected, import_runs
-from experiments.units import as_row_id
+from experiments.units import SIZE_TEXT
 
 
 class ImportSerializer(serializers.Serializer):
-    """Documents the multipart import for the schema; validation is import_runs'."""
+    """The multipart import: each field's shape checked here as the schema states it; what the
+    files hold (a crash recovery to find, the engine's own files), the time zone's name and the
+    experiment to add to are import_runs' to check."""
 
     error_log = serializers.FileField(help_text="the server's error log through the crash recovery")
     innodb_status_before = serializers.FileField(required=False)
@@ -25,20 +34,30 @@ class ImportSerializer(serializers.Serializer):
     rocksdb_status_at_crash = serializers.FileField(required=False)
     rocksdb_log = serializers.FileField(required=False, help_text="RocksDB's LOG (required for MyRocks)")
     sysbench_report = serializers.FileField(required=False)
-    engine = serializers.ChoiceField(choices=["innodb", "rocksdb", "tokudb"])
-    server_version = serializers.CharField(required=False)
-    buffer_pool_size = serializers.CharField(help_text="with a unit: 128M, 8G")
-    redo_log_size = serializers.CharField(help_text="with a unit: 512M, 2G")
+    engine = serializers.ChoiceField(choices=Engine.values)
+    server_version = serializers.RegexField(SERVER_VERSION, required=False, help_text="e.g. 8.0.36")
+    buffer_pool_size = serializers.RegexField(SIZE_TEXT, help_text="with a unit: 128M, 8G")
+    redo_log_size = serializers.RegexField(SIZE_TEXT, help_text="with a unit: 512M, 2G")
     insert_rate = serializers.IntegerField(
-        required=False, help_text="rows/s the workload ran at; 0 unthrottled"
+        required=False,
+        min_value=0,
+        max_value=MAX_INSERT_RATE,
+        help_text="rows/s the workload ran at; 0 unthrottled",
     )
-    host_label = serializers.CharField(help_text="where the run was done, e.g. db7.prod")
+    host_label = serializers.RegexField(HOST_LABEL, help_text="where the run was done, e.g. db7.prod")
     timezone = serializers.CharField(required=False, help_text="IANA zone of the log's local times; UTC")
     redo_bytes = serializers.IntegerField(
-        required=False, help_text="redo/WAL replayed, where the log lacks it"
+        required=False,
+        min_value=0,
+        max_value=MAX_REDO_BYTES,
+        help_text="redo/WAL replayed, where the log lacks it",
     )
-    experiment = serializers.IntegerField(required=False, help_text="add to this experiment")
-    experiment_name = serializers.CharField(required=False, help_text="else a new imported experiment")
+    experiment = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**63 - 1, help_text="add to this experiment"
+    )
+    experiment_name = serializers.RegexField(
+        EXPERIMENT_NAME, required=False, help_text="else a new imported experiment"
+    )
 
 
 class ImportResultSerializer(serializers.Serializer):
@@ -52,21 +71,27 @@ class ImportView(APIView):
 
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request={"multipart/form-data": ImportSerializer}, responses={201: ImportResultSerializer})
+    @extend_schema(
+        request={"multipart/form-data": ImportSerializer},
+        responses={201: ImportResultSerializer},
+        extensions={"x-checked-beyond-schema": [*IMPORT_FILES, "timezone", "experiment", "detail"]},
+    )
     def post(self, request):
+        body = ImportSerializer(data=request.data)
+        if not body.is_valid():
+            return Response(body.errors, status=status.HTTP_400_BAD_REQUEST)
         uploads = {name: request.FILES[name] for name in request.FILES}
         data = {key: request.data.get(key) for key in request.data if key not in request.FILES}
-        experiment = data.pop("experiment", None)
-        if experiment not in (None, "") and as_row_id(str(experiment)) is None:
-            return Response({"experiment": ["an experiment id"]}, status=status.HTTP_400_BAD_REQUEST)
-        target = Experiment.objects.filter(pk=experiment).first() if experiment not in (None, "") else None
+        experiment = body.validated_data.get("experiment")
+        data.pop("experiment", None)
+        target = Experiment.objects.filter(pk=experiment).first() if experiment is not None else None
         if target is not None:
             roles.require_change(request.user, target)
         try:
             result = import_runs(
                 {name: upload.file for name, upload in uploads.items()},
                 data,
-                experiment_id=int(experiment) if experiment not in (None, "") else None,
+                experiment_id=experiment,
                 experiment_name=data.pop("experiment_name", "") or "",
                 user=request.user,
             )

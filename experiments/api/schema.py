@@ -21,11 +21,24 @@ def _tightened(name: str, schema: dict) -> dict:
     return schema
 
 
+# Request bodies whose validation refuses fields it does not know (the series service names them).
+CLOSED_REQUESTS = {"SeriesWriteRequest", "PatchedSeriesWriteRequest"}
+
+
 def tighten_query_parameters(result, generator, request, public):
-    """Postprocessing hook: every query parameter's schema as strict as its form field."""
+    """Postprocessing hook: every query parameter's schema as strict as its form field; a body
+    with required fields is itself required (an operation documented by a plain JSON Schema,
+    as the definition is, gets no such flag from the generator); closed bodies say so."""
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") == "query" and "schema" in parameter:
                     parameter["schema"] = _tightened(parameter["name"], parameter["schema"])
+            body = operation.get("requestBody")
+            if body and any(
+                content.get("schema", {}).get("required") for content in body["content"].values()
+            ):
+                body["required"] = True
+    for name in CLOSED_REQUESTS & set(result.get("components", {}).get("schemas", {})):
+        result["components"]["schemas"][name]["additionalProperties"] = False
     return result

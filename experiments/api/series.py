@@ -3,13 +3,19 @@
 
 from django.db.models import Count
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from experiments import roles, schedule
 from experiments.analysis.series import history
-from experiments.definition import EXPERIMENT_NAME, DefinitionError
+from experiments.definition import (
+    CHECKED_BEYOND_SCHEMA,
+    EXPERIMENT_NAME,
+    DefinitionError,
+    definition_json_schema,
+)
 from experiments.models import ChangePoint, Series, Triage
 from experiments.services import series as series_service
 
@@ -58,7 +64,7 @@ class SeriesSerializer(serializers.ModelSerializer):
     alert_destinations = serializers.SerializerMethodField()
 
     def get_alert_destinations(self, series) -> list[str]:
-        """"mail to example.com", "webhook to hooks.example.com": where, not to whom."""
+        """ "mail to example.com", "webhook to hooks.example.com": where, not to whom."""
         return series_service.alert_destinations(series)
 
     def to_representation(self, series):
@@ -103,6 +109,22 @@ class SeriesDetailSerializer(SeriesSerializer):
         return [{**f.as_dict(), "index": i} for i, f in enumerate(history(series.pk), start=1)]
 
 
+@extend_schema_field(definition_json_schema())
+class DefinitionField(serializers.DictField):
+    """A definition: its schema is the definition's own; validate_definition checks it (in the
+    series service, which names its errors definition.FIELD)."""
+
+
+# what the schema cannot say: the name is unique, a schedule's moments, a webhook's addresses,
+# and the definition's own rules
+SERIES_CHECKED_BEYOND_SCHEMA = [
+    "name",
+    "schedule",
+    "alert_webhooks",
+    *(f"definition.{path}" for path in CHECKED_BEYOND_SCHEMA),
+]
+
+
 class SeriesWriteSerializer(serializers.Serializer):
     """What POST and PATCH take, documented and checked alike: each field's shape here (the
     schema says what this says); what needs the database or a resolver (the hosts a definition
@@ -114,7 +136,7 @@ class SeriesWriteSerializer(serializers.Serializer):
         help_text="1-150 characters: letters, digits, spaces and _ . , : ( ) / + % = @ # - (a firing is "
         "named after it)",
     )
-    definition = serializers.DictField(help_text="An experiment definition, as POST /api/experiments/ takes.")
+    definition = DefinitionField(help_text="An experiment definition, as POST /api/experiments/ takes.")
     schedule = serializers.CharField(
         max_length=schedule.MAX_LENGTH,
         help_text="Cron (minute hour day month weekday, UTC; a day of the month and a day of the week "
@@ -151,11 +173,17 @@ class SeriesViewSet(
         .order_by("name")  # an aggregate drops Meta.ordering
     )
     http_method_names = ["get", "post", "patch", "head", "options"]
+    # a definition is nested JSON, which a form cannot carry
+    parser_classes = [JSONParser]
 
     def get_serializer_class(self):
         return SeriesDetailSerializer if self.action == "retrieve" else SeriesSerializer
 
-    @extend_schema(request=SeriesWriteSerializer, responses={201: SeriesDetailSerializer, 400: ERRORS})
+    @extend_schema(
+        request=SeriesWriteSerializer,
+        responses={201: SeriesDetailSerializer, 400: ERRORS},
+        extensions={"x-checked-beyond-schema": SERIES_CHECKED_BEYOND_SCHEMA},
+    )
     def create(self, request, *args, **kwargs):
         written = SeriesWriteSerializer(data=request.data)
         if not written.is_valid():
@@ -164,11 +192,13 @@ class SeriesViewSet(
             series = series_service.create_series(request.data, user=request.user)
         except DefinitionError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        return Response(
-            self._detail(series.pk), status=status.HTTP_201_CREATED
-        )
+        return Response(self._detail(series.pk), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=SeriesWriteSerializer, responses={200: SeriesDetailSerializer, 400: ERRORS})
+    @extend_schema(
+        request=SeriesWriteSerializer,
+        responses={200: SeriesDetailSerializer, 400: ERRORS},
+        extensions={"x-checked-beyond-schema": SERIES_CHECKED_BEYOND_SCHEMA},
+    )
     def partial_update(self, request, *args, **kwargs):
         series = self.get_object()
         roles.require_change(request.user, series)

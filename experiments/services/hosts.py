@@ -8,10 +8,19 @@ from django.utils import timezone
 from experiments.definition import HOST_NAME
 from experiments.models import Host, HostStatus, Transport
 from experiments.services.audit import audited_by
+from workers.runner import contract
 
 SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")
-WORK_DIR = re.compile(r"^/[A-Za-z0-9._/-]{1,200}$")
+WORK_DIR = contract.WORK_DIR
+
+
+class HostRejected(ValueError):
+    """A registration that cannot be stored, naming the field at fault."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
 
 def register_host(
@@ -26,18 +35,22 @@ def register_host(
     """Create or update a host. Running it twice with the same values changes nothing; a new
     address forgets the confirmed host key (an admin confirms the new machine's)."""
     if not HOST_NAME.match(name or ""):
-        raise ValueError(f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63")
+        raise HostRejected(
+            "name", f"host name {name!r}: lowercase letters, digits, '.', '_' and '-', at most 63"
+        )
     if transport not in Transport.values:
-        raise ValueError(f"transport must be one of {', '.join(Transport.values)}")
+        raise HostRejected("transport", f"transport must be one of {', '.join(Transport.values)}")
     if transport == Transport.SSH:
         if not SSH_USER.match(ssh_user or ""):
-            raise ValueError(f"ssh_user {ssh_user!r}: a login name such as root or bench")
+            raise HostRejected("ssh_user", f"ssh_user {ssh_user!r}: a login name such as root or bench")
         if not SSH_HOST.match(ssh_host or ""):
-            raise ValueError(f"ssh_host {ssh_host!r}: a host name or IP address")
+            raise HostRejected("ssh_host", f"ssh_host {ssh_host!r}: a host name or IP address")
         if not 1 <= int(ssh_port) <= 65535:
-            raise ValueError(f"ssh_port {ssh_port}: 1..65535")
-    if not WORK_DIR.match(work_dir or "") or ".." in work_dir:
-        raise ValueError(f"work_dir {work_dir!r}: an absolute path of letters, digits, '.', '_', '-', '/'")
+            raise HostRejected("ssh_port", f"ssh_port {ssh_port}: 1..65535")
+    if not WORK_DIR.match(work_dir or ""):
+        raise HostRejected(
+            "work_dir", f"work_dir {work_dir!r}: an absolute path of letters, digits, '.', '_', '-', '/'"
+        )
     address = {"ssh_user": ssh_user, "ssh_host": ssh_host, "ssh_port": int(ssh_port)}
     with transaction.atomic(), audited_by(user):
         host = Host.objects.select_for_update().filter(name=name).first()
