@@ -260,6 +260,8 @@ def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple
             if not block:
                 continue
             said, regression = verdict(block, threshold)
+            if not cell.get("comparable", True):  # a recovery after another crash: another measurement
+                said, regression = "not compared: the crash plans differ", False
             regressions += regression
             undecided += said.startswith(UNDECIDED)
             ci = block.get("ratio_ci")
@@ -294,6 +296,13 @@ def _changed_text(values: dict, first: str, second: str) -> str:
         after = ",".join(values.get(second, {}).get(name, ["-"]))
         parts.append(f"{name} {before} -> {after}")
     return "; ".join(parts)
+
+
+def differences_text(result: dict) -> str:
+    """What differs between the definitions compared, a line each, and how far apart they ran."""
+    lines = [f"  {d['text']}" for d in result.get("differences") or []]
+    said = "the definitions differ:\n" + "\n".join(lines) if lines else "the definitions are the same"
+    return said + (f"\nthey {result['apart']}" if result.get("apart") else "")
 
 
 COMPARISON_HEADERS = ["engine", "matched on", "changed", "metric", "A", "B", "B/A", "95% CI", "p", "verdict"]
@@ -358,6 +367,7 @@ def command_compare(api: Api, args, out) -> int:
     if not rows:
         raise ClientError(f"experiments {args.a} and {args.b} have no cell in common (engine and settings)")
     print(f"A = experiment {args.a}, B = experiment {args.b}", file=out)
+    print(differences_text(result), file=out)
     print(table(COMPARISON_HEADERS, rows), file=out)
     return EXIT_OK
 
@@ -413,6 +423,7 @@ def command_gate(api: Api, args, out) -> int:
     print(f"\nA = baseline, experiment {args.baseline}; B = experiment {experiment['id']}", file=out)
     if changed:
         print(f"changed from the baseline (left out of the match): {', '.join(changed)}", file=out)
+    print(differences_text(result), file=out)
     print(table(COMPARISON_HEADERS, rows), file=out)
     failed_runs = sum(run["status"] == "failed" for run in finished["runs"])
     if failed_runs:

@@ -8,8 +8,11 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 
+from django.db.models import Max, Min
+
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
+from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.models import Experiment, Run
 from experiments.units import as_row_id
 from workers.runner.contract import SYSTEM_BUILD
@@ -98,13 +101,22 @@ def _metric_blocks(matched: list[tuple[tuple, dict]], sides: list[list]) -> list
 
 
 def compare_experiments(
-    rows: list[dict], experiment_ids: list[int], names: dict[int, str], ignore: frozenset = frozenset()
+    rows: list[dict],
+    experiment_ids: list[int],
+    names: dict[int, str],
+    ignore: frozenset = frozenset(),
+    definitions: dict[int, dict] | None = None,
 ) -> dict:
     """GET /api/compare/: cells matched on engine and settings across experiments; each metric's
     ratio is the later experiment over the first, with its 95% interval. `ignore`: parameters and
     server options left out of the match, the change under test (a new build, a smaller buffer
-    pool): each side's runs of a cell are pooled over them."""
+    pool): each side's runs of a cell are pooled over them. `differences`: every key of the
+    definitions that differs; where the crash plans differ no cell is compared as equals, and
+    where the workloads or hosts differ every sentence says so."""
     versions = _versions(rows)
+    differences = definition_differences({str(i): (definitions or {}).get(i, {}) for i in experiment_ids})
+    crash = crash_plans_differ(differences)
+    unlike = [d for d in differences if d["key"].startswith(("workload.", "hosts"))]
     cells = []
     matched = _match(
         rows,
@@ -127,8 +139,21 @@ def compare_experiments(
         side_names = {str(i): _experiment_name(i, versions) for i in experiment_ids}
         cell["sentences"] = _sentences(cell["metrics"], side_names, str(experiment_ids[0]), label)
         cell["regressions"] = _regressions(cell["metrics"], side_names, str(experiment_ids[0]), label)
+        cell["comparable"] = not crash
+        if crash:  # a recovery after another crash is another measurement
+            cell["not_compared"] = (
+                f"{label}: not compared, the crash plans differ ({'; '.join(d['text'] for d in crash)}): "
+                "recovery after a different crash is a different measurement (sweep crash.redo_bytes in one "
+                "experiment to see its effect)"
+            )
+            cell["sentences"], cell["regressions"] = [cell["not_compared"]], []
+        elif unlike:
+            caveat = f" (not like for like: {'; '.join(d['text'] for d in unlike)})"
+            cell["sentences"] = [line + caveat for line in cell["sentences"]]
+            cell["regressions"] = [line + caveat for line in cell["regressions"]]
         cells.append(cell)
     return {
+        "differences": differences,
         "experiments": experiment_ids,
         "names": {str(i): names.get(i, "") for i in experiment_ids},
         "server_versions": {str(i): versions.get(i, "") for i in experiment_ids},
@@ -290,5 +315,41 @@ def parse_ignored(text: str) -> frozenset:
 
 def comparison(ids: list[int], ignore: frozenset = frozenset()) -> dict:
     rows = list(Run.objects.filter(experiment_id__in=ids).values(*ROW_FIELDS))
-    names = dict(Experiment.objects.filter(id__in=ids).values_list("id", "name"))
-    return compare_experiments(rows, ids, names, ignore)
+    experiments = Experiment.objects.filter(id__in=ids).values("id", "name", "definition")
+    names = {e["id"]: e["name"] for e in experiments}
+    definitions = {e["id"]: e["definition"] for e in experiments}
+    result = compare_experiments(rows, ids, names, ignore, definitions)
+    return {**result, **when_they_ran(ids)}
+
+
+def when_they_ran(ids: list[int]) -> dict:
+    """Each experiment's first start and last finish, and how far apart they ran: a slow hour
+    or a busy week on the host falls on one side only when they ran apart."""
+    spans = {
+        row["experiment_id"]: row
+        for row in Run.objects.filter(experiment_id__in=ids, started_at__isnull=False)
+        .values("experiment_id")
+        .annotate(first=Min("started_at"), last=Max("finished_at"))
+    }
+    ran = {
+        str(i): {"first_start": spans[i]["first"], "last_finish": spans[i]["last"]} for i in ids if i in spans
+    }
+    apart = None
+    if len(ran) == len(ids) >= 2:
+        starts = sorted(spans[i]["first"] for i in ids)
+        ends = [spans[i]["last"] or spans[i]["first"] for i in ids]
+        gap = (starts[-1] - min(ends)).total_seconds()
+        apart = (
+            "ran at overlapping times"
+            if gap <= 0
+            else f"ran {_duration_text(gap)} apart (first start to the other's last finish): a change on the "
+            "host between them falls on one side only"
+        )
+    return {"ran": ran, "apart": apart}
+
+
+def _duration_text(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

@@ -221,8 +221,9 @@ def comparison_table(result: dict) -> dict:
                 "sides": [block.get(side) for side in ids],
                 "ratio": block.get("ratio"),
                 "ratio_ci": block.get("ratio_ci"),
-                "significant": block.get("significant"),
+                "significant": block.get("significant") if cell.get("comparable", True) else None,
                 "p_value": block.get("p_value"),
+                "comparable": cell.get("comparable", True),
             }
             for metric, block in cell["metrics"].items()
         ]
