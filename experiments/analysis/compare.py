@@ -336,15 +336,19 @@ def when_they_ran(ids: list[int]) -> dict:
     }
     apart = None
     if len(ran) == len(ids) >= 2:
-        starts = sorted(spans[i]["first"] for i in ids)
-        ends = [spans[i]["last"] or spans[i]["first"] for i in ids]
-        gap = (starts[-1] - min(ends)).total_seconds()
-        apart = (
-            "ran at overlapping times"
-            if gap <= 0
-            else f"ran {_duration_text(gap)} apart (first start to the other's last finish): a change on the "
-            "host between them falls on one side only"
-        )
+        spans_in_order = sorted((spans[i]["first"], spans[i]["last"] or spans[i]["first"]) for i in ids)
+        gap, reached = 0.0, spans_in_order[0][1]
+        for start, end in spans_in_order[1:]:
+            gap, reached = max(gap, (start - reached).total_seconds()), max(reached, end)
+        if gap <= 0:
+            apart = "ran at overlapping times"
+        elif gap < 60:
+            apart = "ran one after the other"
+        else:
+            apart = (
+                f"ran {_duration_text(gap)} apart (one's last finish to the next one's first start): a change "
+                "on the host between them falls on one side only"
+            )
     return {"ran": ran, "apart": apart}
 
 
