@@ -243,19 +243,22 @@ class ExperimentDefinition:
         return data
 
     def expand(self) -> Iterable[RunSpec]:
-        """Hosts x engines x parameter values x server option values x repetitions."""
+        """Hosts x engines x parameter values x server option values x repetitions, in the order
+        the runs go (matrix_index): round robin over the cells, each cell's first repetition, then
+        each one's second, ... so a slow hour on a host falls on every cell alike instead of on
+        the cells that happened to run in it."""
         param_names = list(self.parameters)
-        cells = (
+        cells = [
             (host, engine, param_values, option_names, option_values)
             for host in self.hosts
             for engine in self.engines
             for param_values in itertools.product(*(self.parameters[n] for n in param_names))
             for option_names in [self.options_for(engine)]
             for option_values in itertools.product(*(self.server_options[n] for n in option_names))
-        )
+        ]
         index = 0
-        for host, engine, param_values, option_names, option_values in cells:
-            for repetition in range(1, self.repetitions + 1):
+        for repetition in range(1, self.repetitions + 1):
+            for host, engine, param_values, option_names, option_values in cells:
                 yield RunSpec(
                     matrix_index=index,
                     host=host,

@@ -59,6 +59,21 @@ def test_matrix_expands_to_every_combination_times_repetitions():
     assert all(r.server_options == {} for r in runs if r.engine == "rocksdb")
 
 
+def test_the_runs_go_round_robin_over_the_cells_so_a_slow_hour_falls_on_every_cell_alike():
+    """matrix_index is the order the runs go in: every cell's first repetition, then every
+    cell's second, ... (cell after cell, a busy hour would land on one cell's repetitions)."""
+    raw = definition(parameters={"buffer_pool_size": ["64M", "1G"]}, server_options={}, repetitions=3)
+    runs = sorted(validate_definition(raw, HOSTS).expand(), key=lambda r: r.matrix_index)
+    cells = len(runs) // 3
+    assert cells == 4  # 2 engines x 2 pools
+    assert [r.repetition for r in runs] == [1] * cells + [2] * cells + [3] * cells
+    first_round = [(r.engine, r.parameters["buffer_pool_size"]) for r in runs[:cells]]
+    assert len(set(first_round)) == cells  # each cell once a round
+    assert all(
+        (r.engine, r.parameters["buffer_pool_size"]) == first_round[i % cells] for i, r in enumerate(runs)
+    )
+
+
 def test_each_engine_varies_only_its_own_options_and_the_shared_ones():
     raw = definition(
         parameters={},
