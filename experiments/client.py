@@ -433,6 +433,12 @@ def command_gate(api: Api, args, out) -> int:
         page = api.page(f"/compare/?experiments={args.baseline},{experiment['id']}{ignored}")
         print(f"\nFAIL: {regressions} significant slowdown(s) beyond {threshold:.0%} ({page})", file=out)
         return EXIT_REGRESSION
+    if any(not cell.get("comparable", True) for cell in result["cells"]):
+        raise ClientError(
+            "the crash plans of the baseline and this definition differ: a recovery after another "
+            "crash is another measurement, so nothing was compared; gate against a baseline with the "
+            "same crash plan"
+        )
     if undecided:  # a pass must stand on intervals: one run a side can never be significant
         raise ClientError(
             f"{undecided} comparison(s) could not be decided (no values on one side, or fewer than 2 "

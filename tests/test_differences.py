@@ -58,14 +58,15 @@ def test_the_events_of_a_workload_five_times_longer_are_listed_among_the_differe
     assert "workload.events: 6000 in #" in differences_text(answer)
 
 
+def crashed_at(redo: str) -> dict:
+    crash = {"when": "at_redo_bytes", "redo_bytes": redo}
+    return full_definition(f"at {redo}", crash=crash, parameters={"redo_log_size": ["1G"]})
+
+
 def test_experiments_crashed_at_other_redo_targets_are_not_compared_as_equals(api, client, user):
     a, b = pair(
-        full_definition(
-            "at 16M", crash={"when": "at_redo_bytes", "redo_bytes": "16M"}, parameters={"redo_log_size": ["1G"]}
-        ),
-        full_definition(
-            "at 160M", crash={"when": "at_redo_bytes", "redo_bytes": "160M"}, parameters={"redo_log_size": ["1G"]}
-        ),
+        crashed_at("16M"),
+        crashed_at("160M"),
         slower=7.0,
         hours_apart=30,
     )

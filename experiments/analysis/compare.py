@@ -346,8 +346,8 @@ def when_they_ran(ids: list[int]) -> dict:
             apart = "ran one after the other"
         else:
             apart = (
-                f"ran {_duration_text(gap)} apart (one's last finish to the next one's first start): a change "
-                "on the host between them falls on one side only"
+                f"ran {_duration_text(gap)} apart (one's last finish to the next one's first start): "
+                "a change on the host between them falls on one side only"
             )
     return {"ran": ran, "apart": apart}
 
