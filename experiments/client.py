@@ -262,6 +262,8 @@ def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple
             said, regression = verdict(block, threshold)
             if not cell.get("comparable", True):  # a recovery after another crash: another measurement
                 said, regression = "not compared: the crash plans differ", False
+            elif cell.get("disturbed_runs"):
+                said += f" (host disturbed in {cell['disturbed_runs']} runs)"
             regressions += regression
             undecided += said.startswith(UNDECIDED)
             ci = block.get("ratio_ci")

@@ -269,6 +269,12 @@ class Run(RunMetrics):
     # statistics unless asked. Set by the analysis, recomputed at every re-parse.
     suspect = models.BooleanField(default=False)
     suspect_reason = models.CharField(max_length=500, blank=True)
+    # What else used the host while the run was measured (the runner's windows over the workload
+    # and the restart, and its calibration loops); a run measured on a disturbed host says why
+    # (experiments/analysis/noise.py). Kept, not excluded: a person decides.
+    noise = models.JSONField(default=dict, db_default={}, blank=True)
+    disturbed = models.BooleanField(default=False, db_default=False)
+    disturbed_reason = models.CharField(max_length=500, blank=True, db_default="")
     # A user's decision to leave a run out of analysis, with the reason; reversible.
     excluded = models.BooleanField(default=False)
     excluded_reason = models.CharField(max_length=500, blank=True)

@@ -45,17 +45,6 @@ def served(live_server, transactional_db, broker):
     return live_server.url, {"Authorization": f"Token {Token.objects.create(user=admin).key}"}
 
 
-@pytest.mark.busy  # a live server fuzzed: not beside a test that measures time
-@SCHEMA.parametrize()
-@API_BUDGET
-def test_no_request_makes_the_api_fail(case, served):
-    base_url, headers = served
-    response = case.call(base_url=base_url, headers=headers)
-    assert response.status_code < 500, (
-        f"{case.method} {case.formatted_path} answered {response.status_code}: {response.text[:800]}"
-    )
-
-
 def refused_only_by_rules_beyond_the_schema(ctx, response, case):
     """A request the schema allows is accepted, or refused (400) only by the rules its operation
     says a schema cannot state (`x-checked-beyond-schema`: hosts that must be registered, a
@@ -73,10 +62,12 @@ def refused_only_by_rules_beyond_the_schema(ctx, response, case):
     return None
 
 
-@pytest.mark.busy
+@pytest.mark.busy  # a live server fuzzed: not beside a test that measures time
 @SCHEMA.parametrize()
 @API_BUDGET
-def test_a_request_the_schema_allows_is_accepted_or_refused_by_a_rule_it_names(case, served):
+def test_no_request_fails_and_one_the_schema_allows_is_accepted_or_refused_by_a_rule_it_names(case, served):
+    """Every operation, what its schema allows and much it does not: no server error; and a
+    schema-valid request accepted, or refused only where the operation says why."""
     base_url, headers = served
     # the one registered host: a schema cannot list the rows there are
     for definition in (case.body, case.body.get("definition") if isinstance(case.body, dict) else None):

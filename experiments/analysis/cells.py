@@ -28,6 +28,7 @@ ROW_FIELDS = (
     "phases",
     "suspect",
     "suspect_reason",
+    "disturbed",
     "excluded",
     "excluded_reason",
     "buffer_pool_bytes",

@@ -13,6 +13,7 @@ from django.db.models import Max, Min
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.analysis.differences import crash_plans_differ, definition_differences
+from experiments.analysis.noise import disturbed_text
 from experiments.models import Experiment, Run
 from experiments.units import as_row_id
 from workers.runner.contract import SYSTEM_BUILD
@@ -151,6 +152,7 @@ def compare_experiments(
             caveat = f" (not like for like: {'; '.join(d['text'] for d in unlike)})"
             cell["sentences"] = [line + caveat for line in cell["sentences"]]
             cell["regressions"] = [line + caveat for line in cell["regressions"]]
+        _say_disturbed(cell, per_side)
         cells.append(cell)
     return {
         "differences": differences,
@@ -161,6 +163,18 @@ def compare_experiments(
         "cells": cells,
         "engines": compare_engines(rows),
     }
+
+
+def _say_disturbed(cell: dict, per_side: dict) -> None:
+    """Runs measured while other work used the host: counted in the cell, and said in each of
+    its sentences, so no difference reads as significant without it."""
+    rows = [row for side_rows in per_side.values() for row in side_rows]
+    cell["disturbed_runs"] = sum(bool(row.get("disturbed")) for row in rows)
+    if cell["disturbed_runs"]:
+        said = disturbed_text(cell["disturbed_runs"], len(rows))
+        cell["sentences"] = [line + said for line in cell["sentences"]]
+        if "regressions" in cell:
+            cell["regressions"] = [line + said for line in cell["regressions"]]
 
 
 def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
@@ -189,18 +203,18 @@ def compare_engines(rows: list[dict]) -> dict:
         matched = _match(rows, lambda r: r["engine"], _settings_key, present)
         sides_per_cell = [[e for e in present if e in per_side] for _, per_side in matched]
         blocks = _metric_blocks(matched, sides_per_cell)
-        for (key, _), sides, metrics in zip(matched, sides_per_cell, blocks, strict=True):
+        for (key, per_side), sides, metrics in zip(matched, sides_per_cell, blocks, strict=True):
             parameters, options = key
             label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
             side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
-            cells.append(
-                {
-                    "parameters": dict(parameters),
-                    "server_options": dict(options),
-                    "metrics": metrics,
-                    "sentences": _sentences(metrics, side_names, sides[0], f"at {label}", subject_first=True),
-                }
-            )
+            cell = {
+                "parameters": dict(parameters),
+                "server_options": dict(options),
+                "metrics": metrics,
+                "sentences": _sentences(metrics, side_names, sides[0], f"at {label}", subject_first=True),
+            }
+            _say_disturbed(cell, per_side)
+            cells.append(cell)
     return {"engines": present, "cells": cells}
 
 

@@ -22,6 +22,8 @@ CSV_COLUMNS = (
     "server_version",
     "suspect",
     "suspect_reason",
+    "disturbed",
+    "disturbed_reason",
     "excluded",
     "excluded_reason",
     "phases",

@@ -49,6 +49,8 @@ class RunSerializer(serializers.ModelSerializer):
             "phases",
             "suspect",
             "suspect_reason",
+            "disturbed",
+            "disturbed_reason",
             "excluded",
             "excluded_reason",
             "notes",
@@ -67,8 +69,9 @@ class RunDetailSerializer(RunSerializer):
     attempts = RunAttemptSerializer(source="attempt_rows", many=True, read_only=True)
 
     class Meta(RunSerializer.Meta):
-        # the seconds before the crash (experiments/ingest/seconds.py) and the restart's timeline
-        fields = [*RunSerializer.Meta.fields, "attempts", "samples", "timeline"]
+        # the seconds before the crash (experiments/ingest/seconds.py), the restart's timeline and
+        # what else used the host (workers/runner/noise.py)
+        fields = [*RunSerializer.Meta.fields, "attempts", "samples", "timeline", "noise"]
 
 
 class ExclusionSerializer(serializers.Serializer):

@@ -24,6 +24,7 @@ from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
+from experiments.analysis.noise import disturbance
 from experiments.ingest.bundle import analyse_run
 from experiments.metrics import METRIC_NAMES
 from experiments.models import (
@@ -203,7 +204,25 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     run.suspect = bool(analysis.suspect_reasons)
     run.suspect_reason = "; ".join(analysis.suspect_reasons)[:500]
     run.server_version = (analysis.server_version or run.server_version)[:120]
+    run.noise = result.get("noise") if isinstance(result.get("noise"), dict) else {}
+    reasons = disturbance(run.noise, host_calibrations(run))
+    run.disturbed, run.disturbed_reason = bool(reasons), "; ".join(reasons)[:500]
     return analysis.warnings
+
+
+HISTORY_RUNS = 30
+
+
+def host_calibrations(run: Run) -> list[dict]:
+    """The calibrations of the host's last undisturbed runs before this one: what its loops take
+    when it is quiet."""
+    earlier = (
+        Run.objects.filter(host_label=run.host_label, disturbed=False, noise__has_key="calibration")
+        .exclude(pk=run.pk)
+        .order_by("-finished_at")
+        .values_list("noise__calibration", flat=True)[:HISTORY_RUNS]
+    )
+    return [calibration for calibration in earlier if isinstance(calibration, dict)]
 
 
 def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) -> Run:

@@ -13,8 +13,8 @@ This module is the sequence; the parts are its neighbours: contract.py (the spec
 allow-list, shared with the dashboard), probe.py (the host's facts and builds), processes.py
 (what it starts and holds), events.py (what it says), server.py (the private server), dataset.py
 (the loaded data, cached), workload.py (sysbench), sampler.py (the counters, every second),
-stamper.py (the stamped error log), crash.py (crash plans, the power cut and its ledger),
-powercut.py (the power-cut file system) and bundle.py (the files it leaves).
+stamper.py (the stamped error log), noise.py (what else used the host), crash.py (crash plans,
+the power cut and its ledger), powercut.py (the power-cut file system) and bundle.py (the files it leaves).
 
 Progress goes to stdout as JSON lines ({"event": "progress", "message": ...}); the last line is
 {"event": "done"} or {"event": "failed", "error": ...}. Every process it started is stopped
@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from . import noise
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
 from .crash import (
@@ -88,6 +89,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
 
         ledger = Ledger(server, engine) if layer is not None else None
         sampler = Sampler(server, engine, clock, work / SAMPLES_FILE)
+        result["noise"] = {"calibration": noise.calibrate(work)}
+        workload_mark = noise.mark()
         times["workload_started"] = clock.now()
         sampler.start()
         sysbench.start_run()
@@ -107,6 +110,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
                 raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
             checksums = checksum_tables(server, workload_tables(spec["workload"]))
         times["workload_ended"] = clock.now()
+        result["noise"]["workload"] = noise.window(workload_mark)
         if crash["when"] == "during_transaction":
             progress(f"opening a transaction that changes {crash['open_rows']:,} rows", 70)
             result["crash_plan"] = open_transaction(server, engine, crash["open_rows"], timeout)
@@ -127,8 +131,10 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             result["wal_bytes_at_crash"] = wal_sizes(server.datadir)
 
         progress("restarting after the crash", 75)
+        restart_mark = noise.mark()
         times["recovery_spawned"] = server.start()
         times["recovery_first_query"] = server.wait_until_ready(timeout)
+        result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
         if engine == "rocksdb":
             # RocksDB starts a new LOG at every open: keep the one of the crash recovery.
