@@ -258,6 +258,9 @@ class Run(RunMetrics):
     dataset_reused = models.BooleanField(null=True, blank=True)
     # Seconds per recovery phase ({"redo_scan": s, "redo_apply": s, ...}), for the breakdown.
     phases = models.JSONField(default=dict, blank=True)
+    # Per phase, how finely its first and last lines were timed ({"redo_apply": 0.005}): a phase
+    # shorter than that is "below resolution", which is not zero (experiments/ingest/bundle.py).
+    phase_resolution = models.JSONField(default=dict, db_default={}, blank=True)
     # The seconds before the crash: the runner's per-second samples as levels and rates
     # (experiments/ingest/seconds.py); and after it: the restart's timeline beside the clean start.
     # (Defaults in the database too: rows written by SQL of its own, as the benchmarks' are.)

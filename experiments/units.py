@@ -43,3 +43,22 @@ def as_row_id(text: object) -> int | None:
     if isinstance(text, str) and _ROW_ID.match(text.strip()):
         return int(text.strip())
     return None
+
+
+def below_resolution(seconds: float | None, resolution_s: float | None) -> bool:
+    """A duration shorter than its timing could tell (its first and last lines stamped alike)."""
+    return seconds is not None and bool(resolution_s) and seconds < resolution_s
+
+
+def duration_text(seconds: float | None, resolution_s: float | None = None) -> str:
+    """'1.234 s'; '< 5 ms' below the resolution its lines were timed at (which is not zero);
+    'not measured' where nothing timed it."""
+    if seconds is None:
+        return "not measured"
+    if below_resolution(seconds, resolution_s):
+        if resolution_s >= 1:
+            return f"< {resolution_s:g} s"
+        if resolution_s >= 0.001:
+            return f"< {resolution_s * 1000:g} ms"
+        return f"< {resolution_s * 1e6:g} µs"
+    return f"{seconds:.3f} s"

@@ -27,6 +27,7 @@ CSV_COLUMNS = (
     "excluded",
     "excluded_reason",
     "phases",
+    "phase_resolution",
     "finished_at",
     *METRIC_NAMES,
 )

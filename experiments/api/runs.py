@@ -15,6 +15,7 @@ from experiments.models import (
     Run,
     RunAttempt,
 )
+from experiments.units import below_resolution
 
 
 class RunAttemptSerializer(serializers.ModelSerializer):
@@ -28,6 +29,7 @@ class RunAttemptSerializer(serializers.ModelSerializer):
 class RunSerializer(serializers.ModelSerializer):
     host = serializers.CharField(source="host_label")
     metrics = serializers.SerializerMethodField()
+    phases_below_resolution = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
@@ -47,6 +49,8 @@ class RunSerializer(serializers.ModelSerializer):
             "imported",
             "server_version",
             "phases",
+            "phase_resolution",
+            "phases_below_resolution",
             "suspect",
             "suspect_reason",
             "disturbed",
@@ -61,6 +65,15 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_metrics(self, run: Run) -> dict:
         return {name: getattr(run, name) for name in METRIC_NAMES}
+
+    def get_phases_below_resolution(self, run: Run) -> list[str]:
+        """Phases shorter than their lines could be timed: not zero, shorter than
+        phase_resolution says."""
+        return [
+            name
+            for name, seconds in run.phases.items()
+            if below_resolution(seconds, run.phase_resolution.get(name))
+        ]
 
 
 class RunDetailSerializer(RunSerializer):

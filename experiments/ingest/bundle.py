@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
 from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
+from workers.runner.processes import POLL_S
 
 # Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
 PHASE_NAMES = {
@@ -35,6 +36,8 @@ class RunAnalysis:
     warnings: list[str] = field(default_factory=list)
     parsed: dict[str, ParsedFile] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
+    # per phase, how finely its lines were timed (seconds): a shorter phase is below resolution
+    phase_resolution: dict[str, float] = field(default_factory=dict)
     suspect_reasons: list[str] = field(default_factory=list)
     # Transactions InnoDB found prepared, which the binary log then committed (XA recovery).
     xa_prepared: int = 0
@@ -86,7 +89,8 @@ def analyse_run(
         if name in ("result.json", "install.log", "sysbench_prepare.txt", SAMPLES_FILE):
             continue
         analysis.parsed[name] = parse_bytes(name, content, local_tz=zone)
-    error_log = analysis.parsed.get("error.log.stamped") or analysis.parsed.get("error.log")
+    log_name = "error.log.stamped" if "error.log.stamped" in analysis.parsed else "error.log"
+    error_log = analysis.parsed.get(log_name)
     metrics = analysis.metrics
     times = result.get("times", {})
 
@@ -97,7 +101,7 @@ def analyse_run(
         crash = _crash_episode(error_log, crash_index)
         recovery_start = _after(error_log.episodes, times.get("recovery_spawned")) or crash
         if crash is not None:
-            _keep_phases(analysis, crash)
+            _keep_phases(analysis, crash, stamp_resolution(log_name, crash))
             analysis.xa_prepared = crash.xa_prepared
             metrics.update(
                 checkpoint_lsn=crash.checkpoint_lsn,
@@ -192,11 +196,23 @@ def more_redo_than_logs_hold(redo_bytes: int | None, log_size: int | None) -> li
     ]
 
 
-def _keep_phases(analysis: RunAnalysis, episode: Episode) -> None:
+def _keep_phases(analysis: RunAnalysis, episode: Episode, resolution_s: float) -> None:
     for phase in episode.phases:
         name = PHASE_NAMES.get(phase.name)
         if name and phase.seconds is not None:
             analysis.phases[name] = round(analysis.phases.get(name, 0.0) + phase.seconds, 6)
+            analysis.phase_resolution[name] = max(analysis.phase_resolution.get(name, 0.0), resolution_s)
+
+
+def stamp_resolution(log_name: str, episode: Episode) -> float:
+    """How finely the lines of a phase were timed, in seconds: the runner's stamps (it polls the
+    log every POLL_S), or the server's own: whole seconds where no moment of the episode has a
+    fraction (MariaDB), microseconds otherwise (MySQL 8, RocksDB's LOG). A phase shorter than
+    this is "below resolution", not zero."""
+    if log_name == "error.log.stamped":
+        return POLL_S
+    moments = [m for p in episode.phases for m in (p.start, p.end) if m is not None]
+    return 1.0 if moments and all(m.microsecond == 0 for m in moments) else 1e-6
 
 
 def _episode_span_seconds(episode: Episode) -> float | None:
@@ -252,7 +268,8 @@ def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
         metrics["recovery_seconds"] = None
         return
     metrics["recovery_seconds"] = crash.recovery_seconds
-    _keep_phases(analysis, crash)  # the WAL replay, beside InnoDB's own recovery at the same start
+    # the WAL replay, beside InnoDB's own recovery at the same start
+    _keep_phases(analysis, crash, stamp_resolution("rocksdb_LOG", crash))
     sizes = result.get("wal_bytes_at_crash", {})
     if sizes:
         metrics["redo_bytes"] = sum(sizes.get(str(wal), 0) for wal in crash.wal_files)

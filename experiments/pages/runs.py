@@ -14,6 +14,7 @@ from experiments.metrics import LABELS, METRIC_NAMES
 from experiments.models import Run, RunStatus
 from experiments.pages.common import annotate_page
 from experiments.roles import may_change, require_change
+from experiments.units import duration_text
 
 
 @login_required
@@ -27,6 +28,10 @@ def _run_context(run: Run) -> dict:
     return {
         "run": run,
         "metrics": [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES],
+        "phases": [
+            (name, duration_text(seconds, run.phase_resolution.get(name)))
+            for name, seconds in run.phases.items()
+        ],
         "files": run.files.defer("content"),
         "attempts": run.attempt_rows.select_related("host"),
     }

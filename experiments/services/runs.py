@@ -199,6 +199,7 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     for name in METRIC_NAMES:
         setattr(run, name, analysis.metrics.get(name))
     run.phases = analysis.phases
+    run.phase_resolution = analysis.phase_resolution
     run.samples = analysis.samples
     run.timeline = analysis.timeline
     run.suspect = bool(analysis.suspect_reasons)
