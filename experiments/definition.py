@@ -159,8 +159,10 @@ class Workload:
 class CrashPlan:
     method: str = "sigkill"
     when: str = "after_workload"
-    after_seconds: int | None = None  # during_workload
-    redo_bytes: str | None = None  # at_redo_bytes: a size, like "128M"
+    # during_workload; at_redo_bytes: a size, like "128M". Either may be a list: a sweep, each
+    # value a dimension of the matrix (CRASH_SWEEPS names it among a run's parameters).
+    after_seconds: int | list[int] | None = None
+    redo_bytes: str | list[str] | None = None
     open_rows: int | None = None  # during_transaction
 
 
@@ -170,6 +172,9 @@ CRASH_VALUES = {
     "at_redo_bytes": "redo_bytes",
     "during_transaction": "open_rows",
 }
+# Crash values that may be swept, and the name each value takes among a run's parameters (the
+# matrix's dimensions: its cells, labels and chart points); run_spec hands it back to the crash plan.
+CRASH_SWEEPS = {"redo_bytes": "crash_redo_bytes", "after_seconds": "crash_after_seconds"}
 # InnoDB checkpoints before its log is full: a redo target above this share of the log is not reached.
 REACHABLE_SHARE_OF_LOG = 0.75
 
@@ -190,6 +195,11 @@ CRASH_CHECKS: dict[str, Callable[[object], object]] = {
     "after_seconds": int_between(1, 86_400),
     "redo_bytes": _size_between("1M", "1T"),
     "open_rows": int_between(1, 10_000_000),
+}
+# What a run's parameters may hold: the definition's parameters and its swept crash values.
+RUN_PARAMETER_CHECKS: dict[str, Callable[[object], object]] = {
+    **{name: check for name, (check, _) in PARAMETERS.items()},
+    **{name: CRASH_CHECKS[key] for key, name in CRASH_SWEEPS.items()},
 }
 
 
@@ -222,11 +232,24 @@ class ExperimentDefinition:
 
     def __post_init__(self):
         # Counted, not expanded: a hostile matrix must be refused before it is enumerated.
-        common = [len(self.hosts), self.repetitions, *(len(v) for v in self.parameters.values())]
+        common = [
+            len(self.hosts),
+            self.repetitions,
+            *(len(v) for v in self.parameters.values()),
+            *(len(v) for v in self.crash_sweeps().values()),
+        ]
         self.run_count = sum(
             math.prod([*common, *(len(self.server_options[n]) for n in self.options_for(engine))])
             for engine in self.engines
         )
+
+    def crash_sweeps(self) -> dict[str, list]:
+        """The crash values given as lists, by the parameter name each run carries them under."""
+        return {
+            name: value
+            for key, name in CRASH_SWEEPS.items()
+            if isinstance(value := getattr(self.crash, key), list)
+        }
 
     def options_for(self, engine: str) -> list[str]:
         """The server options that vary for an engine's runs: an option of another engine
@@ -247,12 +270,13 @@ class ExperimentDefinition:
         the runs go (matrix_index): round robin over the cells, each cell's first repetition, then
         each one's second, ... so a slow hour on a host falls on every cell alike instead of on
         the cells that happened to run in it."""
-        param_names = list(self.parameters)
+        values = {**self.parameters, **self.crash_sweeps()}
+        param_names = list(values)
         cells = [
             (host, engine, param_values, option_names, option_values)
             for host in self.hosts
             for engine in self.engines
-            for param_values in itertools.product(*(self.parameters[n] for n in param_names))
+            for param_values in itertools.product(*(values[n] for n in param_names))
             for option_names in [self.options_for(engine)]
             for option_values in itertools.product(*(self.server_options[n] for n in option_names))
         ]
@@ -388,6 +412,9 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
         if key not in CRASH_CHECKS:
             errors.add(f"crash.{key}", f"unknown; known: {', '.join(CRASH_CHECKS)}")
             continue
+        if key in CRASH_SWEEPS and isinstance(value, list):  # a sweep: each value checked
+            plan[key] = _check_values(errors, f"crash.{key}", value, CRASH_CHECKS[key])
+            continue
         try:
             plan[key] = CRASH_CHECKS[key](value)
         except ValueError as exc:
@@ -421,16 +448,17 @@ def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict)
 def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str], parameters: dict) -> None:
     """InnoDB checkpoints before its log is full, so an at_redo_bytes target must fit the
     smallest redo log of the matrix with room to spare, or the run would never crash as planned."""
-    if crash.when != "at_redo_bytes" or crash.redo_bytes is None or "innodb" not in engines:
+    if crash.when != "at_redo_bytes" or not crash.redo_bytes or "innodb" not in engines:
         return
     logs = parameters.get("redo_log_size") or [PARAMETERS["redo_log_size"][1]]
     smallest = min(logs, key=parse_size)
-    if parse_size(crash.redo_bytes) > REACHABLE_SHARE_OF_LOG * parse_size(smallest):
+    target = max(_as_list(crash.redo_bytes), key=parse_size)  # of a sweep, the largest
+    if parse_size(target) > REACHABLE_SHARE_OF_LOG * parse_size(smallest):
         errors.add(
             "crash.redo_bytes",
-            f"{crash.redo_bytes} cannot be reached with redo_log_size {smallest}: InnoDB checkpoints "
+            f"{target} cannot be reached with redo_log_size {smallest}: InnoDB checkpoints "
             f"before its log is full; use a redo log of at least "
-            f"{math.ceil(parse_size(crash.redo_bytes) / REACHABLE_SHARE_OF_LOG / (1 << 20))}M",
+            f"{math.ceil(parse_size(target) / REACHABLE_SHARE_OF_LOG / (1 << 20))}M",
         )
 
 
@@ -533,7 +561,14 @@ def definition_json_schema() -> dict:
             "parameters": _closed({name: _values_of(check) for name, (check, _) in PARAMETERS.items()}),
             "server_options": _closed({name: _values_of(check) for name, check in SERVER_OPTIONS.items()}),
             "workload": _closed({name: check.schema for name, check in WORKLOAD_CHECKS.items()}),
-            "crash": _closed({name: check.schema for name, check in CRASH_CHECKS.items()}),
+            "crash": _closed(
+                {
+                    name: {"anyOf": [check.schema, _values_of(check)]}
+                    if name in CRASH_SWEEPS
+                    else check.schema
+                    for name, check in CRASH_CHECKS.items()
+                }
+            ),
             "repetitions": {"type": "integer", "minimum": 1, "maximum": MAX_REPETITIONS},
             "description": {"type": "string", "maxLength": MAX_NOTES, "description": "the question it asks"},
             "tags": {

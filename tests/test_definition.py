@@ -254,3 +254,36 @@ def test_an_insert_rate_needs_a_workload_that_inserts():
     assert "inserts no rows" in refused.value.errors["parameters.insert_rate"][0]
     raw["parameters"]["insert_rate"] = [0]
     assert validate_definition(raw, ["local"]).parameters["insert_rate"] == [0]
+
+
+@pytest.mark.django_db
+def test_a_redo_target_swept_is_a_dimension_of_the_matrix_and_each_run_crashes_at_its_own(local_host):
+    from experiments import services
+    from experiments.analysis.cells import settings_text
+    from experiments.services.runs import run_spec
+
+    raw = definition(
+        engines=["innodb"],
+        parameters={"redo_log_size": ["128M"]},
+        server_options={},
+        crash={"when": "at_redo_bytes", "redo_bytes": ["8M", "32M", "8m"]},  # a repeat is one value
+        repetitions=2,
+    )
+    checked = validate_definition(raw, HOSTS)
+    assert checked.crash.redo_bytes == ["8M", "32M"] and checked.run_count == 4
+    experiment, _ = services.create_experiment(raw, user=None)
+    runs = list(experiment.runs.order_by("matrix_index"))
+    assert [r.parameters["crash_redo_bytes"] for r in runs] == ["8M", "32M", "8M", "32M"]
+    assert settings_text(runs[1].__dict__) == "pool 128M · crash at redo 32M · rate 0 · log 128M"
+    spec = run_spec(runs[1])
+    assert spec.crash["redo_bytes"] == "32M" and "crash_redo_bytes" not in spec.parameters
+    # the largest target must fit the smallest log; each value is checked
+    assert "crash.redo_bytes" in errors_of(
+        {**raw, "crash": {"when": "at_redo_bytes", "redo_bytes": ["8M", "100M"]}}
+    )
+    assert "crash.redo_bytes" in errors_of(
+        {**raw, "crash": {"when": "at_redo_bytes", "redo_bytes": ["8M", "x"]}}
+    )
+    assert "crash.after_seconds" in errors_of(
+        {**raw, "crash": {"when": "during_workload", "after_seconds": [5, 0]}}
+    )

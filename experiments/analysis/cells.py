@@ -55,6 +55,8 @@ PARAMETER_LABELS = {
     "insert_rate": "rate",
     "binlog_files": "binlogs",
     "server_build": "build",
+    "crash_redo_bytes": "crash at redo",
+    "crash_after_seconds": "crash after s",
 }
 PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files")
 

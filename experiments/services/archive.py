@@ -24,7 +24,7 @@ from django.utils import timezone
 from experiments.definition import (
     EXPERIMENT_NAME,
     HOST_NAME,
-    PARAMETERS,
+    RUN_PARAMETER_CHECKS,
     SERVER_OPTIONS,
     DefinitionError,
     clean_notes,
@@ -249,8 +249,7 @@ def _recheck_run(run: Run, where: str) -> None:
         problems.append(f"host {run.host_label[:40]!r}: letters, digits, '.', '_', '-', '@', ':' only")
     if run.server_version and not SERVER_VERSION.match(run.server_version):
         problems.append(f"server_version {run.server_version[:40]!r}: letters, digits and . _ + ~ : -")
-    for group, rules in (("parameters", {k: check for k, (check, _) in PARAMETERS.items()}),
-                         ("server_options", SERVER_OPTIONS)):
+    for group, rules in (("parameters", RUN_PARAMETER_CHECKS), ("server_options", SERVER_OPTIONS)):
         values = getattr(run, group)
         if not isinstance(values, dict):
             problems.append(f"{group}: an object of name: value")

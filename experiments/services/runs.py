@@ -25,6 +25,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from experiments.analysis.noise import disturbance
+from experiments.definition import CRASH_SWEEPS
 from experiments.ingest.bundle import analyse_run
 from experiments.metrics import METRIC_NAMES
 from experiments.models import (
@@ -157,13 +158,19 @@ def run_spec(run: Run) -> RunSpec:
     checked by it here already (RunFailed, permanent, names a bad value); the transport sets the
     host's work directory."""
     definition = run.experiment.definition
+    # a swept crash value is one of the run's parameters (its cell); the runner takes it in its crash plan
+    crash = dict(definition["crash"])
+    for key, name in CRASH_SWEEPS.items():
+        if name in run.parameters:
+            crash[key] = run.parameters[name]
+    parameters = {name: value for name, value in run.parameters.items() if name not in CRASH_SWEEPS.values()}
     spec = RunSpec(
         run_id=run.id,
         engine=run.engine,
-        parameters=run.parameters,
+        parameters=parameters,
         server_options=run.server_options,
         workload=definition["workload"],
-        crash=definition["crash"],
+        crash=crash,
         start_timeout_s=settings.RUNNER_START_TIMEOUT_S,
         reuse_dataset=settings.RUNNER_REUSE_DATASETS,
     )

@@ -65,6 +65,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     engine = spec["engine"]
     times: dict[str, float] = {}
     result.update(times=times, server_args=server.server_args())
+    oom_kills_before = oom_kills()
     stamper.start()
     try:
         result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
@@ -98,6 +99,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         if crash["when"] == "during_workload":
             exit_code = sysbench.follow(float(crash["after_seconds"]), workload_progress)
             if exit_code is not None:
+                if server.exited_unasked():  # the workload ended because its server did
+                    raise RunFailed("the workload ended before the planned crash")
                 result["warning"] = "the workload ended before the planned crash"
         elif crash["when"] == "at_redo_bytes":
             result["crash_plan"] = wait_for_redo(
@@ -162,12 +165,42 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         times["clean_spawned"] = server.start()
         times["clean_first_query"] = server.wait_until_ready(timeout)
         server.shutdown(timeout)
+    except (RunFailed, subprocess.SubprocessError, OSError) as exc:
+        gone = server.exited_unasked() if "killed" not in times else None
+        if gone:  # a server that died before the planned crash explains what failed after it
+            raise RunFailed(early_exit(gone, oom_kills_before, stamper.tail(), exc), permanent=False) from exc
+        raise
     finally:
         sysbench.stop_if_running()
         server.stop_if_running()
         stamper.stop()
         collect(work, out)
     return result
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's out-of-memory killer has killed since boot."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    return None
+
+
+def early_exit(how: str, oom_before: int | None, log_tail: str, failure: Exception) -> str:
+    """The server ended before the planned crash: how, whether the out-of-memory killer did it,
+    its last error-log lines, and what failed because of it. Another process killed it, or the
+    host ran short of memory: a passing cause, so the run is tried again."""
+    oom_after = oom_kills()
+    cause = ""
+    if oom_before is not None and oom_after is not None and oom_after > oom_before:
+        cause = f"; the kernel's out-of-memory killer killed {oom_after - oom_before} process(es) meanwhile"
+    elif how == "was killed by SIGKILL":
+        cause = "; not by the runner: another process or user killed it"
+    return (
+        f"the server {how} before the planned crash{cause} (then: {str(failure)[:200]}). "
+        f"Last lines of its error log:\n{log_tail}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

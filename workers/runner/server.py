@@ -7,6 +7,7 @@ by the connecting process's OS user (unix_socket), so the socket alone grants no
 in and out of SQL only within the run's own folder (secure_file_priv); and where the runner runs
 as root, the server runs as an unprivileged OS user (mysql, else nobody)."""
 
+import contextlib
 import os
 import pwd
 import re
@@ -244,6 +245,18 @@ class Server:
             f"the server never came back: no successful query within {timeout_s:.0f} s. "
             f"Last lines of its error log:\n{self.stamper.tail()}"
         )
+
+    def exited_unasked(self) -> str | None:
+        """How the server ended, if it ended without the runner asking ("was killed by SIGKILL",
+        "exited with status 1"); None while it runs."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        code = self.process.returncode
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"was killed by {signal.Signals(-code).name}"
+            return f"was killed by signal {-code}"
+        return f"exited with status {code}"
 
     def kill9(self) -> float:
         moment = self.clock.now()
