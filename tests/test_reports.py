@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments.analysis.cells import build_cells
-from experiments.models import RunStatus
+from experiments.models import Run, RunStatus
 from experiments.pages.context import row_of
 from experiments.reports.findings import caveats, findings
 
@@ -286,3 +286,20 @@ def test_a_web_process_that_is_not_root_prints_with_chromium_s_sandbox(tmp_path)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "%PDF-"
+
+
+def test_findings_on_disturbed_runs_say_so_and_the_caveats_name_them(known):
+    """A report's sentences on runs measured while other work used the host say so in the same
+    sentence; the caveats name each such run with its reason."""
+    disturbed = known.runs.filter(engine="innodb", redo_log_bytes=2**30).first()
+    Run.objects.filter(pk=disturbed.pk).update(
+        disturbed=True, disturbed_reason="other processes used 61% of the host's CPU during the workload"
+    )
+    innodb = next(line for line in _findings(known) if line.startswith("InnoDB at") and "log 1G" in line)
+    assert "slower than log 64M" in innodb and "(on a disturbed host: 1 of 10 runs;" in innodb, innodb
+    runs = list(known.runs.all())
+    lines = caveats(runs, build_cells([row_of(r) for r in runs]))
+    assert (
+        f"Run {disturbed.pk} was measured on a disturbed host (kept; comparisons say so): other processes"
+        in ("\n".join(lines))
+    )

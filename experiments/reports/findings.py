@@ -14,6 +14,7 @@ from experiments.analysis.cells import (
     settings_text,
 )
 from experiments.analysis.compare import compare_engines, finding_sentence
+from experiments.analysis.noise import disturbed_text
 from experiments.units import SizeError, parse_size
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
@@ -144,29 +145,32 @@ def parameter_findings(rows: list[dict], axes: list[str]) -> list[str]:
             if analysable(row) and value is not None and row["recovery_seconds"] is not None:
                 rest = _without(row, axis)
                 key = (row["host_label"], row["engine"], settings_text(rest))
-                groups[key][value].append(row["recovery_seconds"])
+                groups[key][value].append(row)
         for (host, engine, rest), per_value in sorted(groups.items(), key=lambda item: str(item[0])):
             if len(per_value) < 2:
                 continue
             ordered = sorted(per_value, key=lambda v: _order(axis, v))
             low, high = ordered[0], ordered[-1]
-            requests.append((axis, host, engine, rest, low, high, (per_value[low], per_value[high])))
+            compared = per_value[low] + per_value[high]
+            disturbed = sum(bool(row.get("disturbed")) for row in compared)
+            pair = tuple([row["recovery_seconds"] for row in per_value[v]] for v in (low, high))
+            requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
     several_hosts = len({r[1] for r in requests}) > 1
     results = stats.compare_many([pair for *_, pair in requests])
     found = []
-    for (axis, host, engine, rest, low, high, _), result in zip(requests, results, strict=True):
+    for (axis, host, engine, rest, low, high, (disturbed, total), _), result in zip(
+        requests, results, strict=True
+    ):
         label = _where(engine, host, several_hosts) + (f" at {rest}" if rest else "")
-        found.append(
-            finding_sentence(
-                "crash recovery",
-                _described(axis, high),
-                _described(axis, low),
-                label,
-                result.as_dict(),
-                subject_first=False,
-            )
-            + "."
+        sentence = finding_sentence(
+            "crash recovery",
+            _described(axis, high),
+            _described(axis, low),
+            label,
+            result.as_dict(),
+            subject_first=False,
         )
+        found.append(sentence + (disturbed_text(disturbed, total) if disturbed else "") + ".")
     return found
 
 
@@ -217,6 +221,13 @@ def caveats(runs: list, cells: list[Cell]) -> list[str]:
             f"Run {r.pk} is suspect and left out of the statistics: {r.suspect_reason}"
             for r in runs
             if r.suspect
+        ]
+    )
+    found += _listed(
+        [
+            f"Run {r.pk} was measured on a disturbed host (kept; comparisons say so): {r.disturbed_reason}"
+            for r in runs
+            if r.disturbed
         ]
     )
     found += _listed(
