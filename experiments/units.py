@@ -6,6 +6,7 @@ _SIZE = re.compile(r"^([1-9][0-9]{0,6})\s?([KMGT])(?:I?B)?$")
 # What parse_size takes as typed: any case, spaces around ("256M", " 1 gib ").
 SIZE_TEXT = r"^\s*[1-9][0-9]{0,6}\s?[KMGTkmgt](?:[iI]?[bB])?\s*$"
 _MULTIPLIER = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+MIB, GIB = 1024**2, 1024**3
 
 
 class SizeError(ValueError):
@@ -62,3 +63,12 @@ def duration_text(seconds: float | None, resolution_s: float | None = None) -> s
             return f"< {resolution_s * 1000:g} ms"
         return f"< {resolution_s * 1e6:g} µs"
     return f"{seconds:.3f} s"
+
+
+def binary_bytes(size: float) -> str:
+    """A volume as the servers' own settings count it (binary): '609 MiB', '1.25 GiB', '512 KiB'."""
+    for unit, power in (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if abs(size) >= 1024**power:
+            value = size / 1024**power
+            return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
+    return f"{size:,.0f} bytes"

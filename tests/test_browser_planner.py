@@ -55,7 +55,8 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     refused = page.locator("#planner-refused")
     assert not refused.count(), refused.inner_text()
     sentences = page.locator("#planner-sentences").inner_text()
-    assert "from 6 runs" in sentences and "At 20 MB/s of redo that log holds" in sentences
+    assert "from 6 runs of experiment #" in sentences
+    assert "At 20 MB/s of redo (19.1 MiB/s) that log holds" in sentences
     # the chart shows the six runs the answer stands on, and the URL is a permalink of the question
     page.wait_for_function("() => document.getElementById('planner-chart').data !== undefined")
     screenshot(page, "planner.png")

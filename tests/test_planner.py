@@ -6,7 +6,7 @@ import pytest
 from experiments.analysis.planner import MIB, PlanRefused, Point, plan, round_log_size
 from experiments.models import RunStatus
 
-from .factories import RunFactory
+from .factories import ExperimentFactory, RunFactory
 
 # The truth the runs are drawn from: 1.5 s to restart, 4 s more per GB of redo.
 INTERCEPT, SLOPE = 1.5, 4e-9
@@ -160,3 +160,31 @@ def test_a_host_with_no_runs_is_not_found_and_a_malformed_target_is_a_bad_reques
     assert unknown.status_code == 404 and "no run was measured on 'db-nowhere'" in unknown.json()["host"][0]
     bad = api.get("/api/planner/", {**query, "target_downtime_seconds": -1})
     assert bad.status_code == 400 and "target_downtime_seconds" in bad.json()
+
+
+@pytest.mark.django_db
+def test_the_answer_names_what_it_stands_on_can_be_limited_and_says_when_workloads_are_pooled(api):
+    from experiments.pages.context import plan_sentences
+
+    inserts = ExperimentFactory()  # oltp_write_only 1x1000 by the factory's definition
+    other = ExperimentFactory(
+        definition={
+            **inserts.definition,
+            "workload": {**inserts.definition["workload"], "name": "oltp_insert"},
+        }
+    )
+    make_runs(experiment=inserts, buffer_pool_bytes=1 << 30)
+    make_runs(experiment=other, buffer_pool_bytes=128 << 20, pages_written=0, log_bytes_written=10**6)
+    query = {"host": "db7", "engine": "innodb", "target_downtime_seconds": 6}
+    pooled = api.get("/api/planner/", query).json()
+    assert pooled["based_on_runs"] == 16 and pooled["experiment_ids"] == sorted([inserts.id, other.id])
+    assert len(pooled["workloads"]) == 2 and any("2 workload shapes" in w for w in pooled["warnings"])
+    assert pooled["page_writes"] == []  # runs that counted no page writes say nothing of them
+    for limit in ({"workload": "oltp_insert"}, {"experiments": str(other.id)}, {"buffer_pool_size": "128M"}):
+        limited = api.get("/api/planner/", {**query, **limit}).json()
+        assert limited["based_on_runs"] == 8 and limited["experiment_ids"] == [other.id], limit
+        assert not any("workload shapes" in w for w in limited["warnings"])
+    sentences = " ".join(plan_sentences(pooled, query))
+    assert f"from 16 runs of experiments #{min(inserts.id, other.id)}, #" in sentences
+    assert "MiB of redo to replay" in sentences and " MB " not in sentences and "GB" not in sentences
+    assert api.get("/api/planner/", {**query, "buffer_pool_size": "lots"}).status_code == 400

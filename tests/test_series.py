@@ -375,3 +375,16 @@ def test_alerts_of_one_series_go_out_side_by_side(webhook):
         other.execute("SELECT 1 FROM experiments_changepoint WHERE series_id = %s FOR UPDATE", (series.pk,))
         assert series_service.send_notification(notification.pk) == DeliveryStatus.SENT
     assert len(received) == 1
+
+
+def test_a_change_found_on_disturbed_runs_says_so_among_its_differences():
+    values = [1.0] * 6 + [3.0] * 6
+    firings = [
+        Firing(i, None, "done", {}, values={"recovery_seconds": [v, v, v]}, runs=3, disturbed=int(i == 7))
+        for i, v in enumerate(values)
+    ]
+    (point,) = change_points(firings, "recovery_seconds")
+    assert point.index == 6
+    assert point.differences[-1].startswith("1 of 36 runs on either side were measured on a disturbed host")
+    quiet = [Firing(f.experiment_id, None, "done", {}, values=f.values, runs=3) for f in firings]
+    assert not any("disturbed" in line for line in change_points(quiet, "recovery_seconds")[0].differences)

@@ -25,8 +25,11 @@ from django import forms
 from scipy import optimize, stats
 
 from experiments.analysis.stats import CONFIDENCE, fit_line
+from experiments.definition import BUILD_NAME
 from experiments.models import Run, RunStatus
-from experiments.vocabulary import ENGINES, choices
+from experiments.units import GIB, SizeError, as_row_id, parse_size
+from experiments.vocabulary import ENGINES, WORKLOADS, choices
+from workers.runner.contract import SYSTEM_BUILD
 
 MIN_RUNS = 5
 MIB = 1 << 20
@@ -68,6 +71,7 @@ class Plan:
     extrapolated: bool
     log_size_suggestion: int
     slope_seconds_per_gb: float
+    slope_seconds_per_gib: float  # the same slope in binary units, as the sentences and chart say it
     intercept_seconds: float
     r2: float
     measured_redo: tuple[int, int]
@@ -77,6 +81,9 @@ class Plan:
     page_writes: list[PageWrites] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     run_ids: list[int] = field(default_factory=list)
+    # What it stands on: the experiments its runs belong to and the workload shapes they ran.
+    experiment_ids: list[int] = field(default_factory=list)
+    workloads: list[str] = field(default_factory=list)
     # The fitted line and its 95% prediction band on a grid of redo (bytes), for the chart.
     band: dict = field(default_factory=dict)
 
@@ -178,6 +185,7 @@ def plan(
         extrapolated=extrapolated,
         log_size_suggestion=round_log_size(low),
         slope_seconds_per_gb=round(fit.slope * 1e9, 6),
+        slope_seconds_per_gib=round(fit.slope * GIB, 6),
         intercept_seconds=round(float(fit.intercept), 6),
         r2=round(fit.r2, 4),
         measured_redo=measured,
@@ -242,6 +250,20 @@ class PlannerForm(forms.Form):
         max_value=MAX_WRITE_MB_PER_S,
         help_text="redo written per second at peak (MB/s); or give a run to take it from",
     )
+    experiments = forms.CharField(
+        required=False,
+        max_length=1000,
+        help_text="only runs of these experiments (ids, comma-separated; all if empty)",
+    )
+    workload = forms.ChoiceField(
+        required=False, choices=[("", "any"), *choices(WORKLOADS)], help_text="only runs of this workload"
+    )
+    buffer_pool_size = forms.CharField(
+        required=False, max_length=20, help_text="only runs with this buffer pool, e.g. 1G"
+    )
+    server_build = forms.CharField(
+        required=False, max_length=64, help_text="only runs of this build (system: the host's installed one)"
+    )
     rate_run = forms.IntegerField(
         label="Write rate of run",
         required=False,
@@ -253,6 +275,26 @@ class PlannerForm(forms.Form):
         super().__init__(*args, **kwargs)
         hosts = Run.objects.order_by("host_label").values_list("host_label", flat=True).distinct()
         self.fields["host"].choices = [(name, name) for name in hosts]
+
+    def clean_experiments(self) -> list[int]:
+        text = self.cleaned_data.get("experiments") or ""
+        ids = [as_row_id(part.strip()) for part in text.split(",") if part.strip()]
+        if None in ids:
+            raise forms.ValidationError("experiment ids, comma-separated, e.g. 3,7")
+        return ids
+
+    def clean_buffer_pool_size(self) -> int | None:
+        text = self.cleaned_data.get("buffer_pool_size") or ""
+        try:
+            return parse_size(text) if text.strip() else None
+        except SizeError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_server_build(self) -> str:
+        build = (self.cleaned_data.get("server_build") or "").strip()
+        if build and not BUILD_NAME.match(build):
+            raise forms.ValidationError("a build name like 10.11.9 or system")
+        return build
 
     def clean(self):
         data = super().clean()
@@ -290,25 +332,51 @@ def _runs(data: dict):
     )
     if data.get("server_version"):
         runs = runs.filter(server_version=data["server_version"])
+    if data.get("experiments"):
+        runs = runs.filter(experiment_id__in=data["experiments"])
+    if data.get("workload"):
+        runs = runs.filter(experiment__definition__workload__name=data["workload"])
+    if data.get("buffer_pool_size"):
+        runs = runs.filter(buffer_pool_bytes=data["buffer_pool_size"])
+    if data.get("server_build") == SYSTEM_BUILD:
+        runs = runs.exclude(parameters__has_key="server_build") | runs.filter(
+            parameters__server_build=SYSTEM_BUILD
+        )
+    elif data.get("server_build"):
+        runs = runs.filter(parameters__server_build=data["server_build"])
     return runs
+
+
+def _shape(workload: dict) -> str:
+    """'oltp_insert 2x20000, 4 threads': what a workload's redo and pages depend on."""
+    return (
+        f"{workload.get('name', '?')} {workload.get('tables', '?')}x{workload.get('table_size', '?')}, "
+        f"{workload.get('threads', '?')} threads"
+    )
 
 
 def plan_from(data: dict) -> tuple[Plan, list[Point]]:
     """The plan for a validated form's data, and the runs' points it stands on (for the chart);
     PlanRefused says why there is none."""
     runs = _runs(data)
-    points = [
-        Point(run_id, redo, downtime, log_size)
-        for run_id, redo, downtime, log_size in runs.filter(
-            redo_bytes__isnull=False, downtime_seconds__isnull=False
-        )
+    rows = list(
+        runs.filter(redo_bytes__isnull=False, downtime_seconds__isnull=False)
         .order_by("id")
-        .values_list("id", "redo_bytes", "downtime_seconds", "redo_log_bytes")
-    ]
+        .values_list(
+            "id",
+            "redo_bytes",
+            "downtime_seconds",
+            "redo_log_bytes",
+            "experiment_id",
+            "experiment__definition",
+        )
+    )
+    points = [Point(run_id, redo, downtime, log_size) for run_id, redo, downtime, log_size, _, _ in rows]
+    # pages counted (a run that wrote none counted nothing: no "0 pages per MB")
     page_samples = list(
-        runs.filter(
-            redo_log_bytes__isnull=False, pages_written__isnull=False, log_bytes_written__gt=0
-        ).values_list("redo_log_bytes", "pages_written", "log_bytes_written")
+        runs.filter(redo_log_bytes__isnull=False, pages_written__gt=0, log_bytes_written__gt=0).values_list(
+            "redo_log_bytes", "pages_written", "log_bytes_written"
+        )
     )
     try:
         answer = plan(points, data["target_downtime_seconds"], data.get("write_mb_per_s"), page_samples)
@@ -320,4 +388,11 @@ def plan_from(data: dict) -> tuple[Plan, list[Point]]:
                 "it replayed and its downtime (imported runs have no downtime: the runner measures it)"
             )
         raise
+    answer.experiment_ids = sorted({experiment for *_, experiment, _ in rows})
+    answer.workloads = sorted({_shape((definition or {}).get("workload") or {}) for *_, definition in rows})
+    if len(answer.workloads) > 1:
+        answer.warnings.append(
+            f"these runs ran {len(answer.workloads)} workload shapes ({'; '.join(answer.workloads)}): "
+            "the line pools them; limit it to one workload (or to experiments) if their redo differs in kind"
+        )
     return answer, points

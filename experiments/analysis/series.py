@@ -53,6 +53,8 @@ class Firing:
     hosts: list[str] = field(default_factory=list)
     host_facts: dict = field(default_factory=dict)
     values: dict[str, list[float]] = field(default_factory=dict)  # metric -> the runs' values
+    runs: int = 0
+    disturbed: int = 0  # of its runs, those measured while other work used the host
 
     def median(self, metric: str) -> float | None:
         values = self.values.get(metric)
@@ -113,10 +115,21 @@ def change_points(firings: list[Firing], metric: str) -> list[Found]:
                 after_median=median(f.median(metric) for f in after),
                 comparison=comparison,
                 worse=comparison.ratio > 1 if SERIES_METRICS[metric] else comparison.ratio < 1,
-                differences=differences(before[-1], after[0]),
+                differences=differences(before[-1], after[0]) + _disturbed(before + after),
             )
         )
     return answers
+
+
+def _disturbed(firings: list[Firing]) -> list[str]:
+    """A change found on runs measured while other work used the host says so."""
+    disturbed, total = sum(f.disturbed for f in firings), sum(f.runs for f in firings)
+    if not disturbed:
+        return []
+    return [
+        f"{disturbed} of {total} runs on either side were measured on a disturbed host: other work on "
+        "it can make a change look significant"
+    ]
 
 
 def all_change_points(firings: list[Firing]) -> list[Found]:
@@ -169,9 +182,17 @@ def history(series_id: int) -> list[Firing]:
         experiment_id__in=firings, status=RunStatus.DONE, suspect=False, excluded=False
     ).order_by("id")
     for run in runs.only(
-        *SERIES_METRICS, "experiment_id", "server_version", "host_label", "host_facts", "parameters"
+        *SERIES_METRICS,
+        "experiment_id",
+        "server_version",
+        "host_label",
+        "host_facts",
+        "parameters",
+        "disturbed",
     ):
         firing = firings[run.experiment_id]
+        firing.runs += 1
+        firing.disturbed += run.disturbed
         build = (run.parameters or {}).get("server_build") or SYSTEM_BUILD
         for listed, value in (
             (firing.builds, build),

@@ -25,11 +25,13 @@ from experiments.analysis.planner import (
 )
 from experiments.api.common import CSVRenderer, wants_csv
 from experiments.api.csv import explore_csv
+from experiments.definition import BUILD_NAME
 from experiments.filters import ID, NO_NUL, AnalysisFilter
 from experiments.models import (
     Run,
 )
-from experiments.vocabulary import ENGINES
+from experiments.units import SIZE_TEXT
+from experiments.vocabulary import ENGINES, WORKLOAD_NAMES
 
 
 class ExploreSeriesSerializer(serializers.Serializer):
@@ -163,6 +165,25 @@ class PlannerView(APIView):
                 description="redo written per second",
             ),
             OpenApiParameter("rate_run", ID, description="take the write rate from this run"),
+            OpenApiParameter(
+                "experiments",
+                {"type": "array", "items": ID, "maxItems": 20},
+                explode=False,
+                description="only runs of these experiments (ids, comma-separated)",
+            ),
+            OpenApiParameter(
+                "workload", OpenApiTypes.STR, enum=list(WORKLOAD_NAMES), description="only its runs"
+            ),
+            OpenApiParameter(
+                "buffer_pool_size",
+                {"type": "string", "pattern": SIZE_TEXT},
+                description="only runs with this buffer pool, e.g. 1G",
+            ),
+            OpenApiParameter(
+                "server_build",
+                {"type": "string", "pattern": BUILD_NAME.pattern},
+                description="only runs of this build (system: the host's installed one)",
+            ),
         ],
         responses={
             200: OpenApiTypes.OBJECT,

@@ -1,16 +1,17 @@
 """The planner's figure: downtime against redo replayed, with the runs, the fitted line and its band."""
 
 from experiments.charts.layout import axis_layout, base_layout
+from experiments.units import MIB
 
 
 def planner_chart(plan: dict, points: list) -> dict:
     """Downtime against redo replayed on one host: the runs, the fitted line with its 95%
     prediction band (where one more crash lands), the target, and the answer with its interval."""
     band = plan["band"]
-    mb = [x / 1e6 for x in band["redo_bytes"]]
+    mb = [x / MIB for x in band["redo_bytes"]]  # binary, as the servers' settings and the sentences
     target = plan["target_downtime_seconds"]
     edge = {"type": "scatter", "mode": "lines", "x": mb, "line": {"width": 0}, "hoverinfo": "skip"}
-    low, best = plan["interval"][0] / 1e6, plan["max_redo_bytes"] / 1e6
+    low, best = plan["interval"][0] / MIB, plan["max_redo_bytes"] / MIB
     ys = [p.downtime_seconds for p in points] + band["upper"] + [target]
     return {
         "data": [
@@ -27,18 +28,18 @@ def planner_chart(plan: dict, points: list) -> dict:
                 "mode": "lines",
                 "x": mb,
                 "y": band["line"],
-                "name": f"fitted: {plan['slope_seconds_per_gb']:.3g} s per GB, R² {plan['r2']:.2f}",
+                "name": f"fitted: {plan['slope_seconds_per_gib']:.3g} s per GiB, R² {plan['r2']:.2f}",
                 "line": {"color": "#1f77b4", "dash": "dash"},
             },
             {
                 "type": "scatter",
                 "mode": "markers",
-                "x": [p.redo_bytes / 1e6 for p in points],
+                "x": [p.redo_bytes / MIB for p in points],
                 "y": [p.downtime_seconds for p in points],
                 "customdata": [p.run_id for p in points],
                 "name": f"runs ({len(points)})",
                 "marker": {"color": "#333", "size": 7},
-                "hovertemplate": "run %{customdata}: %{x:.1f} MB, %{y:.2f} s<extra></extra>",
+                "hovertemplate": "run %{customdata}: %{x:.1f} MiB, %{y:.2f} s<extra></extra>",
             },
             {
                 "type": "scatter",
@@ -53,13 +54,13 @@ def planner_chart(plan: dict, points: list) -> dict:
                 "mode": "lines",
                 "x": [low, low, None, best, best],
                 "y": [0, target, None, 0, target],
-                "name": f"answer {best:,.0f} MB (size for {low:,.0f} MB)",
+                "name": f"answer {best:,.0f} MiB (size for {low:,.0f} MiB)",
                 "line": {"color": "#2ca02c", "dash": "dot"},
             },
         ],
         "layout": base_layout(
             "Downtime against redo replayed",
-            xaxis={"title": {"text": "redo replayed (MB)"}, "rangemode": "tozero", "automargin": True},
+            xaxis={"title": {"text": "redo replayed (MiB)"}, "rangemode": "tozero", "automargin": True},
             yaxis=axis_layout("kill to first query (s)", "s", ys),
         ),
     }

@@ -23,7 +23,7 @@ from experiments.charts.experiment import experiment_figures
 from experiments.charts.layout import WIDE_FIGURES
 from experiments.models import PER_RUN_DETAIL_FIELDS, Engine, Experiment, ExperimentStatus, Run, RunStatus
 from experiments.reports.findings import caveats, findings, method
-from experiments.units import format_size
+from experiments.units import binary_bytes
 
 
 def row_of(run: Run) -> dict:
@@ -243,35 +243,49 @@ def human_bytes(size: float) -> str:
 
 
 def plan_sentences(plan: dict, question: dict) -> list[str]:
-    """The planner's answer as a designer reads it out."""
+    """The planner's answer as a designer reads it out, in binary units as the servers' own
+    settings are (MiB, GiB), and what it stands on."""
     target, runs = plan["target_downtime_seconds"], plan["based_on_runs"]
     version = f" {question['server_version']}" if question.get("server_version") else ""
     where = f"{ENGINE_NAMES.get(question['engine'], question['engine'])}{version} on {question['host']}"
     low, high = plan["interval"]
+    experiments = plan.get("experiment_ids") or []
+    pooled = (
+        f"{runs} runs of experiment{'s' if len(experiments) != 1 else ''} "
+        + ", ".join(f"#{e}" for e in experiments)
+        if experiments
+        else f"{runs} runs"
+    )
     sentences = [
         f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
-        f"{human_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
-        f"{human_bytes(low)} to {human_bytes(high)}), from {runs} runs.",
-        f"Each GB of redo adds {plan['slope_seconds_per_gb']:.3g} s; with none the restart takes "
-        f"{plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
+        f"{binary_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
+        f"{binary_bytes(low)} to {binary_bytes(high)}), from {pooled}.",
+        f"Each GiB of redo adds {plan['slope_seconds_per_gib']:.3g} s; with none the restart "
+        f"takes {plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
     ]
+    if plan.get("workloads"):
+        sentences.append(
+            f"Workload{'s' if len(plan['workloads']) > 1 else ''}: {'; '.join(plan['workloads'])}."
+        )
     if plan["log_size_suggestion"]:
         share = plan["filled_share"]
         filled = f"; these runs filled up to {share:.0%} of their redo log at the crash" if share else ""
         sentences.append(
-            f"A redo log of at most {format_size(plan['log_size_suggestion'])} keeps every crash under the "
+            f"A redo log of at most {binary_bytes(plan['log_size_suggestion'])} keeps every crash under the "
             f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
             f"the log's capacity{filled}."
         )
     if plan["seconds_of_writes"] is not None:
         sentences.append(
-            f"At {plan['write_mb_per_s']:g} MB/s of redo that log holds {plan['seconds_of_writes']:g} s "
-            "of writes: the page cleaner must keep the checkpoint within that."
+            f"At {plan['write_mb_per_s']:g} MB/s of redo "
+            f"({binary_bytes(plan['write_mb_per_s'] * 1e6)}/s) that log holds "
+            f"{plan['seconds_of_writes']:g} s of writes: the page cleaner must keep the checkpoint "
+            "within that."
         )
     for row in plan["page_writes"]:
         rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
         sentences.append(
-            f"With a {format_size(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
+            f"With a {binary_bytes(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
             f"pages per MB of redo{rate} ({row['runs']} runs)."
         )
     return sentences
