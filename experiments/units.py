@@ -34,15 +34,16 @@ def format_size(size_bytes: int | None) -> str:
     return str(size_bytes)
 
 
-_ROW_ID = re.compile(r"^[0-9]{1,18}$")  # ASCII digits ("²" is a digit to str.isdigit) within bigint
+_ROW_ID = re.compile(r"^[0-9]{1,19}$")  # ASCII digits ("²" is a digit to str.isdigit)
+MAX_ROW_ID = 2**63 - 1  # bigint, as the API's schema says an id is
 
 
 def as_row_id(text: object) -> int | None:
     """A row id as typed in a query ("42"), or None when the text is not one."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text if 0 <= text < 10**18 else None
     if isinstance(text, str) and _ROW_ID.match(text.strip()):
-        return int(text.strip())
+        text = int(text.strip())
+    if isinstance(text, int) and not isinstance(text, bool) and 0 <= text <= MAX_ROW_ID:
+        return text
     return None
 
 
