@@ -437,6 +437,11 @@ class Triage(models.TextChoices):
     REGRESSION = "regression", "regression"
 
 
+# A change point is confirmed, and alerted, once this many firings stand on each side of it: a
+# single bad night is not a regression until the nights after it agree.
+CONFIRMING_FIRINGS = 3
+
+
 class ChangePoint(models.Model):
     """A shift in one metric of a series, found by the change-point search: the first firing
     after it, the metric's median before and after, and the ratio after/before with its 95%
@@ -455,6 +460,10 @@ class ChangePoint(models.Model):
     worse = models.BooleanField(help_text="The metric moved the bad way (slower, more redo, fewer TPS).")
     # What differed between the last firing before and the first after: build, host facts, settings.
     differences = models.JSONField(default=list, blank=True)
+    # Measured firings on each side (up to the neighbouring change points): confirmed, and
+    # alerted, once CONFIRMING_FIRINGS stand on each side.
+    firings_before = models.PositiveIntegerField(default=0, db_default=0)
+    firings_after = models.PositiveIntegerField(default=0, db_default=0)
     triage = models.CharField(max_length=10, choices=Triage.choices, default=Triage.NEW)
     note = models.TextField(blank=True, max_length=2000)
     triaged_by = models.ForeignKey(
@@ -471,6 +480,18 @@ class ChangePoint(models.Model):
 
     def __str__(self):
         return f"{self.series}: {self.metric} x{self.ratio:.2f} at firing {self.firing_index}"
+
+    @property
+    def needs_more_firings(self) -> int:
+        """Firings still to come before this change is confirmed (0: confirmed, or never: too
+        few firings before it)."""
+        if self.firings_before < CONFIRMING_FIRINGS:
+            return 0
+        return max(0, CONFIRMING_FIRINGS - self.firings_after)
+
+    @property
+    def confirmed(self) -> bool:
+        return min(self.firings_before, self.firings_after) >= CONFIRMING_FIRINGS
 
 
 class Channel(models.TextChoices):

@@ -1,7 +1,9 @@
-"""`make bench`, series part: the change-point search (Apache Otava, as the series use it) over
-a history of 10,000 firings, each with three runs: recovery times around 10 s with 5% noise,
-30% slower from firing 4,001 on and back from firing 7,001. Prints the search's time (the best
-and the median of 5, in this process, warm) and where the change points fell.
+"""`make bench`, series part. First, how often the change-point search finds what was written
+in generated nightly histories (a temporary regression, one step, one bad night, none), 100 of
+each. Then the search (Apache Otava, as the series use it) over a history of 10,000 firings,
+each with three runs: recovery times around 10 s with 5% noise, 30% slower from firing 4,001 on
+and back from firing 7,001. Prints the search's time (the best and the median of 5, in this
+process, warm) and where the change points fell.
 
 Runs without a database: experiments.analysis.series works on Firing values.
 """
@@ -41,7 +43,52 @@ def history() -> list[Firing]:
     return firings
 
 
+# Nightly histories as a team's series make them: 24 firings of 3 runs, 8% noise (log-normal).
+# Each shape with the change points a search should find (0-based first firing after each).
+SHAPES = {
+    "temporary x1.3, firings 8-15 of 24": ([1.0] * 7 + [1.3] * 8 + [1.0] * 9, [7, 15]),
+    "one step x1.5 at firing 13": ([1.0] * 12 + [1.5] * 12, [12]),
+    "one bad night x1.5": ([1.0] * 12 + [1.5] + [1.0] * 11, []),
+    "flat": ([1.0] * 24, []),
+}
+
+
+def generated(levels: list[float], seed: int, noise: float = 0.08) -> list[Firing]:
+    rng = random.Random(seed)
+    return [
+        Firing(
+            i,
+            None,
+            "done",
+            {},
+            values={"recovery_seconds": [10 * level * rng.lognormvariate(0, noise) for _ in range(3)]},
+        )
+        for i, level in enumerate(levels)
+    ]
+
+
+def found_as_written(shape: str, seed: int) -> bool:
+    """The search found exactly the shape's change points (each within one firing), no other."""
+    levels, written = SHAPES[shape]
+    found = [p.index for p in change_points(generated(levels, seed), "recovery_seconds")]
+    return len(found) == len(written) and all(
+        abs(f - w) <= 1 for f, w in zip(sorted(found), written, strict=True)
+    )
+
+
+def detection_rates(histories: int, first_seed: int = 0) -> dict[str, int]:
+    """Per shape, in how many of `histories` seeded histories the search found what was written."""
+    return {
+        shape: sum(found_as_written(shape, first_seed + seed) for seed in range(histories))
+        for shape in SHAPES
+    }
+
+
 def main() -> int:
+    histories = 100
+    print(f"change points on generated nightly histories (24 firings of 3 runs, 8% noise), {histories} each:")
+    for shape, hits in detection_rates(histories, first_seed=1000).items():
+        print(f"  {shape:<38} found as written in {hits:>3} of {histories}")
     firings = history()
     times, found = [], []
     for _ in range(REPEATS):

@@ -327,47 +327,17 @@ def test_a_checkpoint_that_moves_during_the_workload_is_reported(tmp_path):
     assert any("a checkpoint moved during the workload" in w for w in analysis.warnings), analysis.warnings
 
 
-def test_redo_swept_in_one_experiment_crashes_each_cell_at_its_target(api, local_host, celery_worker_process):
-    """crash.redo_bytes [8M, 32M], two repetitions: 4 runs in 2 cells, each crashed when the redo
-    to replay reached its own target (the question of recovery against redo, in one experiment)."""
-    body = {
-        "name": "Recovery against redo",
-        "hosts": ["local"],
-        "engines": ["innodb"],
-        "parameters": {"redo_log_size": ["128M"], "buffer_pool_size": ["256M"]},
-        # the target ends it, not the workload
-        "workload": {
-            "name": "oltp_insert",
-            "tables": 2,
-            "table_size": 20000,
-            "threads": 2,
-            "events": 0,
-            "time_seconds": 300,
-        },
-        "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": ["8M", "32M"]},
-        "repetitions": 2,
-    }
-    created = api.post("/api/experiments/", body, format="json")
-    assert created.status_code == 201, created.content
-    experiment_id = created.json()["id"]
-    wait_for(
-        lambda: all(r.is_finished for r in Run.objects.filter(experiment_id=experiment_id)),
-        timeout_s=600,
-        what="the 4 runs",
-        interval_s=1,
-    )
-    runs = list(Run.objects.filter(experiment_id=experiment_id).order_by("matrix_index"))
-    assert [r.status for r in runs] == ["done"] * 4, [r.error for r in runs]
-    # round robin: each cell once a round
-    assert [r.parameters["crash_redo_bytes"] for r in runs] == ["8M", "32M", "8M", "32M"]
-    for run in runs:
-        target = {"8M": 8 << 20, "32M": 32 << 20}[run.parameters["crash_redo_bytes"]]
-        assert abs(run.redo_bytes - target) / target < 0.15, (run.parameters, run.redo_bytes)
-        assert not run.error, run.error
-    # two cells, labelled by their target, on the experiment page and in its summary
-    page = api.get(f"/api/experiments/{experiment_id}/").json()
-    assert {r["parameters"]["crash_redo_bytes"] for r in page["runs"]} == {"8M", "32M"}
-    assert runner_processes() == []
+def test_crash_when_the_redo_to_replay_reaches_a_target(tmp_path):
+    spec = insert_spec("128M", settings.RUNNER_WORK_DIR)
+    spec["workload"].update(events=0, time_seconds=300)  # the target ends it, not the workload
+    spec["crash"] = {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "32M"}
+    assert run_runner(tmp_path, spec)[0] == 0
+    result, analysis = analysed(tmp_path)
+    target = 32 << 20
+    assert result["crash_plan"]["target_bytes"] == target <= result["crash_plan"]["reached_bytes"]
+    assert abs(analysis.metrics["checkpoint_age_bytes"] - target) / target < 0.15, analysis.metrics
+    assert abs(analysis.metrics["redo_bytes"] - target) / target < 0.15, analysis.metrics
+    assert not analysis.warnings, analysis.warnings
 
 
 def test_crash_with_a_transaction_open_times_its_rollback(tmp_path):

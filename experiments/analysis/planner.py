@@ -207,7 +207,8 @@ def plan(
         if not math.isfinite(write_mb_per_s) or write_mb_per_s <= 0:
             raise PlanRefused("the write rate must be a positive number of MB/s", n)
         result.write_mb_per_s = write_mb_per_s
-        result.seconds_of_writes = round(result.log_size_suggestion / (write_mb_per_s * 1e6), 1)
+        if result.log_size_suggestion:  # no log to hold them: nothing to say (not "0 s")
+            result.seconds_of_writes = round(result.log_size_suggestion / (write_mb_per_s * 1e6), 1)
     result.page_writes = _page_writes(page_samples or [], write_mb_per_s)
     return result
 

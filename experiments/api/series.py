@@ -22,6 +22,10 @@ from experiments.services import series as series_service
 
 class ChangePointSerializer(serializers.ModelSerializer):
     triaged_by = serializers.StringRelatedField()
+    confirmed = serializers.BooleanField(
+        read_only=True, help_text="enough firings on each side (3): only a confirmed change is alerted"
+    )
+    needs_more_firings = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = ChangePoint
@@ -39,6 +43,10 @@ class ChangePointSerializer(serializers.ModelSerializer):
             "p_value",
             "worse",
             "differences",
+            "firings_before",
+            "firings_after",
+            "confirmed",
+            "needs_more_firings",
             "triage",
             "note",
             "triaged_by",

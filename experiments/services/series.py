@@ -218,8 +218,9 @@ def _alarming(point: ChangePoint, threshold: float) -> bool:
 
 def refresh_change_points(series_id: int) -> list[ChangePoint]:
     """Search the series' history again; keep each change point found (its triage untouched),
-    drop those no longer found that nobody triaged or was told of, and queue an alert for each
-    new one that makes a metric worse beyond the series' threshold. Returns the new ones."""
+    drop those no longer found that nobody triaged or was told of, and queue one alert for each
+    that makes a metric worse beyond the series' threshold once CONFIRMING_FIRINGS firings stand
+    on each side of it (until then it waits, "needs N more firings"). Returns the new ones."""
     firings = history(series_id)
     found = all_change_points(firings)
     new, alerts = [], []
@@ -240,6 +241,8 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
                 "p_value": answer.comparison.p_value,
                 "worse": answer.worse,
                 "differences": answer.differences,
+                "firings_before": answer.firings_before,
+                "firings_after": answer.firings_after,
             }
             point = kept.get(key)
             if point is None:
@@ -247,10 +250,16 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
                     series=series, metric=answer.metric, experiment_id=answer.experiment_id, **values
                 )
                 new.append(point)
-                if _alarming(point, series.alert_threshold):
-                    alerts += _queue_alerts(point, series)
             else:
                 ChangePoint.objects.filter(pk=point.pk).update(**values)
+                point.refresh_from_db()
+            # one alert per change point, once enough firings on each side confirm it
+            if (
+                point.confirmed
+                and _alarming(point, series.alert_threshold)
+                and not point.notifications.exists()
+            ):
+                alerts += _queue_alerts(point, series)
         stale = [p.pk for key, p in kept.items() if key not in seen and p.triage == Triage.NEW]
         ChangePoint.objects.filter(pk__in=stale, notifications__isnull=True).delete()
         series.analysed_at = timezone.now()
