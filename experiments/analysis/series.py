@@ -90,6 +90,23 @@ class Found:
     firings_before: int = 0  # measured firings on each side, up to the neighbouring change points
     firings_after: int = 0
 
+    def as_fields(self) -> dict:
+        """What a stored change point keeps of it (ChangePoint's fields)."""
+        ci = self.comparison.ratio_ci
+        return {
+            "firing_index": self.index + 1,
+            "before_median": self.before_median,
+            "after_median": self.after_median,
+            "ratio": self.comparison.ratio,
+            "ratio_low": ci[0] if ci else None,
+            "ratio_high": ci[1] if ci else None,
+            "p_value": self.comparison.p_value,
+            "worse": self.worse,
+            "differences": self.differences,
+            "firings_before": self.firings_before,
+            "firings_after": self.firings_after,
+        }
+
 
 def change_points(firings: list[Firing], metric: str) -> list[Found]:
     """The change points of one metric, oldest first."""

@@ -209,7 +209,7 @@ def _pause(series: Series, reason: str) -> None:
 
 
 def _alarming(point: ChangePoint, threshold: float) -> bool:
-    if not point.worse:
+    if not point.worse or not point.confirmed:  # confirmed: enough firings on each side
         return False
     if SERIES_METRICS[point.metric]:
         return point.ratio > 1 + threshold
@@ -231,19 +231,7 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
         for answer in found:
             key = (answer.metric, answer.experiment_id)
             seen.add(key)
-            values = {
-                "firing_index": answer.index + 1,
-                "before_median": answer.before_median,
-                "after_median": answer.after_median,
-                "ratio": answer.comparison.ratio,
-                "ratio_low": answer.comparison.ratio_ci[0] if answer.comparison.ratio_ci else None,
-                "ratio_high": answer.comparison.ratio_ci[1] if answer.comparison.ratio_ci else None,
-                "p_value": answer.comparison.p_value,
-                "worse": answer.worse,
-                "differences": answer.differences,
-                "firings_before": answer.firings_before,
-                "firings_after": answer.firings_after,
-            }
+            values = answer.as_fields()
             point = kept.get(key)
             if point is None:
                 point = ChangePoint.objects.create(
@@ -253,13 +241,8 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
             else:
                 ChangePoint.objects.filter(pk=point.pk).update(**values)
                 point.refresh_from_db()
-            # one alert per change point, once enough firings on each side confirm it
-            if (
-                point.confirmed
-                and _alarming(point, series.alert_threshold)
-                and not point.notifications.exists()
-            ):
-                alerts += _queue_alerts(point, series)
+            if _alarming(point, series.alert_threshold) and not point.notifications.exists():
+                alerts += _queue_alerts(point, series)  # one per change point, once confirmed
         stale = [p.pk for key, p in kept.items() if key not in seen and p.triage == Triage.NEW]
         ChangePoint.objects.filter(pk__in=stale, notifications__isnull=True).delete()
         series.analysed_at = timezone.now()
