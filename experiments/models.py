@@ -133,6 +133,8 @@ class Experiment(models.Model):
         "Series", null=True, blank=True, on_delete=models.SET_NULL, related_name="firings"
     )
     fired_for = models.DateTimeField(null=True, blank=True)
+    # An A/A check of its host: odd repetitions are copy A, even ones copy B (analysis/aa.py).
+    aa_check = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

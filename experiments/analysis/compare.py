@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable
 
 from django.db.models import Max, Min
 
-from experiments.analysis import stats
+from experiments.analysis import aa, stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
@@ -64,13 +64,16 @@ def _match(
     return [(key, cells[key]) for key in sorted(cells, key=str) if len(cells[key]) >= 2]
 
 
-def _metric_blocks(matched: list[tuple[tuple, dict]], sides: list[list]) -> list[dict[str, dict]]:
+def _metric_blocks(
+    matched: list[tuple[tuple, dict]], sides: list[list], spreads: dict[str, dict]
+) -> list[dict[str, dict]]:
     """Per matched cell, each metric's summary per side and each later side against the cell's
-    first side (its baseline), if that side ran it. All the statistics of all cells are
-    computed in two batches."""
-    summary_requests, compare_requests = [], []
+    first side (its baseline), if that side ran it, significant only beyond the noise floor of
+    the cell's hosts (aa.floor). All the statistics of all cells are computed in two batches."""
+    summary_requests, compare_requests, floors = [], [], []
     for position, ((_, per_side), cell_sides) in enumerate(zip(matched, sides, strict=True)):
         present = [s for s in cell_sides if s in per_side]
+        hosts = {row["host_label"] for rows in per_side.values() for row in rows}
         for metric in COMPARED_METRICS:
             for side in present:
                 summary_requests.append((position, metric, side, [r[metric] for r in per_side[side]]))
@@ -80,8 +83,9 @@ def _metric_blocks(matched: list[tuple[tuple, dict]], sides: list[list]) -> list
                     compare_requests.append(
                         (position, metric, side, (baseline, [r[metric] for r in per_side[side]]))
                     )
+                    floors.append(aa.floor(hosts, metric, spreads))
     summaries = stats.summarize_many([values for *_, values in summary_requests])
-    comparisons = stats.compare_many([pair for *_, pair in compare_requests])
+    comparisons = stats.compare_many([pair for *_, pair in compare_requests], floors)
     blocks: list[dict[str, dict]] = [{} for _ in matched]
     for (position, metric, side, _), summary in zip(summary_requests, summaries, strict=True):
         blocks[position].setdefault(metric, {})[str(side)] = {
@@ -107,13 +111,15 @@ def compare_experiments(
     names: dict[int, str],
     ignore: frozenset = frozenset(),
     definitions: dict[int, dict] | None = None,
+    spreads: dict[str, dict] | None = None,
 ) -> dict:
     """GET /api/compare/: cells matched on engine and settings across experiments; each metric's
     ratio is the later experiment over the first, with its 95% interval. `ignore`: parameters and
     server options left out of the match, the change under test (a new build, a smaller buffer
     pool): each side's runs of a cell are pooled over them. `differences`: every key of the
     definitions that differs; where the crash plans differ no cell is compared as equals, and
-    where the workloads or hosts differ every sentence says so."""
+    where the workloads or hosts differ every sentence says so. `spreads`: the hosts' A/A
+    spreads (aa.spread), which raise the floor a difference must clear."""
     versions = _versions(rows)
     differences = definition_differences({str(i): (definitions or {}).get(i, {}) for i in experiment_ids})
     crash = crash_plans_differ(differences)
@@ -125,7 +131,7 @@ def compare_experiments(
         lambda r: (r["engine"], *_settings_key(r, ignore)),
         experiment_ids,
     )
-    blocks = _metric_blocks(matched, [experiment_ids] * len(matched))
+    blocks = _metric_blocks(matched, [experiment_ids] * len(matched), spreads or {})
     for (key, per_side), metrics in zip(matched, blocks, strict=True):
         engine, parameters, options = key
         cell = {
@@ -161,7 +167,7 @@ def compare_experiments(
         "server_versions": {str(i): versions.get(i, "") for i in experiment_ids},
         "ignored": sorted(ignore),
         "cells": cells,
-        "engines": compare_engines(rows),
+        "engines": compare_engines(rows, spreads),
     }
 
 
@@ -194,7 +200,7 @@ def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
     return found
 
 
-def compare_engines(rows: list[dict]) -> dict:
+def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) -> dict:
     """Engines against each other at the same settings (pooled over the runs given); the
     baseline is InnoDB where it ran."""
     present = sorted({r["engine"] for r in rows if analysable(r)}, key=lambda e: (e != "innodb", e))
@@ -202,7 +208,7 @@ def compare_engines(rows: list[dict]) -> dict:
     if len(present) >= 2:
         matched = _match(rows, lambda r: r["engine"], _settings_key, present)
         sides_per_cell = [[e for e in present if e in per_side] for _, per_side in matched]
-        blocks = _metric_blocks(matched, sides_per_cell)
+        blocks = _metric_blocks(matched, sides_per_cell, spreads or {})
         for (key, per_side), sides, metrics in zip(matched, sides_per_cell, blocks, strict=True):
             parameters, options = key
             label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
@@ -266,9 +272,11 @@ def finding_sentence(
             "but with fewer than 2 runs a side there is no interval: repeat the runs"
         )
     if not result["significant"]:
+        floor = result.get("min_effect") or 1.0
+        within = f"; within the noise floor of {floor:.2f}x" if result.get("within_floor") else ""
         return (
             f"{where}no significant difference in {what} between {subject} and {baseline}{tail} "
-            f"({ratio:.2f}x, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x)"
+            f"({ratio:.2f}x, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x{within})"
         )
     if ratio < 1:
         return (
@@ -332,8 +340,15 @@ def comparison(ids: list[int], ignore: frozenset = frozenset()) -> dict:
     experiments = Experiment.objects.filter(id__in=ids).values("id", "name", "definition")
     names = {e["id"]: e["name"] for e in experiments}
     definitions = {e["id"]: e["definition"] for e in experiments}
-    result = compare_experiments(rows, ids, names, ignore, definitions)
-    return {**result, **when_they_ran(ids)}
+    hosts = {row["host_label"] for row in rows}
+    spreads = aa.host_spreads(hosts)
+    result = compare_experiments(rows, ids, names, ignore, definitions, spreads)
+    floors = {
+        host: aa.spread_text(host, spreads.get(host, {}).get("recovery_seconds"))
+        for host in sorted(hosts)
+        if host
+    }
+    return {**result, **when_they_ran(ids), "noise_floor": floors, "aa_spreads": spreads}
 
 
 def when_they_ran(ids: list[int]) -> dict:

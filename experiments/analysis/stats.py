@@ -42,12 +42,20 @@ class Summary:
 
 @dataclass(frozen=True)
 class Comparison:
-    """B against A: ratio of typical values (B / A) with its interval and a Welch t-test."""
+    """B against A: ratio of typical values (B / A) with its interval and a Welch t-test; the
+    difference is significant when the test says so and the ratio is beyond `min_effect` (the
+    host's noise floor: see the module's docstring)."""
 
     ratio: float | None
     ratio_ci: tuple[float, float] | None
     p_value: float | None
     significant: bool
+    min_effect: float = 1.0
+
+    @property
+    def within_floor(self) -> bool:
+        """The test alone would call it significant; the ratio is within the noise floor."""
+        return bool(not self.significant and self.p_value is not None and self.p_value < 1 - CONFIDENCE)
 
     def as_dict(self) -> dict:
         return {
@@ -55,6 +63,8 @@ class Comparison:
             "ratio_ci": list(self.ratio_ci) if self.ratio_ci else None,
             "p_value": self.p_value,
             "significant": self.significant,
+            "min_effect": self.min_effect,
+            "within_floor": self.within_floor,
         }
 
 
@@ -139,23 +149,28 @@ def _summary(sample: np.ndarray, ci: tuple[float, float] | None) -> Summary:
     )
 
 
-def compare(a: Sequence[float | None], b: Sequence[float | None]) -> Comparison:
+def compare(a: Sequence[float | None], b: Sequence[float | None], min_effect: float = 1.0) -> Comparison:
     """How B's typical value relates to A's: B / A, its 95% interval, and whether the difference
-    is beyond the noise (Welch's t-test on the logarithms, p < 0.05).
+    is beyond the noise: Welch's t-test on the logarithms (p < 0.05) and a ratio beyond
+    `min_effect` either way (1.25: more than 1.25x or less than 1/1.25x).
 
     Needs two or more positive values on each side; otherwise the ratio of medians alone, not
     significant.
     """
-    return compare_many([(a, b)])[0]
+    return compare_many([(a, b)], [min_effect])[0]
 
 
-def compare_many(pairs: Sequence[tuple[Sequence, Sequence]]) -> list[Comparison]:
-    """compare() of many pairs; pairs of the same sizes go to scipy in one vectorised call."""
+def compare_many(
+    pairs: Sequence[tuple[Sequence, Sequence]], min_effects: Sequence[float] | None = None
+) -> list[Comparison]:
+    """compare() of many pairs (each with its min_effect, 1.0 if none given); pairs of the same
+    sizes go to scipy in one vectorised call."""
+    floors = list(min_effects) if min_effects is not None else [1.0] * len(pairs)
     results: dict[int, Comparison] = {}
     batches: dict[tuple[int, int], list[int]] = {}
     cleaned = [(_clean(a), _clean(b)) for a, b in pairs]
     for index, (sample_a, sample_b) in enumerate(cleaned):
-        early = _without_test(sample_a, sample_b)
+        early = _without_test(sample_a, sample_b, floors[index])
         if early is not None:
             results[index] = early
         else:
@@ -172,12 +187,17 @@ def compare_many(pairs: Sequence[tuple[Sequence, Sequence]]) -> list[Comparison]
                 ratio=_round(float(ratios[row]), 4),
                 ratio_ci=(_round(math.exp(low[row]), 4), _round(math.exp(high[row]), 4)),
                 p_value=_round(p_value, 4),
-                significant=p_value < 1 - CONFIDENCE,
+                significant=p_value < 1 - CONFIDENCE and _beyond(float(ratios[row]), floors[index]),
+                min_effect=floors[index],
             )
     return [results[i] for i in range(len(pairs))]
 
 
-def _without_test(sample_a: np.ndarray, sample_b: np.ndarray) -> Comparison | None:
+def _beyond(ratio: float, min_effect: float) -> bool:
+    return abs(math.log(ratio)) > math.log(min_effect)
+
+
+def _without_test(sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float) -> Comparison | None:
     """The comparison where no t-test applies (empty, non-positive, single or constant
     samples); None where one does."""
     if len(sample_a) == 0 or len(sample_b) == 0:
@@ -190,7 +210,7 @@ def _without_test(sample_a: np.ndarray, sample_b: np.ndarray) -> Comparison | No
         return Comparison(_round(median_b / median_a, 4), None, None, False)
     if np.ptp(sample_a) == 0 and np.ptp(sample_b) == 0:
         ratio = _round(median_b / median_a, 4)
-        return Comparison(ratio, (ratio, ratio), None, ratio != 1)
+        return Comparison(ratio, (ratio, ratio), None, _beyond(ratio, min_effect), min_effect)
     return None
 
 

@@ -8,8 +8,10 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from experiments import roles, services
+from experiments.analysis import aa
 from experiments.definition import HOST_NAME
 from experiments.models import (
+    Experiment,
     Host,
     HostStatus,
     Transport,
@@ -96,6 +98,26 @@ class TrustHostKeySerializer(serializers.Serializer):
     )
 
 
+class AACheckRequestSerializer(serializers.Serializer):
+    experiment = serializers.IntegerField(
+        min_value=1,
+        max_value=2**63 - 1,
+        help_text="the experiment whose definition is run twice, interleaved",
+    )
+
+
+class AAChecksSerializer(serializers.Serializer):
+    spread = serializers.DictField(
+        help_text="per metric: the largest difference between identical copies (ratio), checks, cells"
+    )
+    min_effect = serializers.DictField(
+        help_text="per metric: the ratio a difference on this host must exceed"
+    )
+    checks = serializers.ListField(
+        child=serializers.DictField(), help_text="the host's A/A checks, newest first"
+    )
+
+
 @extend_schema_view(
     # an ssh host needs its login and address; a local one neither
     create=extend_schema(extensions={"x-checked-beyond-schema": ["ssh_user", "ssh_host"]})
@@ -129,3 +151,45 @@ class HostViewSet(
         except services.HostKeyRejected as exc:
             raise serializers.ValidationError({"fingerprint": [str(exc)]}) from None
         return Response(HostSerializer(host, context={"request": request}).data)
+
+    @extend_schema(methods=["GET"], request=None, responses={200: AAChecksSerializer})
+    @extend_schema(
+        methods=["POST"],
+        request=AACheckRequestSerializer,
+        responses={201: AAChecksSerializer},
+        extensions={"x-checked-beyond-schema": ["experiment", "hosts", "repetitions", "non_field_errors"]},
+    )
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        url_path="aa-checks",
+        permission_classes=[roles.ExperimenterWrites],
+    )
+    def aa_checks(self, request, pk=None):
+        """GET: the host's A/A checks (each cell's copy B over copy A) and its A/A spread, the
+        floor a difference on it must clear. POST (experimenters): start an A/A check, the
+        experiment's definition on this host alone, run twice, interleaved."""
+        host = self.get_object()
+        status = 200
+        if request.method == "POST":
+            body = AACheckRequestSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            try:
+                services.start_aa_check(host.name, body.validated_data["experiment"], request.user)
+            except Experiment.DoesNotExist:
+                raise serializers.ValidationError({"experiment": ["no such experiment"]}) from None
+            except services.DefinitionError as exc:
+                raise serializers.ValidationError(exc.errors) from None
+            status = 201
+        return Response(aa_answer(host.name), status=status)
+
+
+def aa_answer(host: str) -> dict:
+    """A host's A/A checks, its spread and the floor per metric (the API and the hosts page)."""
+    checks = aa.host_checks({host}).get(host, [])
+    spread = aa.spread([check["cells"] for check in checks])
+    return {
+        "spread": spread,
+        "min_effect": {metric: aa.floor({host}, metric, {host: spread}) for metric in aa.AA_METRICS},
+        "checks": checks,
+    }

@@ -7,10 +7,12 @@ from django.utils.module_loading import import_string
 from django.views.decorators.http import require_POST
 
 from experiments import services
-from experiments.models import Host, Transport
-from experiments.roles import FORBIDDEN, may_administer, role_required
+from experiments.analysis import aa
+from experiments.models import Experiment, Host, Transport
+from experiments.roles import FORBIDDEN, may_administer, may_experiment, role_required
 from experiments.services import PROBE_HOST
 from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
+from experiments.units import as_row_id
 
 
 @login_required
@@ -22,7 +24,51 @@ def host_list(request):
             public_key = dashboard_public_key()
         except SSHKeyError as exc:
             messages.error(request, str(exc))
-    return render(request, "experiments/host_list.html", {"hosts": hosts, "public_key": public_key})
+    checks = aa.host_checks({host.name for host in hosts})
+    for host in hosts:
+        host.aa_checks = checks.get(host.name, [])
+        spread = aa.spread([check["cells"] for check in host.aa_checks])
+        host.aa_floor = [
+            (what, aa.floor({host.name}, metric, {host.name: spread}), spread.get(metric))
+            for metric, what in aa.AA_METRICS.items()
+        ]
+    experiments = Experiment.objects.filter(aa_check=False, imported=False).values("id", "name")[:AA_SOURCES]
+    return render(
+        request,
+        "experiments/host_list.html",
+        {
+            "hosts": hosts,
+            "public_key": public_key,
+            "aa_sources": experiments,
+            "default_floor": aa.DEFAULT_MIN_EFFECT,
+        },
+    )
+
+
+AA_SOURCES = 50  # the newest experiments offered as an A/A check's definition
+
+
+@login_required
+@require_POST
+@role_required(may_experiment, FORBIDDEN["experiment"])
+def host_aa_check(request, pk: int):
+    """Start an A/A check of a host: an experiment's definition there, run twice, interleaved."""
+    host = get_object_or_404(Host, pk=pk)
+    try:
+        source = as_row_id(request.POST.get("experiment", ""))
+        if source is None:
+            raise Experiment.DoesNotExist
+        experiment = services.start_aa_check(host.name, source, request.user)
+    except Experiment.DoesNotExist:
+        messages.error(request, "choose an experiment whose definition the A/A check runs")
+    except services.DefinitionError as exc:
+        messages.error(request, f"{host.name}: the A/A check cannot run: {exc}")
+    else:
+        messages.success(
+            request,
+            f"A/A check #{experiment.id} queued on {host.name}: {experiment.runs.count()} runs, interleaved",
+        )
+    return redirect("host-list")
 
 
 @login_required

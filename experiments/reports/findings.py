@@ -4,7 +4,7 @@ table and the caveats. Plain rows in, plain values out; the page and its PDF (pd
 
 from collections import defaultdict
 
-from experiments.analysis import stats
+from experiments.analysis import aa, stats
 from experiments.analysis.cells import (
     ENGINE_NAMES,
     PARAMETER_LABELS,
@@ -132,9 +132,10 @@ def _described(axis: str, value) -> str:
     return f"{label} {value}" if label else f"{axis}={value}"
 
 
-def parameter_findings(rows: list[dict], axes: list[str]) -> list[str]:
+def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None = None) -> list[str]:
     """For each varied parameter or server option: its highest value against its lowest, every
-    other setting equal, on crash recovery (ratio of typical values, 95% CI, Welch's test)."""
+    other setting equal, on crash recovery (ratio of typical values, 95% CI, Welch's test,
+    significant beyond the host's noise floor: analysis/aa.py)."""
     requests = []
     for axis in axes:
         if axis in ("engine", "host", "server_version"):
@@ -156,7 +157,8 @@ def parameter_findings(rows: list[dict], axes: list[str]) -> list[str]:
             pair = tuple([row["recovery_seconds"] for row in per_value[v]] for v in (low, high))
             requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
     several_hosts = len({r[1] for r in requests}) > 1
-    results = stats.compare_many([pair for *_, pair in requests])
+    floors = [aa.floor({host}, "recovery_seconds", spreads or {}) for _, host, *_ in requests]
+    results = stats.compare_many([pair for *_, pair in requests], floors)
     found = []
     for (axis, host, engine, rest, low, high, (disturbed, total), _), result in zip(
         requests, results, strict=True
@@ -174,20 +176,23 @@ def parameter_findings(rows: list[dict], axes: list[str]) -> list[str]:
     return found
 
 
-def engine_findings(rows: list[dict]) -> list[str]:
+def engine_findings(rows: list[dict], spreads: dict | None = None) -> list[str]:
     return [
         sentence[0].upper() + sentence[1:] + "."
-        for cell in compare_engines(rows)["cells"]
+        for cell in compare_engines(rows, spreads)["cells"]
         for sentence in cell["sentences"]
     ]
 
 
 def findings(rows: list[dict], cells: list[Cell], axes: list[str]) -> list[str]:
+    spreads = aa.host_spreads({row["host_label"] for row in rows})
     return [
         *headline_findings(cells),
         *redo_findings(rows),
-        *parameter_findings(rows, [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER)),
-        *engine_findings(rows),
+        *parameter_findings(
+            rows, [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER), spreads
+        ),
+        *engine_findings(rows, spreads),
     ]
 
 

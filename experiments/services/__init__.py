@@ -27,6 +27,7 @@ from experiments.services.experiments import (
     AnnotationRejected,
     annotate,
     create_experiment,
+    start_aa_check,
 )
 from experiments.services.hosts import (
     SSH_HOST,
@@ -99,6 +100,7 @@ __all__ = [
     "record_progress",
     "record_sample",
     "should_stop",
+    "start_aa_check",
     "superseded",
     "refresh_experiment_status",
     "register_host",

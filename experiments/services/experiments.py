@@ -6,6 +6,7 @@ from django.db import IntegrityError, transaction
 from django.utils.module_loading import import_string
 
 from experiments.definition import (
+    MAX_REPETITIONS,
     DefinitionError,
     ExperimentDefinition,
     clean_notes,
@@ -25,13 +26,19 @@ IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
 def create_experiment(
-    raw_definition: object, user=None, idempotency_key: str = "", series=None, fired_for=None
+    raw_definition: object,
+    user=None,
+    idempotency_key: str = "",
+    series=None,
+    fired_for=None,
+    aa_check: bool = False,
 ) -> tuple[Experiment, bool]:
     """Validate a definition, store the experiment and its runs, wake their hosts once committed.
 
     Returns (experiment, created). With an idempotency key the client chose, sending the same
     request again returns the experiment the first one made (created False), so a client that
-    retries after a lost answer does not start the work twice. Raises DefinitionError (nothing
+    retries after a lost answer does not start the work twice. An A/A check (start_aa_check)
+    is stored as one. Raises DefinitionError (nothing
     stored, nothing queued) when the definition is bad, ValueError for a malformed key. A firing
     of a recurring series names its series and the scheduled moment it stands for.
     """
@@ -55,6 +62,7 @@ def create_experiment(
                 idempotency_key=idempotency_key,
                 series=series,
                 fired_for=fired_for,
+                aa_check=aa_check,
             )
             runs = _create_runs(experiment, definition)
             host_ids = {run.host_id for run in runs}
@@ -63,6 +71,34 @@ def create_experiment(
         # The same key sent twice at once: the other request made it.
         return Experiment.objects.get(created_by=user, idempotency_key=idempotency_key), False
     return experiment, True
+
+
+def start_aa_check(host_name: str, experiment_id: int, user=None) -> Experiment:
+    """An A/A check of a host: the experiment's definition on that host alone, run twice,
+    interleaved (each repetition twice: odd ones copy A, even ones copy B; see analysis/aa.py).
+    Raises Experiment.DoesNotExist, or DefinitionError (nothing stored) when the doubled matrix
+    is too large or the host is not registered."""
+    source = Experiment.objects.get(pk=experiment_id)
+    definition = dict(source.definition)
+    repetitions = int(definition.get("repetitions", 1))
+    if 2 * repetitions > MAX_REPETITIONS:
+        raise DefinitionError(
+            {
+                "repetitions": [
+                    f"an A/A check runs each repetition twice: at most {MAX_REPETITIONS // 2} repetitions"
+                ]
+            }
+        )
+    definition.update(
+        name=f"A/A check of {host_name}: {source.name}"[:200].rstrip(),
+        hosts=[host_name],
+        repetitions=2 * repetitions,
+        description=f"Experiment #{source.id}'s definition run twice on {host_name}, interleaved: "
+        "the difference between its copies is this host's noise.",
+        tags=["aa-check"],
+    )
+    experiment, _ = create_experiment(definition, user, aa_check=True)
+    return experiment
 
 
 def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
