@@ -42,6 +42,7 @@ bench: setup
 	@$(PY) scripts/bench_load.py
 	@$(PY) scripts/bench_power_loss.py
 	@$(PY) scripts/bench_series.py
+	@$(PY) scripts/bench_stats.py
 	@$(PY) scripts/bench_hosts.py
 
 lint: setup

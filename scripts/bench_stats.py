@@ -1,0 +1,90 @@
+"""`make bench`, statistics part: how often the comparison calls identical experiments different
+(false alarms on A/A pairs) and how often it finds a known step (power), 3 repetitions against
+3, for the plain t-test and for the calibrated one (the t-test and a ratio beyond the noise
+floor: experiments/analysis/aa.py). docs/statistics.md gives the figures and the reasoning.
+
+Generated samples: a run's log time is the experiment's offset (what the host did while that
+experiment ran: between-experiment noise, sd `between`) plus the run's own noise (sd `within`).
+The plain t-test sees only `within`. Runs without a database: stats works on lists.
+"""
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(48))
+
+import django  # noqa: E402
+
+django.setup()
+
+from experiments.analysis import stats  # noqa: E402
+from experiments.analysis.aa import DEFAULT_MIN_EFFECT  # noqa: E402
+
+PAIRS = 2000
+N = 3
+# (within, between): log-normal sds. 10% within and none between is a quiet, steady host; 5%
+# between is a host whose state drifts a little from one half hour to the next; 15% a shared
+# one (another team's jobs, a cache warmed by someone else's work).
+NOISE = [(0.10, 0.0), (0.10, 0.05), (0.10, 0.15), (0.25, 0.15)]
+STEPS = [1.25, 1.5, 2.0, 3.0]
+
+
+def experiments(rng, step: float, within: float, between: float) -> list[tuple[list, list]]:
+    offsets = rng.normal(0, between, (PAIRS, 2))
+    a = np.exp(offsets[:, :1] + rng.normal(0, within, (PAIRS, N)))
+    b = step * np.exp(offsets[:, 1:] + rng.normal(0, within, (PAIRS, N)))
+    return list(zip(a.tolist(), b.tolist(), strict=True))
+
+
+def aa_floor(rng, within: float) -> list[float]:
+    """The floor one interleaved A/A check of two cells teaches: its copies ran side by side, so
+    only the within noise is in it; the larger of its two cells' differences."""
+    floors = []
+    for _ in range(PAIRS):
+        ratios = [stats.compare(*pair).ratio for pair in experiments(rng, 1.0, within, 0.0)[:2]]
+        floors.append(max(DEFAULT_MIN_EFFECT, *(max(r, 1 / r) for r in ratios)))
+    return floors
+
+
+def rates(pairs, floors) -> float:
+    return float(np.mean([c.significant for c in stats.compare_many(pairs, floors)]))
+
+
+def main() -> None:
+    rng = np.random.default_rng(20261125)
+    print(f"== comparisons of {N} runs against {N}, {PAIRS} generated pairs per figure")
+    print("   plain: Welch's t-test on the logarithms, p < 0.05 (what compare did before)")
+    print(f"   floor: the same test and a ratio beyond {DEFAULT_MIN_EFFECT}x (the default noise floor)")
+    print("   x1.5:  the same with a floor of 1.5x instead (what a drifting host would need)")
+    print("   A/A:   the default floor raised to the larger difference of one A/A check's two cells")
+    header = f"{'within':>6} {'between':>7}  {'rule':<5}  {'false alarms':>12}  " + "  ".join(
+        f"{'x' + format(s, 'g'):>6}" for s in STEPS
+    )
+    print(header)
+    for within, between in NOISE:
+        null = experiments(rng, 1.0, within, between)
+        stepped = {s: experiments(rng, s, within, between) for s in STEPS}
+        learned = aa_floor(rng, within)[: len(null)]
+        rules = (
+            ("plain", [1.0] * PAIRS),
+            ("floor", [DEFAULT_MIN_EFFECT] * PAIRS),
+            ("x1.5", [1.5] * PAIRS),
+            ("A/A", learned),
+        )
+        for rule, floors in rules:
+            power = "  ".join(f"{rates(stepped[s], floors):6.0%}" for s in STEPS)
+            print(f"{within:6.0%} {between:7.0%}  {rule:<5}  {rates(null, floors):12.1%}  {power}")
+    print(
+        "   false alarms: identical experiments called different; x1.25 ... x3: a slowdown of that size found"
+    )
+
+
+if __name__ == "__main__":
+    main()
