@@ -38,11 +38,16 @@ def test_an_a_a_check_from_the_hosts_page_runs_interleaved_and_shows_its_copies(
     page.select_option(".aa-host[data-host=local] select[name=experiment]", str(source.id))
     page.click(".aa-host[data-host=local] button[type=submit]")
     check = Experiment.objects.get(aa_check=True)
-    assert page.locator(".messages").inner_text().strip().endswith(
-        f"A/A check #{check.id} queued on local: 4 runs, interleaved"
+    assert (
+        page.locator(".messages")
+        .inner_text()
+        .strip()
+        .endswith(f"A/A check #{check.id} queued on local: 4 runs, interleaved")
     )
     runs = Run.objects.filter(experiment=check)
-    wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "the A/A check's 4 runs")
+    wait_for(
+        lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "the A/A check's 4 runs"
+    )
     assert list(runs.order_by("matrix_index").values_list("status", "repetition")) == [
         (RunStatus.DONE, repetition) for repetition in (1, 2, 3, 4)
     ], list(runs.values("error"))
