@@ -1,7 +1,8 @@
 """`make bench`, statistics part: how often the comparison calls identical experiments different
 (false alarms on A/A pairs) and how often it finds a known step (power), 3 repetitions against
 3, for the plain t-test and for the calibrated one (the t-test and a ratio beyond the noise
-floor: experiments/analysis/aa.py). docs/statistics.md gives the figures and the reasoning.
+floor, default or learned: experiments/analysis/aa.py). docs/statistics.md gives the figures
+and the reasoning.
 
 Generated samples: a run's log time is the experiment's offset (what the host did while that
 experiment ran: between-experiment noise, sd `between`) plus the run's own noise (sd `within`).
@@ -24,7 +25,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from experiments.analysis import stats  # noqa: E402
+from experiments.analysis import aa, stats  # noqa: E402
 from experiments.analysis.aa import DEFAULT_MIN_EFFECT  # noqa: E402
 
 PAIRS = 2000
@@ -53,6 +54,16 @@ def aa_floor(rng, within: float) -> list[float]:
     return floors
 
 
+def apart_floor(rng, within: float, between: float, pairs: int = 10) -> list[float]:
+    """The floor ten earlier pairs of identical experiments run apart teach (a nightly series'
+    firings): where 95% of their differences fall, from the median |log ratio| (aa._bound)."""
+    shape = (PAIRS, pairs, 2, N)
+    runs = rng.normal(0, between, shape[:3])[..., None] + rng.normal(0, within, shape)
+    medians = np.median(np.exp(runs), axis=3)
+    ratios = medians[:, :, 1] / medians[:, :, 0]
+    return [max(DEFAULT_MIN_EFFECT, aa._bound(list(np.exp(np.abs(np.log(row)))))) for row in ratios]
+
+
 def rates(pairs, floors) -> float:
     return float(np.mean([c.significant for c in stats.compare_many(pairs, floors)]))
 
@@ -64,6 +75,9 @@ def main() -> None:
     print(f"   floor: the same test and a ratio beyond {DEFAULT_MIN_EFFECT}x (the default noise floor)")
     print("   x1.5:  the same with a floor of 1.5x instead (what a drifting host would need)")
     print("   A/A:   the default floor raised to the larger difference of one A/A check's two cells")
+    print(
+        "   apart: the default floor raised to the 95% bound of 10 pairs of identical experiments run apart"
+    )
     header = f"{'within':>6} {'between':>7}  {'rule':<5}  {'false alarms':>12}  " + "  ".join(
         f"{'x' + format(s, 'g'):>6}" for s in STEPS
     )
@@ -77,6 +91,7 @@ def main() -> None:
             ("floor", [DEFAULT_MIN_EFFECT] * PAIRS),
             ("x1.5", [1.5] * PAIRS),
             ("A/A", learned),
+            ("apart", apart_floor(rng, within, between)),
         )
         for rule, floors in rules:
             power = "  ".join(f"{rates(stepped[s], floors):6.0%}" for s in STEPS)

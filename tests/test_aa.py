@@ -173,7 +173,7 @@ def test_the_hosts_page_shows_each_host_s_a_a_checks_and_starts_one(client, db):
     source = ExperimentFactory(definition={**definition("source"), "engines": ["innodb"]}, name="source")
     client.force_login(experimenter)
     page = client.get("/hosts/").content.decode()
-    assert "no A/A check on record: the default" in page and f'value="{source.id}"' in page
+    assert "no A/A check of local on record" in page and f'value="{source.id}"' in page
     answer = client.post(f"/hosts/{host.id}/aa-check/", {"experiment": str(source.id)}, follow=True)
     check = Experiment.objects.get(aa_check=True)
     assert f"A/A check #{check.id} queued on local: 6 runs, interleaved" in answer.content.decode()
@@ -192,3 +192,29 @@ def test_the_api_starts_an_a_a_check_and_answers_the_host_s_floor(api, db):
     assert [c["status"] for c in started.json()["checks"]] == ["queued"]
     missing = api.post(f"/api/hosts/{host.id}/aa-checks/", {"experiment": source.id + 1000}, format="json")
     assert missing.status_code == 400 and missing.json() == {"experiment": ["no such experiment"]}
+
+
+@pytest.mark.django_db
+def test_experiments_of_one_definition_run_apart_teach_the_floor_but_not_about_themselves():
+    """Pairs of identical experiments (a nightly series, a gate's baselines) differ by what the
+    host did between them: with five pairs their floor is where 95% of such differences fall, a
+    real regression among them moves it little, and the experiments compared are left out."""
+    same = {**definition("nightly"), "engines": ["innodb"]}
+    levels = [1.0, 1.1, 0.95, 1.05, 1.0, 3.0]  # six nights, the last one a real regression
+    nights = [ExperimentFactory(definition={**same, "name": f"night {i}"}) for i in range(len(levels))]
+    for night, level in zip(nights, levels, strict=True):
+        for seconds in (level, level * 1.02, level * 0.98):
+            done_run(night, recovery_seconds=seconds, downtime_seconds=seconds + 0.5)
+    other = ExperimentFactory(definition={**same, "repetitions": 5})  # another definition: no pair
+    done_run(other, recovery_seconds=9.0)
+    spread = aa.host_spreads({"local"})["local"]["recovery_seconds"]
+    assert spread["checks"] == 0 and spread["apart_pairs"] == 5
+    # ratios 1.1, 1.16, 1.11, 1.05, 3.0: the median |log| is log(1.1) -> e^(1.96 x 1.4826 x 0.095)
+    assert 1.3 < spread["ratio"] == spread["apart_bound"] < 1.35, spread
+    assert aa.floor({"local"}, "recovery_seconds", {"local": {"recovery_seconds": spread}}) == spread["ratio"]
+    # compared, the last two nights teach nothing about themselves: four pairs, the largest seen
+    without = aa.host_spreads({"local"}, exclude={nights[-1].id})["local"]["recovery_seconds"]
+    assert without["apart_pairs"] == 4 and without["ratio"] == pytest.approx(1.1 / 0.95, rel=1e-3)
+    # a disturbed night is not the host's usual noise
+    Run.objects.filter(experiment=nights[1]).update(disturbed=True)
+    assert aa.host_spreads({"local"})["local"]["recovery_seconds"]["apart_pairs"] == 3

@@ -34,7 +34,7 @@ def test_an_a_a_check_from_the_hosts_page_runs_interleaved_and_shows_its_copies(
     page.goto(f"{live_server.url}/hosts/")
     floor = page.locator(".aa-host[data-host=local] .aa-floor").inner_text()
     assert f"Crash recovery: a difference must exceed {aa.DEFAULT_MIN_EFFECT:.2f}x" in floor
-    assert "no A/A check on record: the default" in floor
+    assert "no A/A check of local on record" in floor
     page.select_option(".aa-host[data-host=local] select[name=experiment]", str(source.id))
     page.click(".aa-host[data-host=local] button[type=submit]")
     check = Experiment.objects.get(aa_check=True)
@@ -60,5 +60,5 @@ def test_an_a_a_check_from_the_hosts_page_runs_interleaved_and_shows_its_copies(
         assert re.match(r"^[0-9.]+x \(95% CI [0-9.]+-[0-9.]+x\)", measured), measured
     assert cells[4] == "2, 2"
     floor = page.locator(".aa-host[data-host=local] .aa-floor").inner_text()
-    assert "over 1 check" in floor, floor
+    assert "(local's A/A spread" in floor and "from 1 A/A check)" in floor, floor
     screenshot(page, "hosts-aa-check.png")

@@ -15,12 +15,16 @@ slow hour falls on both alike. Plain rows in (cells.ROW_FIELDS), plain dicts out
 one reader of the database here, host_checks().
 """
 
+import json
 import math
 from collections import defaultdict
 
+import numpy as np
+
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
-from experiments.models import Run
+from experiments.analysis.differences import flattened
+from experiments.models import Experiment, Run
 
 # The floor when a host has no A/A check on record: measured, see docs/statistics.md.
 DEFAULT_MIN_EFFECT = 1.25
@@ -70,46 +74,100 @@ def aa_cells(rows: list[dict]) -> list[dict]:
     return answers
 
 
-def spread(checks: list[list[dict]]) -> dict[str, dict]:
-    """A host's A/A spread from its checks' cells: per metric, the largest difference seen
-    between identical copies (as a ratio above 1), and how many checks and cells it stands on."""
+def spread(checks: list[list[dict]], apart: list[list[dict]] | None = None) -> dict[str, dict]:
+    """A host's A/A spread, per metric: the ratio identical things differed by there, from its
+    A/A checks' cells (the largest difference between copies) and from pairs of experiments of
+    one definition run apart (their cells, pair_cells(): a 95% bound once there are MIN_PAIRS,
+    the largest before). The larger of the two, with what it stands on."""
     found: dict[str, dict] = {}
     for metric in AA_METRICS:
-        ratios = [
-            cell["metrics"][metric]["ratio"]
-            for cells in checks
-            for cell in cells
-            if cell["metrics"][metric]["ratio"]
-        ]
-        if ratios:
-            largest = max(math.exp(abs(math.log(r))) for r in ratios)
-            found[metric] = {
-                "ratio": round(largest, 4),
-                "checks": sum(1 for cells in checks if cells),
-                "cells": len(ratios),
-            }
+        copies = [_above_one(c["metrics"][metric]["ratio"]) for cells in checks for c in cells]
+        copies = [r for r in copies if r]
+        pairs = [_above_one(c["metrics"].get(metric)) for cells in apart or [] for c in cells]
+        pairs = [r for r in pairs if r]
+        if not copies and not pairs:
+            continue
+        bound = _bound(pairs)
+        found[metric] = {
+            "ratio": round(max([*copies, bound or 0.0]), 4),
+            "checks": sum(1 for cells in checks if cells),
+            "apart_pairs": len(pairs),
+            "apart_bound": round(bound, 4) if bound else None,
+        }
     return found
+
+
+# Pairs of identical experiments run apart before their spread is a 95% bound, not the largest.
+MIN_PAIRS = 5
+Z95 = 1.959964
+
+
+def _above_one(ratio: float | None) -> float | None:
+    return math.exp(abs(math.log(ratio))) if ratio and ratio > 0 else None
+
+
+def _bound(ratios: list[float]) -> float | None:
+    """Where 95% of differences between identical experiments run apart fall: from the median
+    absolute log ratio (robust: a real regression among the pairs moves it little), as for a
+    normal spread (sd = 1.4826 x median |log r|); the largest seen with fewer than MIN_PAIRS."""
+    if len(ratios) < MIN_PAIRS:
+        return max(ratios) if ratios else None
+    sd = 1.4826 * float(np.median([math.log(r) for r in ratios]))
+    return math.exp(Z95 * sd)
 
 
 def floor(hosts: set[str], metric: str, spreads: dict[str, dict]) -> float:
     """The ratio a difference of `metric` on these hosts must exceed: the default, or the
-    largest A/A difference any of them showed if larger."""
+    host's A/A spread if larger."""
     learned = [spreads.get(host, {}).get(metric, {}).get("ratio", 0.0) for host in hosts]
     return round(max(DEFAULT_MIN_EFFECT, *learned), 4)
 
 
 def spread_text(host: str, metric_spread: dict | None) -> str:
-    """'local's A/A spread: 1.12x (largest difference between identical copies, 2 checks)'"""
+    """'local's A/A spread 1.31x (from 1 A/A check and 6 pairs of identical experiments run apart)'"""
     if not metric_spread:
         return (
             f"no A/A check of {host} on record: differences within {DEFAULT_MIN_EFFECT:g}x are "
             "called noise (run one from the hosts page)"
         )
-    checks = metric_spread["checks"]
-    return (
-        f"{host}'s A/A spread {metric_spread['ratio']:.2f}x (the largest difference between identical "
-        f"copies in {checks} check{'s' if checks != 1 else ''})"
-    )
+    checks, pairs = metric_spread["checks"], metric_spread["apart_pairs"]
+    sources = [
+        *([f"{checks} A/A check{'s' if checks != 1 else ''}"] if checks else []),
+        *([f"{pairs} pair{'s' if pairs != 1 else ''} of identical experiments run apart"] if pairs else []),
+    ]
+    return f"{host}'s A/A spread {metric_spread['ratio']:.2f}x (from {' and '.join(sources)})"
+
+
+def pair_cells(first: list[dict], second: list[dict]) -> list[dict]:
+    """Two experiments of one definition: per cell, each metric's median in the second over the
+    first's. Disturbed runs are left out (a busy hour is not the host's usual noise)."""
+    medians = [_cell_medians(rows) for rows in (first, second)]
+    return [
+        {
+            "label": key,
+            "metrics": {
+                m: medians[1][key][m] / medians[0][key][m]
+                for m in AA_METRICS
+                if medians[0][key].get(m) and medians[1][key].get(m)
+            },
+        }
+        for key in sorted(set(medians[0]) & set(medians[1]))
+    ]
+
+
+def _cell_medians(rows: list[dict]) -> dict[tuple, dict[str, float]]:
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        if analysable(row) and not row.get("disturbed"):
+            cells[(row["engine"], settings_text(row))].append(row)
+    return {
+        key: {
+            m: float(np.median(values))
+            for m in AA_METRICS
+            if (values := [r[m] for r in cell_rows if r[m] is not None and r[m] > 0])
+        }
+        for key, cell_rows in cells.items()
+    }
 
 
 def host_checks(hosts: set[str]) -> dict[str, list[dict]]:
@@ -135,11 +193,42 @@ def host_checks(hosts: set[str]) -> dict[str, list[dict]]:
     return dict(found)
 
 
-def host_spreads(hosts: set[str]) -> dict[str, dict]:
-    """Each host's A/A spread (spread()), for the hosts that have A/A checks on record."""
-    checks = host_checks(hosts)
-    return {
-        host: found
-        for host, host_checks_ in checks.items()
-        if (found := spread([c["cells"] for c in host_checks_]))
+# The newest experiments of a host looked at for pairs of one definition.
+HISTORY_EXPERIMENTS = 200
+
+
+def apart_pairs(hosts: set[str], exclude: set[int] = frozenset()) -> dict[str, list[list[dict]]]:
+    """Each host's pairs of experiments of one definition (name, description and tags aside),
+    each with the next one made: pair_cells() of each. The experiments in `exclude` (the ones
+    being compared) are not among them: a comparison does not learn its floor from itself."""
+    experiments = (
+        Experiment.objects.filter(id__in=Run.objects.filter(host_label__in=hosts).values("experiment_id"))
+        .filter(aa_check=False, imported=False)
+        .exclude(id__in=exclude)
+        .order_by("-created_at", "-id")
+        .values_list("id", "definition")[:HISTORY_EXPERIMENTS]
+    )
+    same: dict[str, list[int]] = defaultdict(list)
+    for experiment_id, definition in experiments:
+        same[json.dumps(flattened(definition), sort_keys=True)].append(experiment_id)
+    pairs = [(ids[i + 1], ids[i]) for ids in same.values() for i in range(len(ids) - 1)]  # older first
+    wanted = {i for pair in pairs for i in pair}
+    rows: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for row in Run.objects.filter(experiment_id__in=wanted, host_label__in=hosts).values(*ROW_FIELDS):
+        rows[(row["host_label"], row["experiment_id"])].append(row)
+    found: dict[str, list[list[dict]]] = defaultdict(list)
+    for host in hosts:
+        for first, second in pairs:
+            if (host, first) in rows and (host, second) in rows:
+                found[host].append(pair_cells(rows[(host, first)], rows[(host, second)]))
+    return dict(found)
+
+
+def host_spreads(hosts: set[str], exclude: set[int] = frozenset()) -> dict[str, dict]:
+    """Each host's A/A spread (spread()), for the hosts with A/A checks or identical experiments
+    on record; `exclude`: experiments not to learn from (those being compared)."""
+    checks, apart = host_checks(hosts), apart_pairs(hosts, exclude)
+    spreads = {
+        host: spread([c["cells"] for c in checks.get(host, [])], apart.get(host, [])) for host in hosts
     }
+    return {host: found for host, found in spreads.items() if found}

@@ -341,7 +341,7 @@ def comparison(ids: list[int], ignore: frozenset = frozenset()) -> dict:
     names = {e["id"]: e["name"] for e in experiments}
     definitions = {e["id"]: e["definition"] for e in experiments}
     hosts = {row["host_label"] for row in rows}
-    spreads = aa.host_spreads(hosts)
+    spreads = aa.host_spreads(hosts, exclude=set(ids))
     result = compare_experiments(rows, ids, names, ignore, definitions, spreads)
     floors = {
         host: aa.spread_text(host, spreads.get(host, {}).get("recovery_seconds"))

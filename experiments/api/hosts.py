@@ -108,7 +108,8 @@ class AACheckRequestSerializer(serializers.Serializer):
 
 class AAChecksSerializer(serializers.Serializer):
     spread = serializers.DictField(
-        help_text="per metric: the largest difference between identical copies (ratio), checks, cells"
+        help_text="per metric: the ratio identical experiments differed by on this host (ratio), the A/A "
+        "checks and pairs of identical experiments run apart it stands on (checks, apart_pairs, apart_bound)"
     )
     min_effect = serializers.DictField(
         help_text="per metric: the ratio a difference on this host must exceed"
@@ -186,10 +187,9 @@ class HostViewSet(
 
 def aa_answer(host: str) -> dict:
     """A host's A/A checks, its spread and the floor per metric (the API and the hosts page)."""
-    checks = aa.host_checks({host}).get(host, [])
-    spread = aa.spread([check["cells"] for check in checks])
+    spreads = aa.host_spreads({host})
     return {
-        "spread": spread,
-        "min_effect": {metric: aa.floor({host}, metric, {host: spread}) for metric in aa.AA_METRICS},
-        "checks": checks,
+        "spread": spreads.get(host, {}),
+        "min_effect": {metric: aa.floor({host}, metric, spreads) for metric in aa.AA_METRICS},
+        "checks": aa.host_checks({host}).get(host, []),
     }

@@ -24,12 +24,16 @@ def host_list(request):
             public_key = dashboard_public_key()
         except SSHKeyError as exc:
             messages.error(request, str(exc))
-    checks = aa.host_checks({host.name for host in hosts})
+    names = {host.name for host in hosts}
+    checks, spreads = aa.host_checks(names), aa.host_spreads(names)
     for host in hosts:
         host.aa_checks = checks.get(host.name, [])
-        spread = aa.spread([check["cells"] for check in host.aa_checks])
         host.aa_floor = [
-            (what, aa.floor({host.name}, metric, {host.name: spread}), spread.get(metric))
+            (
+                what,
+                aa.floor({host.name}, metric, spreads),
+                aa.spread_text(host.name, spreads.get(host.name, {}).get(metric)),
+            )
             for metric, what in aa.AA_METRICS.items()
         ]
     experiments = Experiment.objects.filter(aa_check=False, imported=False).values("id", "name")[:AA_SOURCES]
