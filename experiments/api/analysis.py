@@ -91,8 +91,11 @@ class ExploreView(generics.GenericAPIView):
 
 class CompareView(APIView):
     """GET /api/compare/?experiments=A,B: cells matched on engine and parameters; the ratio of
-    B's typical value to A's with its 95% interval and a Welch t-test; engines compared at the
-    same settings; slowdowns beyond the noise listed as regressions."""
+    B's typical value to A's with its 95% interval, significant when Welch's t-test says so and
+    the ratio is beyond the hosts' noise floor (`min_effect`; `within_floor` where only the floor
+    held it back; `noise_floor` and `aa_spreads` say what each host's floor stands on:
+    docs/statistics.md); engines compared at the same settings; slowdowns beyond the noise
+    listed as regressions; `differences` between the definitions, and how far apart they ran."""
 
     @extend_schema(
         parameters=[
