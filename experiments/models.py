@@ -134,7 +134,7 @@ class Experiment(models.Model):
     )
     fired_for = models.DateTimeField(null=True, blank=True)
     # An A/A check of its host: odd repetitions are copy A, even ones copy B (analysis/aa.py).
-    aa_check = models.BooleanField(default=False)
+    aa_check = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -80,6 +80,8 @@ MATRIX = [
     ("get", "hosts/", "/hosts/", None, READ),
     ("post", "hosts/<pk>/probe/", "/hosts/{host}/probe/", {}, (LOGIN, 403, 403, 403, 302)),
     ("post", "hosts/<pk>/trust-key/", "/hosts/{host}/trust-key/", {}, (LOGIN, 403, 403, 403, 302)),
+    # an A/A check with no experiment chosen: redirected back with the message
+    ("post", "hosts/<pk>/aa-check/", "/hosts/{host}/aa-check/", {}, (LOGIN, 403, 302, 302, 302)),
     ("get", "series/", "/series/", None, READ),
     ("get", "series/<pk>/", "/series/{series}/", None, READ),
     (
@@ -119,6 +121,8 @@ MATRIX = [
     ("post", "api/hosts/", "/api/hosts/", {"name": "db10", "transport": "local"}, (401, 403, 403, 403, 201)),
     ("get", "api/hosts/<pk>/", "/api/hosts/{host}/", None, API_READ),
     ("post", "api/hosts/<pk>/probe/", "/api/hosts/{host}/probe/", {}, (401, 403, 403, 403, 200)),
+    ("get", "api/hosts/<pk>/aa-checks/", "/api/hosts/{host}/aa-checks/", None, API_READ),
+    ("post", "api/hosts/<pk>/aa-checks/", "/api/hosts/{host}/aa-checks/", {}, EXPERIMENTER_API_BAD_BODY),
     (
         "post",
         "api/hosts/<pk>/trust-host-key/",
