@@ -26,53 +26,95 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
 
-# Every test session of this user on this machine takes this lock around each test that starts a server: a
-# test that measures rates or times (marked `quiet`) alone, the others beside each other.
+# Every test session of this user on this machine takes these locks around each test that starts
+# a server: a test that measures rates or times (marked `quiet`) alone, the others beside each other.
 SERVERS_LOCK = Path(f"/tmp/recovery-lab-tests-{os.getuid()}.servers.lock")
+# Held by a process through its run of consecutive quiet tests: a server test of the other process
+# waits at it, so quiet tests follow each other instead of alternating with other server tests.
+QUIET_PHASE_LOCK = Path(f"/tmp/recovery-lab-tests-{os.getuid()}.quiet-phase.lock")
+HEAVY = ("mariadb", "browser", "busy")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """The tests that start a server first, so their long run of work starts at once (after
-    pytest-django's order). `--dist worksteal` gives each pytest-xdist process a half of the list
-    and lets an idle one take from the other's end: the `quiet` tests go first, so they run while
-    the other process is busy with tests that start no server, and the rest go after, where both
-    processes may end up running them side by side. Within each part, those that use the
-    session's Celery worker together, so a process starts it as few times as it can."""
-    servers = [item for item in items if item.get_closest_marker("mariadb")]
-    servers.sort(
-        key=lambda item: (
-            item.get_closest_marker("quiet") is None,
-            "celery_worker_process" not in item.fixturenames,
-        )
-    )
-    # The rest: light tests first, so they are what runs beside the quiet ones; the CPU-heavy ones
-    # (Chromium, a live server fuzzed, big uploads) wait for the servers' lock, so they go last.
-    others = [item for item in items if not item.get_closest_marker("mariadb")]
-    others.sort(key=lambda item: any(item.get_closest_marker(name) for name in ("browser", "busy")))
-    items[:] = servers + others
+    """The order (after pytest-django's): the `quiet` tests, then the other tests that take the
+    servers' lock (a server, Chromium, a live server fuzzed, big uploads), then the light ones.
+    `--dist worksteal` gives each pytest-xdist process a half of the list and lets an idle one take
+    from the other's end: one process runs the quiet tests back to back (its quiet phase) while
+    the other does light tests, and once that phase ends both take the rest of the heavy ones,
+    side by side. Within each part, those that use the session's Celery worker together, so a
+    process starts it as few times as it can."""
+
+    def part(item) -> int:
+        if item.get_closest_marker("quiet"):
+            return 0
+        return 1 if any(item.get_closest_marker(name) for name in HEAVY) else 2
+
+    items.sort(key=lambda item: (part(item), "celery_worker_process" not in item.fixturenames))
+
+
+_quiet_phase: dict = {}
+
+
+def _end_quiet_phase() -> None:
+    handle = _quiet_phase.pop("handle", None)
+    if handle is not None:
+        handle.close()  # closing the file releases its flock
 
 
 @pytest.fixture(autouse=True)
 def _servers_share_the_machine(request):
     """`make test` runs two pytest-xdist processes, so two tests that start a real mariadbd may run
-    at once: they share the lock. A test marked `quiet` (it asserts a rate, a time or a ratio of
-    times: the gate, an insert rate held, the commits a 1-second sync loses) takes it alone, so
-    what it measures is measured with no other server loading this 2-core machine's disk, as in
-    a serial run. Tests that load the CPU without a server (Chromium, a web server fed slow
-    clients: marked `browser` or `busy`) share it too, so they never run beside a quiet test
-    either. A blocking flock, released when the test (and its teardown) ends or its process
-    dies; nobody waits while holding it."""
-    if not any(request.node.get_closest_marker(name) for name in ("mariadb", "browser", "busy")):
+    at once: they share the servers' lock. A test marked `quiet` (it asserts a rate, a time or a
+    ratio of times: the gate, an insert rate held, the commits a 1-second sync loses) takes it
+    alone, so what it measures is measured with no other server loading this 2-core machine's
+    disk, as in a serial run. Tests that load the CPU without a server (Chromium, a web server fed
+    slow clients: marked `browser` or `busy`) share it too, so they never run beside a quiet test
+    either. A process keeps the quiet-phase lock from its first quiet test to its first test that
+    is not quiet; a shared test passes through that lock first, so it waits for the whole phase.
+    Blocking flocks, released when the test (and its teardown) ends or its process dies; nobody
+    waits for the servers' lock while holding it."""
+    quiet = request.node.get_closest_marker("quiet") is not None
+    if not quiet:
+        _end_quiet_phase()
+    if not any(request.node.get_closest_marker(name) for name in HEAVY):
         yield
         return
-    mode = fcntl.LOCK_EX if request.node.get_closest_marker("quiet") else fcntl.LOCK_SH
+    asked = time.time()
+    if quiet and "handle" not in _quiet_phase:
+        phase = QUIET_PHASE_LOCK.open("a")
+        fcntl.flock(phase, fcntl.LOCK_EX)
+        _quiet_phase["handle"] = phase
+    elif not quiet:
+        with QUIET_PHASE_LOCK.open("a") as phase:  # no quiet phase under way, or wait for its end
+            fcntl.flock(phase, fcntl.LOCK_SH)
+    mode = fcntl.LOCK_EX if quiet else fcntl.LOCK_SH
     with SERVERS_LOCK.open("a") as handle:
         fcntl.flock(handle, mode)
+        held = time.time()
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+            _timeline(request, mode, asked, held)
+
+
+def _timeline(request, mode: int, asked: float, held: float) -> None:
+    """One line per test that took the servers' lock, in test-artifacts/timeline-WORKER.tsv: when
+    it asked, waited and ended, so a slow suite's critical path can be read afterwards."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    folder = ROOT / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    kind = "quiet" if mode == fcntl.LOCK_EX else "shared"
+    line = [f"{asked:.1f}", f"{held - asked:.1f}", f"{time.time() - held:.1f}", kind, request.node.nodeid]
+    with (folder / f"timeline-{worker}.tsv").open("a") as out:
+        out.write("\t".join(line) + "\n")
+
+
+def pytest_configure(config):
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller: this run's timeline starts empty
+        for old in (ROOT / "test-artifacts").glob("timeline-*.tsv"):
+            old.unlink()
 
 
 @pytest.fixture
