@@ -434,9 +434,20 @@ class Series(models.Model):
 
 
 class Triage(models.TextChoices):
+    """A person's word on a change point. A note says why for expected and false alarm."""
+
     NEW = "new", "not looked at"
-    EXPECTED = "expected", "expected"
-    REGRESSION = "regression", "regression"
+    ACKNOWLEDGED = "acknowledged", "acknowledged: a regression being worked on"
+    EXPECTED = "expected", "expected (a deliberate change)"
+    FALSE_ALARM = "false_alarm", "false alarm (noise, a bad night)"
+    FIXED = "fixed", "fixed"
+
+
+# The triages a note must explain.
+TRIAGE_NEEDS_NOTE = {
+    Triage.EXPECTED: "say why it was expected (the build upgraded, the workload raised, ...)",
+    Triage.FALSE_ALARM: "say what made it noise (a busy host, one bad night, ...)",
+}
 
 
 # A change point is confirmed, and alerted, once this many firings stand on each side of it: a
@@ -466,7 +477,7 @@ class ChangePoint(models.Model):
     # alerted, once CONFIRMING_FIRINGS stand on each side.
     firings_before = models.PositiveIntegerField(default=0, db_default=0)
     firings_after = models.PositiveIntegerField(default=0, db_default=0)
-    triage = models.CharField(max_length=10, choices=Triage.choices, default=Triage.NEW)
+    triage = models.CharField(max_length=12, choices=Triage.choices, default=Triage.NEW)
     note = models.TextField(blank=True, max_length=2000)
     triaged_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -129,6 +129,12 @@ FORMS = [
         lambda w: Host.objects.get(id=w.host.id).host_key_fingerprint == "SHA256:" + "C" * 43,
     ),
     Form(
+        "hosts/<pk>/aa-check/",
+        lambda w: f"/hosts/{w.host.id}/aa-check/",
+        lambda w: {"experiment": w.experiment.id},
+        lambda w: Experiment.objects.filter(aa_check=True, definition__hosts=[w.host.name]).exists(),
+    ),
+    Form(
         "experiments/<pk>/repeat/",
         lambda w: f"/experiments/{w.experiment.id}/repeat/",
         lambda w: {"name": "csrf series", "schedule": "@nightly"},
@@ -137,8 +143,8 @@ FORMS = [
     Form(
         "change-points/<pk>/triage/",
         lambda w: f"/change-points/{w.change_point.id}/triage/",
-        lambda w: {"triage": "regression"},
-        lambda w: ChangePoint.objects.get(id=w.change_point.id).triage == "regression",
+        lambda w: {"triage": "acknowledged"},
+        lambda w: ChangePoint.objects.get(id=w.change_point.id).triage == "acknowledged",
     ),
     Form(
         "logout/",

@@ -88,7 +88,7 @@ MATRIX = [
         "post",
         "change-points/<pk>/triage/",
         "/change-points/{change_point}/triage/",
-        {"triage": "regression"},
+        {"triage": "acknowledged"},
         AUTHOR_PAGE,
     ),
     # any experimenter makes a series of their own from an experiment (a bad form: back with why)
@@ -140,7 +140,7 @@ MATRIX = [
         "patch",
         "api/change-points/<pk>/",
         "/api/change-points/{change_point}/",
-        {"triage": "regression"},
+        {"triage": "acknowledged"},
         AUTHOR_API,
     ),
     ("get", "api/explore/", "/api/explore/?x=redo_bytes&y=recovery_seconds", None, API_READ),

@@ -310,11 +310,27 @@ def test_triage_needs_a_reason_for_expected_and_the_owner_or_an_admin(api, user)
     other = UserFactory(username="someone-else")
     api.force_authenticate(other)
     assert (
-        api.patch(f"/api/change-points/{point.pk}/", {"triage": "regression"}, format="json").status_code
+        api.patch(f"/api/change-points/{point.pk}/", {"triage": "acknowledged"}, format="json").status_code
         == 403
     )
     point.refresh_from_db()
     assert point.triage == Triage.EXPECTED and point.note == "events tripled on purpose"
+
+
+def test_a_change_point_goes_from_acknowledged_to_fixed_and_a_false_alarm_needs_its_reason(api, user):
+    series = Series.objects.create(
+        name="t", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now(), created_by=user
+    )
+    history_of(series, [10.0] * 6 + [30.0] * 6)
+    [point] = series_service.refresh_change_points(series.pk)
+    url = f"/api/change-points/{point.pk}/"
+    assert api.patch(url, {"triage": "acknowledged"}, format="json").json()["triage"] == "acknowledged"
+    assert api.patch(url, {"triage": "fixed"}, format="json").json()["triage"] == "fixed"
+    refused = api.patch(url, {"triage": "false_alarm"}, format="json")
+    assert refused.status_code == 400 and "noise" in refused.json()["note"][0]
+    assert api.patch(url, {"triage": "regression"}, format="json").status_code == 400  # the old state
+    point.refresh_from_db()
+    assert point.triage == Triage.FIXED
 
 
 def test_the_api_lists_series_and_answers_points_and_change_points(api, user, local_host):

@@ -228,12 +228,16 @@ class SeriesViewSet(
 class TriageSerializer(serializers.Serializer):
     triage = serializers.ChoiceField(choices=Triage.choices)
     note = serializers.CharField(
-        required=False, allow_blank=True, max_length=2000, help_text="why, needed when triage is expected"
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="why; needed when triage is expected or false_alarm",
     )
 
 
 class ChangePointViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """A change point; PATCH with `triage` (expected, with a `note` saying why, or regression)."""
+    """A change point; PATCH with `triage`: acknowledged, expected or false_alarm (each of these two
+    with a `note` saying why), fixed, or new."""
 
     queryset = ChangePoint.objects.select_related("series", "triaged_by")
     serializer_class = ChangePointSerializer

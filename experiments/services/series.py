@@ -18,7 +18,15 @@ from experiments import roles, schedule
 from experiments.analysis.series import SERIES_METRICS, all_change_points, history
 from experiments.definition import EXPERIMENT_NAME, DefinitionError, validate_definition
 from experiments.metrics import LABELS
-from experiments.models import ChangePoint, Channel, DeliveryStatus, Notification, Series, Triage
+from experiments.models import (
+    TRIAGE_NEEDS_NOTE,
+    ChangePoint,
+    Channel,
+    DeliveryStatus,
+    Notification,
+    Series,
+    Triage,
+)
 from experiments.schedule import ScheduleError, next_after
 from experiments.services import outbound
 from experiments.services.audit import audit, audited_by
@@ -366,14 +374,15 @@ def pending_notifications() -> list[int]:
 
 
 def triage_change_point(point_id: int, triage: object, note: object = None, user=None) -> ChangePoint:
-    """A person's word on a change point: expected (with a note saying why) or a regression."""
+    """A person's word on a change point: acknowledged (a regression being worked on), expected
+    or a false alarm (each with a note saying why), fixed, or back to not looked at."""
     errors = {}
     if triage not in Triage.values:
         errors["triage"] = [f"one of {', '.join(Triage.values)}"]
     if note is not None and (not isinstance(note, str) or len(note) > 2000):
         errors["note"] = ["text of at most 2000 characters"]
-    if triage == Triage.EXPECTED and not (note or "").strip():
-        errors["note"] = ["say why it was expected (the build upgraded, the workload raised, ...)"]
+    if triage in TRIAGE_NEEDS_NOTE and not (note or "").strip():
+        errors["note"] = [TRIAGE_NEEDS_NOTE[triage]]
     if errors:
         raise DefinitionError(errors)
     with transaction.atomic(), audited_by(user):
