@@ -227,7 +227,7 @@ def _number(value, bytes_: bool = False) -> str:
 
 def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     """How B compares with A on one metric (less is better), and whether it is a regression:
-    significant (Welch, 95%) and slower beyond the threshold."""
+    significant (Welch, 95%, beyond the noise floor) and slower beyond the threshold."""
     ratio, ci = block.get("ratio"), block.get("ratio_ci")
     if ratio is None:
         return "not compared: no values on one side", False

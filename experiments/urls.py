@@ -6,6 +6,8 @@ from experiments.pages.analysis import (
     compare_report_pdf,
     explore_page,
     planner_page,
+    planner_report,
+    planner_report_pdf,
 )
 from experiments.pages.experiments import (
     experiment_annotate,
@@ -51,6 +53,8 @@ urlpatterns = [
     path("compare/report/", compare_report, name="compare-report"),
     path("compare/report.pdf", compare_report_pdf, name="compare-report-pdf"),
     path("planner/", planner_page, name="planner"),
+    path("planner/report/", planner_report, name="planner-report"),
+    path("planner/report.pdf", planner_report_pdf, name="planner-report-pdf"),
     path("runs/<int:pk>/files/<str:name>", run_file, name="run-file"),
     path("runs/<int:pk>/reparse/", run_reparse, name="run-reparse"),
     path("hosts/", host_list, name="host-list"),

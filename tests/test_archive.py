@@ -307,8 +307,12 @@ def test_an_archive_cut_in_the_middle_is_refused_with_the_reason(api, finished):
 
 def test_an_archive_that_unpacks_beyond_the_bound_is_refused_before_it_is_read(api, settings):
     settings.ARCHIVE_MAX_UNPACKED_BYTES = 1 << 20
-    manifest = {"format": "recovery-lab-experiment", "version": 1, "experiment": {},
-                "runs": [{"files": [{"name": "error.log", "size_bytes": 32 << 20, "member": "zeros"}]}]}
+    manifest = {
+        "format": "recovery-lab-experiment",
+        "version": 1,
+        "experiment": {},
+        "runs": [{"files": [{"name": "error.log", "size_bytes": 32 << 20, "member": "zeros"}]}],
+    }
     bomb = _archive(manifest, {"zeros": bytes(32 << 20)})
     answer = api.post("/api/experiments/import/", {"file": bomb}, format="multipart")
     assert answer.status_code == 400

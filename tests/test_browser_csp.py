@@ -127,4 +127,3 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
     # the PDF is printed by Chromium under the same policy (it refuses to print past a violation)
     pdf = page.request.get(f"{live_server.url}/experiments/{first.id}/report.pdf")
     assert pdf.status == 200 and pdf.body()[:5] == b"%PDF-"
-

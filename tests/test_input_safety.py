@@ -48,7 +48,7 @@ def test_a_csv_cell_a_spreadsheet_would_run_is_quoted_and_numbers_are_not(api, u
     RunFactory(
         experiment=experiment,
         status="done",
-        host_label="=HYPERLINK(\"http://evil.example/\",\"click\")",
+        host_label='=HYPERLINK("http://evil.example/","click")',
         server_version="+cmd|' /C calc'!A0",
         excluded=True,
         excluded_reason="@SUM(1+1)*cmd|' /C calc'!A0",
@@ -82,8 +82,12 @@ def test_no_stored_parameter_makes_explore_or_the_experiment_page_fail(stored, a
             repetition=repetition,
             recovery_seconds=1.0 + repetition,
             redo_bytes=10**6 * repetition,
-            parameters={"buffer_pool_size": "128M", "redo_log_size": "64M", "insert_rate": 0,
-                        "binlog_files": binlogs},
+            parameters={
+                "buffer_pool_size": "128M",
+                "redo_log_size": "64M",
+                "insert_rate": 0,
+                "binlog_files": binlogs,
+            },
         )
     explored = api.get("/api/explore/?x=binlog_files&y=recovery_seconds&group=engine")
     assert explored.status_code == 200

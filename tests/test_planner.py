@@ -166,7 +166,7 @@ def test_a_host_with_no_runs_is_not_found_and_a_malformed_target_is_a_bad_reques
 
 @pytest.mark.django_db
 def test_the_answer_names_what_it_stands_on_can_be_limited_and_says_when_workloads_are_pooled(api):
-    from experiments.pages.context import plan_sentences
+    from experiments.reports.planner import plan_sentences
 
     inserts = ExperimentFactory()  # oltp_write_only 1x1000 by the factory's definition
     other = ExperimentFactory(

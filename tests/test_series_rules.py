@@ -75,8 +75,9 @@ def test_the_longest_name_a_series_may_have_still_names_its_firings(local_host, 
     assert Experiment.objects.get(pk=experiment_id).name.startswith("n" * 150 + " ")
 
 
-@pytest.mark.parametrize("change, reason", [("demoted", "no longer has the experimenter role"),
-                                            ("deactivated", "was deactivated")])
+@pytest.mark.parametrize(
+    "change, reason", [("demoted", "no longer has the experimenter role"), ("deactivated", "was deactivated")]
+)
 def test_a_series_whose_owner_may_no_longer_experiment_is_paused_with_why(change, reason, local_host, user):
     series = series_service.create_series(
         {"name": "nightly", "definition": DEFINITION, "schedule": "@nightly"}, user=user
@@ -155,4 +156,3 @@ def test_what_the_schema_forbids_is_refused_with_the_field_named(change, field, 
     )
     patched = api.patch(f"/api/series/{series.pk}/", change, format="json")
     assert patched.status_code == 400 and field in patched.json(), patched.json()
-

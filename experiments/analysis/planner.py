@@ -51,6 +51,14 @@ class Point:
     downtime_seconds: float
     redo_log_bytes: int | None = None
 
+    @property
+    def redo_mib(self) -> float:
+        return self.redo_bytes / MIB
+
+    @property
+    def redo_log_mib(self) -> float | None:
+        return self.redo_log_bytes / MIB if self.redo_log_bytes else None
+
 
 @dataclass(frozen=True)
 class PageWrites:
@@ -352,7 +360,7 @@ def _shape(workload: dict) -> str:
     """'oltp_insert 2x20000, 4 threads': what a workload's redo and pages depend on."""
     return (
         f"{workload.get('name', '?')} {workload.get('tables', '?')}x{workload.get('table_size', '?')}, "
-        f"{workload.get('threads', '?')} threads"
+        f"{workload.get('threads', '?')} thread{'' if workload.get('threads') == 1 else 's'}"
     )
 
 

@@ -5,6 +5,7 @@ from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 
 from experiments.analysis.compare import comparison, parse_experiment_ids, parse_ignored
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
@@ -15,7 +16,8 @@ from experiments.charts.planner import planner_chart
 from experiments.filters import AnalysisFilter
 from experiments.models import Engine, Experiment, Run
 from experiments.pages.common import pdf_response, report_html
-from experiments.pages.context import compare_report_context, comparison_table, plan_sentences
+from experiments.pages.context import compare_report_context, comparison_table
+from experiments.reports.planner import plan_sentences, question_sentence
 
 
 @login_required
@@ -65,6 +67,45 @@ def planner_page(request):
                 api_query=request.GET.urlencode(),
             )
     return render(request, "experiments/planner.html", context, status=400 if form.errors else 200)
+
+
+def _planner_report_context(request) -> dict:
+    """The planner's answer for paper: the question with its limits, the answer, the chart and
+    the runs it stands on; a question the form refuses is a bad request."""
+    form = PlannerForm(request.GET)
+    if not form.is_valid():
+        raise BadRequest("; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()))
+    question = form.cleaned_data
+    context = {"question": question_sentence(question), "query": request.GET.urlencode()}
+    context["generated_at"] = timezone.now()
+    try:
+        answer, points = plan_from(question)
+    except PlanRefused as refused:
+        return {**context, "refused": refused.reason, "figures": {}}
+    plan = answer.as_dict()
+    runs = {r.id: r for r in Run.objects.filter(pk__in=plan["run_ids"]).select_related("experiment")}
+    return {
+        **context,
+        "plan": plan,
+        "sentences": plan_sentences(plan, question),
+        "figures": {"planner": planner_chart(plan, points)},
+        "points": [(runs[p.run_id], p) for p in points],
+    }
+
+
+@login_required
+def planner_report(request):
+    context = _planner_report_context(request)
+    page = f"{reverse('planner-report')}?{context['query']}"
+    return HttpResponse(report_html(request, "experiments/planner_report.html", context, page))
+
+
+@login_required
+def planner_report_pdf(request):
+    context = {**_planner_report_context(request), "printing": True}
+    page = f"{reverse('planner-report')}?{context['query']}"
+    html = report_html(request, "experiments/planner_report.html", context, page)
+    return pdf_response(request, html, "Recovery-time plan", "recovery-time-plan.pdf")
 
 
 def _compared(request) -> tuple[list[int], frozenset]:

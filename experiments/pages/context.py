@@ -23,7 +23,7 @@ from experiments.charts.experiment import experiment_figures
 from experiments.charts.layout import WIDE_FIGURES
 from experiments.models import PER_RUN_DETAIL_FIELDS, Engine, Experiment, ExperimentStatus, Run, RunStatus
 from experiments.reports.findings import caveats, findings, method
-from experiments.units import binary_bytes
+from experiments.reports.planner import sweep_plans
 
 
 def row_of(run: Run) -> dict:
@@ -157,9 +157,16 @@ def report_context(experiment: Experiment) -> dict:
         method=method(experiment, context["runs"]),
         findings=findings(rows, context["cells"], context["axes"]),
         caveats=caveats(context["runs"], context["cells"]),
+        # an experiment that swept the redo at the crash answers the planner's question itself
+        sweep_plans=sweep_plans(experiment.pk) if _swept_redo(rows) else [],
         generated_at=timezone.now(),
     )
     return context
+
+
+def _swept_redo(rows: list[dict]) -> bool:
+    """The runs crashed at two or more redo targets (crash.redo_bytes a list)."""
+    return len({row["parameters"].get("crash_redo_bytes") for row in rows} - {None}) > 1
 
 
 def compare_report_context(result: dict) -> dict:
@@ -235,60 +242,6 @@ def comparison_table(result: dict) -> dict:
         "engine_findings": [line for cell in result["engines"]["cells"] for line in cell["sentences"]],
         "regressions": [line for cell in result["cells"] for line in cell["regressions"]],
     }
-
-
-def human_bytes(size: float) -> str:
-    """A volume of redo as a sentence gives it: 1.23 GB, 456 MB (decimal, as the charts)."""
-    return f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:,.0f} MB"
-
-
-def plan_sentences(plan: dict, question: dict) -> list[str]:
-    """The planner's answer as a designer reads it out, in binary units as the servers' own
-    settings are (MiB, GiB), and what it stands on."""
-    target, runs = plan["target_downtime_seconds"], plan["based_on_runs"]
-    version = f" {question['server_version']}" if question.get("server_version") else ""
-    where = f"{ENGINE_NAMES.get(question['engine'], question['engine'])}{version} on {question['host']}"
-    low, high = plan["interval"]
-    experiments = plan.get("experiment_ids") or []
-    pooled = (
-        f"{runs} runs of experiment{'s' if len(experiments) != 1 else ''} "
-        + ", ".join(f"#{e}" for e in experiments)
-        if experiments
-        else f"{runs} runs"
-    )
-    sentences = [
-        f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
-        f"{binary_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
-        f"{binary_bytes(low)} to {binary_bytes(high)}), from {pooled}.",
-        f"Each GiB of redo adds {plan['slope_seconds_per_gib']:.3g} s; with none the restart "
-        f"takes {plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
-    ]
-    if plan.get("workloads"):
-        sentences.append(
-            f"Workload{'s' if len(plan['workloads']) > 1 else ''}: {'; '.join(plan['workloads'])}."
-        )
-    if plan["log_size_suggestion"]:
-        share = plan["filled_share"]
-        filled = f"; these runs filled up to {share:.0%} of their redo log at the crash" if share else ""
-        sentences.append(
-            f"A redo log of at most {binary_bytes(plan['log_size_suggestion'])} keeps every crash under the "
-            f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
-            f"the log's capacity{filled}."
-        )
-    if plan["seconds_of_writes"] is not None:
-        sentences.append(
-            f"At {plan['write_mb_per_s']:g} MB/s of redo "
-            f"({binary_bytes(plan['write_mb_per_s'] * 1e6)}/s) that log holds "
-            f"{plan['seconds_of_writes']:g} s of writes: the page cleaner must keep the checkpoint "
-            "within that."
-        )
-    for row in plan["page_writes"]:
-        rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
-        sentences.append(
-            f"With a {binary_bytes(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
-            f"pages per MB of redo{rate} ({row['runs']} runs)."
-        )
-    return sentences
 
 
 def history_choices() -> dict:

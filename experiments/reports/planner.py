@@ -1,0 +1,151 @@
+"""The planner's answer in sentences, for its page, its report and the report of an experiment
+that swept redo. Binary units throughout (MiB, GiB), as the servers' own settings count them."""
+
+import math
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from experiments.analysis.cells import ENGINE_NAMES
+from experiments.analysis.planner import PlanRefused, plan_from
+from experiments.models import Run, RunStatus
+from experiments.units import binary_bytes
+
+
+def plan_sentences(plan: dict, question: dict) -> list[str]:
+    """The planner's answer as a designer reads it out, and what it stands on."""
+    target, runs = plan["target_downtime_seconds"], plan["based_on_runs"]
+    version = f" {question['server_version']}" if question.get("server_version") else ""
+    where = f"{ENGINE_NAMES.get(question['engine'], question['engine'])}{version} on {question['host']}"
+    low, high = plan["interval"]
+    experiments = plan.get("experiment_ids") or []
+    pooled = (
+        f"{runs} runs of experiment{'s' if len(experiments) != 1 else ''} "
+        + ", ".join(f"#{e}" for e in experiments)
+        if experiments
+        else f"{runs} runs"
+    )
+    sentences = [
+        f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
+        f"{binary_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
+        f"{binary_bytes(low)} to {binary_bytes(high)}), from {pooled}.",
+        f"Each GiB of redo adds {plan['slope_seconds_per_gib']:.3g} s; with none the restart "
+        f"takes {plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
+    ]
+    if plan.get("workloads"):
+        sentences.append(
+            f"Workload{'s' if len(plan['workloads']) > 1 else ''}: {'; '.join(plan['workloads'])}."
+        )
+    if plan["log_size_suggestion"]:
+        share = plan["filled_share"]
+        filled = f"; these runs filled up to {share:.0%} of their redo log at the crash" if share else ""
+        sentences.append(
+            f"A redo log of at most {binary_bytes(plan['log_size_suggestion'])} keeps every crash under the "
+            f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
+            f"the log's capacity{filled}."
+        )
+    if plan["seconds_of_writes"] is not None:
+        sentences.append(
+            f"At {plan['write_mb_per_s']:g} MB/s of redo "
+            f"({binary_bytes(plan['write_mb_per_s'] * 1e6)}/s) that log holds "
+            f"{plan['seconds_of_writes']:g} s of writes: the page cleaner must keep the checkpoint "
+            "within that."
+        )
+    for row in plan["page_writes"]:
+        rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
+        sentences.append(
+            f"With a {binary_bytes(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
+            f"pages per MB of redo{rate} ({row['runs']} runs)."
+        )
+    return sentences
+
+
+def question_sentence(question: dict) -> str:
+    """What was asked, limits included: the report's first line."""
+    limits = []
+    if question.get("server_version"):
+        limits.append(f"server version {question['server_version']}")
+    if question.get("experiments"):
+        limits.append("experiments " + ", ".join(f"#{e}" for e in question["experiments"]))
+    if question.get("workload"):
+        limits.append(f"workload {question['workload']}")
+    if question.get("buffer_pool_size"):
+        limits.append(f"buffer pool {binary_bytes(question['buffer_pool_size'])}")
+    if question.get("server_build"):
+        limits.append(f"build {question['server_build']}")
+    only = f", only runs of {', '.join(limits)}" if limits else ", every finished run"
+    engine = ENGINE_NAMES.get(question["engine"], question["engine"])
+    return (
+        f"How much redo may {engine} on {question['host']} have to replay for the downtime after a crash "
+        f"to stay under {question['target_downtime_seconds']:g} s{only}?"
+    )
+
+
+@dataclass
+class SweepPlan:
+    """The planner's answer from one host and engine of an experiment that swept redo."""
+
+    title: str
+    sentences: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    planner_query: str = ""
+
+
+def target_above(seconds: float) -> float:
+    """The longest downtime measured, rounded up to two significant digits: a target the runs
+    reach, so the answer stays inside what they measured."""
+    if seconds <= 0:
+        return 0.01
+    step = 10 ** (math.floor(math.log10(seconds)) - 1)
+    return round(math.ceil(seconds / step) * step, 10)
+
+
+def sweep_plans(experiment_id: int) -> list[SweepPlan]:
+    """For each host and engine of the experiment: the planner's answer from its runs alone, for
+    the longest downtime they measured as the target (the planner page answers any other)."""
+    groups = (
+        Run.objects.filter(
+            experiment_id=experiment_id,
+            status=RunStatus.DONE,
+            suspect=False,
+            excluded=False,
+            redo_bytes__isnull=False,
+            downtime_seconds__isnull=False,
+        )  # fmt: skip
+        .order_by("host_label", "engine")
+        .values_list("host_label", "engine")
+        .distinct()
+    )
+    plans = []
+    for host, engine in groups:
+        longest = max(
+            Run.objects.filter(
+                experiment_id=experiment_id,
+                host_label=host,
+                engine=engine,
+                status=RunStatus.DONE,
+                suspect=False,
+                excluded=False,
+                downtime_seconds__isnull=False,
+            ).values_list("downtime_seconds", flat=True)  # fmt: skip
+        )
+        question = {
+            "host": host,
+            "engine": engine,
+            "experiments": [experiment_id],
+            "target_downtime_seconds": target_above(longest),
+        }
+        shown = SweepPlan(
+            title=f"{ENGINE_NAMES.get(engine, engine)} on {host}",
+            planner_query=urlencode(
+                {"host": host, "engine": engine, "experiments": experiment_id, "target_downtime_seconds": ""}
+            ),
+        )
+        try:
+            answer, _ = plan_from(question)
+        except PlanRefused as refused:
+            shown.sentences = [f"No plan from these runs: {refused.reason}."]
+        else:
+            shown.sentences = plan_sentences(answer.as_dict(), question)
+            shown.warnings = answer.warnings
+        plans.append(shown)
+    return plans
