@@ -51,8 +51,8 @@ def test_the_planner_page_links_its_report(viewer):
     make_runs()
     html = viewer.get("/planner/", QUERY).content.decode()
     assert (
-        '<a href="/planner/report/?host=db7&amp;engine=innodb&amp;target_downtime_seconds=6" id="planner-report">'
-        in html
+        '<a href="/planner/report/?host=db7&amp;engine=innodb&amp;target_downtime_seconds=6" '
+        'id="planner-report">' in html
     )
 
 

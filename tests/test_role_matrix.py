@@ -77,6 +77,21 @@ MATRIX = [
         (LOGIN, 503, 503, 503, 503),
     ),
     ("get", "planner/", "/planner/", None, READ),
+    # two runs make no plan: the report says so, to anyone who reads
+    (
+        "get",
+        "planner/report/",
+        "/planner/report/?host=local&engine=innodb&target_downtime_seconds=30",
+        None,
+        READ,
+    ),
+    (
+        "get",
+        "planner/report.pdf",
+        "/planner/report.pdf?host=local&engine=innodb&target_downtime_seconds=30",
+        None,
+        (LOGIN, 503, 503, 503, 503),
+    ),
     ("get", "hosts/", "/hosts/", None, READ),
     ("post", "hosts/<pk>/probe/", "/hosts/{host}/probe/", {}, (LOGIN, 403, 403, 403, 302)),
     ("post", "hosts/<pk>/trust-key/", "/hosts/{host}/trust-key/", {}, (LOGIN, 403, 403, 403, 302)),

@@ -51,14 +51,6 @@ class Point:
     downtime_seconds: float
     redo_log_bytes: int | None = None
 
-    @property
-    def redo_mib(self) -> float:
-        return self.redo_bytes / MIB
-
-    @property
-    def redo_log_mib(self) -> float | None:
-        return self.redo_log_bytes / MIB if self.redo_log_bytes else None
-
 
 @dataclass(frozen=True)
 class PageWrites:

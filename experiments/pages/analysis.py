@@ -18,6 +18,7 @@ from experiments.models import Engine, Experiment, Run
 from experiments.pages.common import pdf_response, report_html
 from experiments.pages.context import compare_report_context, comparison_table
 from experiments.reports.planner import plan_sentences, question_sentence
+from experiments.units import MIB
 
 
 @login_required
@@ -89,7 +90,15 @@ def _planner_report_context(request) -> dict:
         "plan": plan,
         "sentences": plan_sentences(plan, question),
         "figures": {"planner": planner_chart(plan, points)},
-        "points": [(runs[p.run_id], p) for p in points],
+        "points": [
+            {
+                "run": runs[p.run_id],
+                "redo_mib": p.redo_bytes / MIB,
+                "downtime_seconds": p.downtime_seconds,
+                "redo_log_mib": p.redo_log_bytes / MIB if p.redo_log_bytes else None,
+            }
+            for p in points
+        ],
     }
 
 
