@@ -7,6 +7,7 @@ their own error, never an exception."""
 
 import pytest
 import schemathesis
+from django.core.management import call_command
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given
 from hypothesis import settings as budget
@@ -35,14 +36,23 @@ API_BUDGET = budget(
 )
 
 
-@pytest.fixture
-def served(live_server, transactional_db, broker):
-    """A live server with an admin's token and a row of each kind for the ids to hit; the
-    session's queue is emptied after (created experiments wake hosts through it)."""
+TOKEN = "f" * 40  # the fuzzer's token: the same after every reset of the rows
+
+
+def seed() -> dict:
+    """An admin with a token and a row of each kind for the ids to hit; the headers that log in."""
     admin = UserFactory(username="fuzzer", is_staff=True, is_superuser=True)
     HostFactory(name="local")
     done_run(ExperimentFactory(created_by=admin))
-    return live_server.url, {"Authorization": f"Token {Token.objects.create(user=admin).key}"}
+    Token.objects.create(user=admin, key=TOKEN)
+    return {"Authorization": f"Token {TOKEN}"}
+
+
+@pytest.fixture
+def served(live_server, transactional_db, broker):
+    """A live server and the rows of seed(); the session's queue is emptied after (created
+    experiments wake hosts through it)."""
+    return live_server.url, seed()
 
 
 def refused_only_by_rules_beyond_the_schema(ctx, response, case):
@@ -96,6 +106,14 @@ def test_sequences_of_calls_where_ids_flow_make_no_server_error(served):
     class Workflow(machine):
         def get_call_kwargs(self, case):
             return {"base_url": base_url, "headers": headers}
+
+        def teardown(self):
+            """Each sequence starts from the same rows, ids included: the links' ids come from
+            answers (an explore's run ids), and hypothesis replays a sequence's prefix expecting
+            the same answers (with the rows of the last sequence left, a run excluded or an
+            import made, it drew other values there and stopped: FlakyStrategyDefinition)."""
+            call_command("flush", interactive=False, verbosity=0)  # sequences reset too
+            seed()
 
         def validate_response(self, response, case, **kwargs):
             calls.append(f"{case.method} {case.path}")
