@@ -72,7 +72,6 @@ class Server:
         )
         self.mariadbd = self.programs["server"]
         self.client = self.programs["client"] or find_binary("mariadb", "mysql")
-        self.admin = self.programs["admin"] or find_binary("mariadb-admin", "mysqladmin")
         self.build = self.binary_version()
         self.own_work_dir()
 
@@ -265,7 +264,14 @@ class Server:
         return moment
 
     def shutdown(self, timeout_s: float) -> None:
-        subprocess.run([*self._connection_args(self.admin), "shutdown"], capture_output=True, timeout=60)
+        """A clean shutdown, waited for on the process itself. The SQL statement, not
+        mariadb-admin: that one polls for the pid file once a second, which cost a second per
+        shutdown (three a run) where the server takes 0.1-0.2 s."""
+        subprocess.run(
+            [*self._connection_args(self.client), "-N", "-B", "-e", "SHUTDOWN"],
+            capture_output=True,
+            timeout=60,
+        )
         try:
             self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
