@@ -23,6 +23,9 @@ def definition(redo: list[str]) -> dict:
         "parameters": {"buffer_pool_size": ["256M"], "redo_log_size": ["128M"], "insert_rate": [0]},
         "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": 0,
                      "time_seconds": 300},
+        # the log written at each commit, synced once a second: the same redo to replay, written in
+        # 4 s instead of 21 s at 24 MB (a kill loses nothing the OS has)
+        "server_options": {"innodb_flush_log_at_trx_commit": [2]},
         "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": redo},
         "repetitions": 2,
     }  # fmt: skip
