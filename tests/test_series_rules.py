@@ -109,9 +109,9 @@ def test_series_and_triage_are_on_the_audit_trail_with_who(local_host, user, api
     assert entries[1].changes_dict["enabled"] == ["True", "False"]
 
     point = ChangePointFactory(series=series)
-    api.patch(f"/api/change-points/{point.pk}/", {"triage": Triage.REGRESSION}, format="json")
+    api.patch(f"/api/change-points/{point.pk}/", {"triage": Triage.ACKNOWLEDGED}, format="json")
     triaged = LogEntry.objects.get_for_object(point).filter(action=LogEntry.Action.UPDATE).get()
-    assert triaged.actor == user and triaged.changes_dict["triage"] == [Triage.NEW, Triage.REGRESSION]
+    assert triaged.actor == user and triaged.changes_dict["triage"] == [Triage.NEW, Triage.ACKNOWLEDGED]
 
 
 def test_the_series_schema_says_what_the_api_checks():
