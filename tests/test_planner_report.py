@@ -2,7 +2,6 @@
 experiment that swept the redo at the crash."""
 
 import re
-import subprocess
 
 import pytest
 
@@ -10,8 +9,9 @@ from experiments.reports.planner import target_above
 
 from .factories import ExperimentFactory, UserFactory
 from .test_analysis import done_run
-from .test_browser import ROOT, log_in, screenshot
+from .test_browser import log_in, screenshot
 from .test_planner import make_runs
+from .test_reports import printed
 
 QUERY = {"host": "db7", "engine": "innodb", "target_downtime_seconds": 6}
 
@@ -102,17 +102,10 @@ def test_the_planner_report_prints_to_a_pdf_with_its_chart(page, live_server):
     page.wait_for_function("() => document.body.dataset.chartsReady === 'yes'")
     assert page.locator("#figure-planner .main-svg").count() >= 1
     screenshot(page, "planner-report.png")
-    answer = page.request.get(live_server.url + page.locator("#report-pdf").get_attribute("href"))
-    assert answer.status == 200 and answer.headers["content-type"] == "application/pdf"
-    pdf = ROOT / "test-artifacts" / "planner-report.pdf"
-    pdf.write_bytes(answer.body())
-    text = subprocess.run(
-        ["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True
-    ).stdout
+    text = printed(
+        page, live_server.url + page.locator("#report-pdf").get_attribute("href"), "planner-report"
+    )
     for heading in ("The question", "Method", "Answer", "Chart", "Caveats", "the runs it stands on"):
         assert heading in text, heading
     assert re.search(r"can have up to [0-9.,]+\s+(MiB|GiB) of redo", text)
     assert re.search(r"Recovery-time plan\s+page 1 of \d", text)
-    subprocess.run(
-        ["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / "planner-report-page"], check=True
-    )

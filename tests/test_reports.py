@@ -144,6 +144,21 @@ def test_without_chromium_the_pdf_says_why(client, known, settings):
     assert "no Chromium at /nonexistent/chromium" in answer.content.decode()
 
 
+def printed(page, url: str, name: str) -> str:
+    """The PDF at `url` as the browser's session downloads it, kept in test-artifacts/ (NAME.pdf,
+    and NAME-page-N.png for a look), read back as text by poppler."""
+    answer = page.request.get(url)
+    assert answer.status == 200 and answer.headers["content-type"] == "application/pdf"
+    pdf = ROOT / "test-artifacts" / f"{name}.pdf"
+    pdf.write_bytes(answer.body())
+    subprocess.run(
+        ["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / f"{name}-page"], check=True
+    )
+    return subprocess.run(
+        ["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def _coloured_pixels(ppm: Path, colour: tuple[int, int, int]) -> int:
     """Pixels within a small distance of a colour in a binary PPM (pdftoppm's output)."""
     data = ppm.read_bytes()
@@ -169,14 +184,8 @@ def test_the_report_prints_to_a_pdf_with_its_charts_and_tables(page, live_server
     assert drawn >= 4  # every chart of the experiment page, drawn
     screenshot(page, "report.png")
 
-    answer = page.request.get(f"{live_server.url}/experiments/{known.id}/report.pdf")
-    assert answer.status == 200 and answer.headers["content-type"] == "application/pdf"
+    text = printed(page, f"{live_server.url}/experiments/{known.id}/report.pdf", "report")
     pdf = ROOT / "test-artifacts" / "report.pdf"
-    pdf.write_bytes(answer.body())
-
-    text = subprocess.run(
-        ["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True
-    ).stdout
     for heading in ("The question", "Method", "Findings", "Charts", "Summary per setting", "Caveats"):
         assert heading in text
     assert "Is a 1G redo log worth its recovery time?" in text
@@ -188,7 +197,6 @@ def test_the_report_prints_to_a_pdf_with_its_charts_and_tables(page, live_server
     subprocess.run(["pdftoppm", "-r", "60", pdf, tmp_path / "page"], check=True)
     pages = sorted(tmp_path.glob("page-*.ppm"))
     assert len(pages) >= 3
-    subprocess.run(["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / "report-page"], check=True)
     # The engines' colours (markers and lines) are on the chart pages, not on the first page of text.
     innodb = tuple(int(ENGINE_COLOURS["innodb"][i : i + 2], 16) for i in (1, 3, 5))
     myrocks = tuple(int(ENGINE_COLOURS["rocksdb"][i : i + 2], 16) for i in (1, 3, 5))
@@ -239,20 +247,13 @@ def test_the_comparison_report_prints_to_a_pdf(page, live_server, two_versions):
     page.wait_for_function("() => document.body.dataset.chartsReady === 'yes'")
     assert page.locator("#figure-compare .main-svg").count() >= 1
     screenshot(page, "compare-report.png")
-    answer = page.request.get(live_server.url + page.locator("#report-pdf").get_attribute("href"))
-    assert answer.status == 200
-    pdf = ROOT / "test-artifacts" / "compare-report.pdf"
-    pdf.write_bytes(answer.body())
-    text = subprocess.run(
-        ["pdftotext", "-layout", pdf, "-"], capture_output=True, text=True, check=True
-    ).stdout
+    text = printed(
+        page, live_server.url + page.locator("#report-pdf").get_attribute("href"), "compare-report"
+    )
     assert "Slower beyond the noise" in text and "Matched cells" in text
     # the web version, not the PDF (the address may wrap at its "?")
     assert f"/compare/report/?experiments={before.id},{after.id}" in re.sub(r"\?\n", "?", text)
     assert re.search(r"Comparison of #\d+ and #\d+\s+page 1 of \d", text)
-    subprocess.run(
-        ["pdftoppm", "-r", "60", "-png", pdf, ROOT / "test-artifacts" / "compare-report-page"], check=True
-    )
 
 
 def test_a_web_process_that_is_not_root_prints_with_chromium_s_sandbox(tmp_path):
