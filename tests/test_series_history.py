@@ -30,6 +30,7 @@ def definition(events: int) -> dict:
         "engines": ["innodb"],
         "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["512M"]},
         "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": events},
+        "server_options": {"innodb_flush_log_at_trx_commit": [2]},  # the same redo, no fsync a commit
         "crash": {"method": "sigkill", "when": "after_workload"},
         "repetitions": 1,
     }  # fmt: skip
