@@ -32,7 +32,7 @@ SCHEMA = schemathesis.openapi.from_dict(SchemaGenerator().get_schema(request=Non
     path_regex=r"/probe/$"
 )
 API_BUDGET = budget(
-    max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
+    max_examples=10, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
 )
 
 
