@@ -72,8 +72,9 @@ def refused_only_by_rules_beyond_the_schema(ctx, response, case):
     return None
 
 
-# Not `busy`: the live server is a thread of this process, so fuzzing it loads one core, as any
-# light test does; it fills the other process's time while the quiet tests run.
+# `busy`: the live server is a thread of this process, but each request is also a PostgreSQL
+# backend's work: more than one core, never beside a test that measures time.
+@pytest.mark.busy
 @SCHEMA.parametrize()
 @API_BUDGET
 def test_no_request_fails_and_one_the_schema_allows_is_accepted_or_refused_by_a_rule_it_names(case, served):
@@ -94,6 +95,7 @@ def test_no_request_fails_and_one_the_schema_allows_is_accepted_or_refused_by_a_
         )
 
 
+@pytest.mark.busy
 def test_sequences_of_calls_where_ids_flow_make_no_server_error(served):
     """Stateful: schemathesis chains operations by the links it infers from the schema (an
     experiment created, then read, annotated, cancelled, exported; a run excluded and included

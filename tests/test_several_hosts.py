@@ -124,7 +124,9 @@ def test_nine_runs_over_three_machines_run_side_by_side_each_machine_one_run_at_
     assert [r["status"] for r in runs] == ["done"] * 9, [r["error"] for r in runs]
     assert Counter(r["host"] for r in runs) == {name: 3 for name in NAMES}
     for run in runs:
-        assert run["metrics"]["recovery_seconds"] > 0 and run["metrics"]["verified"] is True, run
+        # measured; 0.0 where its first and last lines were stamped alike (below the 5 ms the
+        # runner's stamps resolve, which the run page says as "< 5 ms")
+        assert run["metrics"]["recovery_seconds"] >= 0 and run["metrics"]["verified"] is True, run
     for machine in machines:
         facts = Run.objects.filter(experiment_id=experiment_id, host_label=machine.name).first().host_facts
         assert facts["disk"]["path"] == f"{settings.RUNNER_WORK_DIR}/{machine.name}", facts["disk"]
