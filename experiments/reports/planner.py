@@ -5,6 +5,8 @@ import math
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from django.db.models import Max
+
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.models import Run, RunStatus
@@ -110,24 +112,13 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
             excluded=False,
             redo_bytes__isnull=False,
             downtime_seconds__isnull=False,
-        )  # fmt: skip
+        )
         .order_by("host_label", "engine")
         .values_list("host_label", "engine")
-        .distinct()
+        .annotate(longest=Max("downtime_seconds"))
     )
     plans = []
-    for host, engine in groups:
-        longest = max(
-            Run.objects.filter(
-                experiment_id=experiment_id,
-                host_label=host,
-                engine=engine,
-                status=RunStatus.DONE,
-                suspect=False,
-                excluded=False,
-                downtime_seconds__isnull=False,
-            ).values_list("downtime_seconds", flat=True)  # fmt: skip
-        )
+    for host, engine, longest in groups:
         question = {
             "host": host,
             "engine": engine,
