@@ -44,7 +44,7 @@ LABELS = {
     "ready_seconds": "start to ready (s)",
     "downtime_seconds": "kill to first query (s)",
     "clean_start_seconds": "clean start (s)",
-    "redo_apply_mb_per_s": "redo apply (MB/s)",
+    "redo_apply_mb_per_s": "redo apply (MB/s of 10⁶ bytes)",  # the API's decimal unit; tables show MiB/s
     "workload_tps": "workload TPS",
     "workload_qps": "workload QPS",
     "latency_p95_ms": "latency p95 (ms)",
@@ -61,7 +61,7 @@ LABELS = {
 }
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 
-# Axis formatting: byte counts read best with SI prefixes ("32 MB"), durations in seconds.
+# Axis formatting: byte counts in binary units ("32 MiB", charts/layout.py), durations in seconds.
 UNITS = {name: "B" for name in NUMERIC_METRICS if name.endswith("_bytes") or name.endswith("_written")}
 UNITS.update({name: "s" for name in NUMERIC_METRICS if name.endswith("_seconds")})
 UNITS["pages_written"] = ""

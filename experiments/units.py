@@ -1,5 +1,6 @@
 """Byte sizes as users write them (`256M`, `1G`) and as servers take them."""
 
+import math
 import re
 
 _SIZE = re.compile(r"^([1-9][0-9]{0,6})\s?([KMGT])(?:I?B)?$")
@@ -7,6 +8,10 @@ _SIZE = re.compile(r"^([1-9][0-9]{0,6})\s?([KMGT])(?:I?B)?$")
 SIZE_TEXT = r"^\s*[1-9][0-9]{0,6}\s?[KMGTkmgt](?:[iI]?[bB])?\s*$"
 _MULTIPLIER = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 MIB, GIB = 1024**2, 1024**3
+# Pages, charts and reports count bytes in binary units, as the servers' settings do (256M is
+# 256 MiB). Names of the API that say "mb" (`redo_apply_mb_per_s`, `write_mb_per_s`) keep their
+# decimal values (10^6 bytes) for the scripts that read them: a value in MB times this is in MiB.
+MB_PER_MIB = 1e6 / MIB
 
 
 class SizeError(ValueError):
@@ -73,3 +78,38 @@ def binary_bytes(size: float) -> str:
             value = size / 1024**power
             return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
     return f"{size:,.0f} bytes"
+
+
+_BINARY_UNITS = (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1), ("B", 0))
+
+
+def binary_ticks(values: list, log: bool = False, most: int = 8) -> tuple[list[float], list[str]]:
+    """Tick positions (bytes) and their labels in binary units for a chart axis over these values:
+    '256 MiB', '1 GiB'. Plotly's own byte ticks are SI ('268M'), which no server setting reads as."""
+    finite = [float(v) for v in values if v is not None and v == v and v >= 0]
+    if not finite or max(finite) <= 0:
+        return [], []
+    low, high = min(finite), max(finite)
+    if log:
+        low = min(v for v in finite if v > 0)
+        first, last = math.floor(math.log2(low)), math.ceil(math.log2(high))
+        every = max(1, math.ceil((last - first + 1) / most))
+        ticks = [2.0**k for k in range(first, last + 1, every)]
+    else:  # steps of 1, 2, 2.5 or 5 of one unit, the unit of the step, all labelled in it
+        raw = high / (most - 2)
+        unit, power = next((u, p) for u, p in _BINARY_UNITS if raw >= 1024**p or p == 0)
+        raw /= 1024**power
+        magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        count = math.floor(high / 1024**power / step) + 2
+        ticks = [step * i * 1024**power for i in range(count)]
+        return ticks, ["0"] + [f"{step * i:g} {unit}" for i in range(1, count)]
+    return ticks, [_tick_text(t) for t in ticks]
+
+
+def _tick_text(size: float) -> str:
+    for unit, power in _BINARY_UNITS:
+        if size >= 1024**power or power == 0:
+            value = size / 1024**power
+            return f"{value:g} {unit}" if value == round(value, 2) else f"{value:.3g} {unit}"
+    return f"{size:g} B"

@@ -73,7 +73,7 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     assert not refused.count(), refused.inner_text()
     sentences = page.locator("#planner-sentences").inner_text()
     assert f"from 6 runs of experiment #{experiment.id}." in sentences
-    assert "At 20 MB/s of redo (19.1 MiB/s) that log holds" in sentences
+    assert "At 19.1 MiB/s of redo (20 MB/s as given) that log holds" in sentences
     # the chart shows the six runs the answer stands on, and the URL is a permalink of the question
     page.wait_for_function("() => document.getElementById('planner-chart').data !== undefined")
     screenshot(page, "planner.png")

@@ -49,12 +49,14 @@ def test_a_target_beyond_the_measured_redo_is_flagged_as_extrapolated():
 
 
 def test_write_rate_and_page_writes():
-    samples = [(256 * MIB, 5000.0, 100e6), (256 * MIB, 7000.0, 100e6), (1024 * MIB, 1000.0, 100e6)]
+    written = 100 * MIB
+    samples = [(256 * MIB, 5000.0, written), (256 * MIB, 7000.0, written), (1024 * MIB, 1000.0, written)]
     answer = plan(points(2), 6.0, write_mb_per_s=20, page_samples=samples)
     assert answer.seconds_of_writes == pytest.approx(answer.log_size_suggestion / 20e6, abs=0.1)
     small, large = answer.page_writes
-    assert (small.redo_log_bytes, small.pages_per_mb, small.runs) == (256 * MIB, 60.0, 2)
-    assert (large.pages_per_mb, large.pages_per_second) == (10.0, 200.0)
+    assert (small.redo_log_bytes, small.pages_per_mib, small.runs) == (256 * MIB, 60.0, 2)
+    # pages per MiB at the rate typed in MB/s (10^6 bytes): 10 x 20e6 / 2^20 = 190.7 pages/s
+    assert large.pages_per_mib == 10.0 and large.pages_per_second == pytest.approx(190.7, abs=0.05)
 
 
 @pytest.mark.parametrize(

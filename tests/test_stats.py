@@ -31,6 +31,29 @@ def test_same_noise_is_called_significant_about_as_often_as_the_level_says():
     assert false_alarms / 400 < 0.09  # 5% expected; Welch is slightly conservative at n = 3
 
 
+def test_pages_of_identical_pairs_call_something_as_rarely_as_one_test_would():
+    # pages of 18 identical pairs, as a compare page of 2 engines x 9 metrics, at 15% noise: with
+    # each test at 5% (and beyond 1.25x) a page calls something far more often than 5%
+    def page(seed: int) -> list[tuple[list, list]]:
+        return [(noise(seed * 100 + i, 3), noise(seed * 100 + 50 + i, 3)) for i in range(18)]
+
+    pages = [page(seed) for seed in range(200)]
+    alone = [any(c.significant for c in stats.compare_many(p, [1.25] * 18)) for p in pages]
+    together = [stats.compare_many(p, [1.25] * 18, family=True) for p in pages]
+    assert sum(alone) / len(pages) > 0.15, sum(alone)
+    assert sum(any(c.significant for c in results) for results in together) / len(pages) < 0.06
+    held = [c for results in together for c in results if c.within_family]
+    assert held and all(c.p_value < 0.05 <= c.p_adjusted and c.family == 18 for c in held)
+
+
+def test_a_real_slowdown_among_a_page_of_comparisons_is_still_found():
+    pairs = [(noise(i, 3), noise(100 + i, 3)) for i in range(17)]
+    slowdown = (noise(500, 3, spread=0.05), noise(501, 3, typical=6.0, spread=0.05))  # 3x
+    results = stats.compare_many([slowdown, *pairs], [1.25] * 18, family=True)
+    assert results[0].significant and results[0].p_adjusted < 0.05 and 2.5 < results[0].ratio < 3.5
+    assert results[0].as_dict()["family"] == 18
+
+
 def test_the_fitted_slope_of_points_with_a_known_slope_is_within_its_interval():
     rng = np.random.default_rng(7)
     redo_mb = np.linspace(10, 500, 12)

@@ -40,8 +40,8 @@ ROW_FIELDS = (
 SUMMARY_METRICS = (
     ("recovery_seconds", "recovery (s)"),
     ("downtime_seconds", "downtime (s)"),
-    ("redo_bytes", "redo (MB)"),
-    ("redo_apply_mb_per_s", "apply rate (MB/s)"),
+    ("redo_bytes", "redo (MiB)"),
+    ("redo_apply_mb_per_s", "apply rate (MiB/s)"),
     ("rows_undone", "rows undone"),
     ("lost_commits", "acknowledged commits lost"),
     ("workload_tps", "TPS"),

@@ -15,7 +15,7 @@ from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, set
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
 from experiments.models import Experiment, Run
-from experiments.units import as_row_id
+from experiments.units import GIB, as_row_id
 from workers.runner.contract import SYSTEM_BUILD
 
 # metric -> (what it is in a sentence, less is better)
@@ -23,7 +23,7 @@ COMPARED_METRICS = {
     "recovery_seconds": ("crash recovery", True),
     "downtime_seconds": ("downtime", True),
     "ready_seconds": ("start to ready", True),
-    "recovery_seconds_per_gb_redo": ("recovery per GB of redo", True),
+    "recovery_seconds_per_gib_redo": ("recovery per GiB of redo", True),
     "recovery_seconds_per_1000_rows": ("recovery per 1000 rows inserted", True),
     "redo_bytes": ("redo to replay", True),
     "redo_apply_mb_per_s": ("redo apply rate", False),
@@ -31,16 +31,16 @@ COMPARED_METRICS = {
     "achieved_insert_rate": ("insert rate reached", False),
 }
 # Slower by a significant margin on these: a regression.
-REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gb_redo")
+REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gib_redo")
 
 
 def normalised(row: dict) -> dict:
-    """The row with recovery per GB of redo and per 1000 rows inserted: comparable when two runs
+    """The row with recovery per GiB of redo and per 1000 rows inserted: comparable when two runs
     did different amounts of work."""
     recovery, redo, rows = row.get("recovery_seconds"), row.get("redo_bytes"), row.get("rows_inserted")
     return {
         **row,
-        "recovery_seconds_per_gb_redo": recovery / (redo / 1e9) if recovery is not None and redo else None,
+        "recovery_seconds_per_gib_redo": recovery / (redo / GIB) if recovery is not None and redo else None,
         "recovery_seconds_per_1000_rows": recovery / (rows / 1000) if recovery is not None and rows else None,
     }
 
@@ -85,7 +85,7 @@ def _metric_blocks(
                     )
                     floors.append(aa.floor(hosts, metric, spreads))
     summaries = stats.summarize_many([values for *_, values in summary_requests])
-    comparisons = stats.compare_many([pair for *_, pair in compare_requests], floors)
+    comparisons = stats.compare_many([pair for *_, pair in compare_requests], floors, family=True)
     blocks: list[dict[str, dict]] = [{} for _ in matched]
     for (position, metric, side, _), summary in zip(summary_requests, summaries, strict=True):
         blocks[position].setdefault(metric, {})[str(side)] = {
@@ -274,6 +274,11 @@ def finding_sentence(
     if not result["significant"]:
         floor = result.get("min_effect") or 1.0
         within = f"; within the noise floor of {floor:.2f}x" if result.get("within_floor") else ""
+        if result.get("within_family"):  # a small p alone, one of many tests on the page
+            within += (
+                f"; p {result['p_value']:.2g} alone, {result['p_adjusted']:.2g} over the "
+                f"{result['family']} comparisons here"
+            )
         return (
             f"{where}no significant difference in {what} between {subject} and {baseline}{tail} "
             f"({ratio:.2f}x, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x{within})"

@@ -27,7 +27,7 @@ from django.db.models.functions import Cast, Coalesce
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
 from experiments.models import Experiment
-from experiments.units import format_size
+from experiments.units import MIB, format_size
 from experiments.vocabulary import AXIS_TITLES, CRASH_METHOD_LABELS, PARAMETER_UNITS
 from workers.runner.contract import SYSTEM_BUILD
 
@@ -224,7 +224,7 @@ def fit_reading(query: Query, slope: float) -> str:
     redo against recovery, the apply rate)."""
     x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
     if x_unit == "B" and UNITS.get(query.y) == "s" and slope > 0:
-        return f"{1 / slope / 1e6:,.1f} MB/s"
+        return f"{1 / slope / MIB:,.1f} MiB/s"
     return ""
 
 

@@ -27,12 +27,11 @@ from scipy import optimize, stats
 from experiments.analysis.stats import CONFIDENCE, fit_line
 from experiments.definition import BUILD_NAME
 from experiments.models import Run, RunStatus
-from experiments.units import GIB, SizeError, as_row_id, parse_size
+from experiments.units import GIB, MB_PER_MIB, MIB, SizeError, as_row_id, parse_size
 from experiments.vocabulary import ENGINES, WORKLOADS, choices
 from workers.runner.contract import SYSTEM_BUILD
 
 MIN_RUNS = 5
-MIB = 1 << 20
 
 
 class PlanRefused(ValueError):
@@ -54,10 +53,10 @@ class Point:
 
 @dataclass(frozen=True)
 class PageWrites:
-    """Pages written per MB of redo written, at one redo log size (median over its runs)."""
+    """Pages written per MiB of redo written, at one redo log size (median over its runs)."""
 
     redo_log_bytes: int
-    pages_per_mb: float
+    pages_per_mib: float
     runs: int
     pages_per_second: float | None = None  # at the plan's write rate
 
@@ -217,14 +216,14 @@ def _page_writes(samples: list[tuple[int, float, float]], write_mb_per_s: float 
     by_size: dict[int, list[float]] = {}
     for log_size, pages, log_bytes in samples:
         if log_size and pages is not None and log_bytes:
-            by_size.setdefault(int(log_size), []).append(pages / (log_bytes / 1e6))
+            by_size.setdefault(int(log_size), []).append(pages / (log_bytes / MIB))
     if len(by_size) < 2:  # one log size compares with nothing: no cost or gain to tell
         return []
     rows = []
     for size in sorted(by_size):
-        per_mb = float(np.median(by_size[size]))
-        per_second = round(per_mb * write_mb_per_s, 1) if write_mb_per_s else None
-        rows.append(PageWrites(size, round(per_mb, 3), len(by_size[size]), per_second))
+        per_mib = float(np.median(by_size[size]))
+        per_second = round(per_mib * write_mb_per_s * MB_PER_MIB, 1) if write_mb_per_s else None
+        rows.append(PageWrites(size, round(per_mib, 3), len(by_size[size]), per_second))
     return rows
 
 
@@ -245,11 +244,11 @@ class PlannerForm(forms.Form):
         help_text="the longest a crash may keep the database away, kill to first query",
     )
     write_mb_per_s = forms.FloatField(
-        label="Write rate (MB/s)",
+        label="Write rate (MB/s, 1 MB = 10⁶ bytes)",
         required=False,
         min_value=0.001,
         max_value=MAX_WRITE_MB_PER_S,
-        help_text="redo written per second at peak (MB/s); or give a run to take it from",
+        help_text="redo written per second at peak; or give a run to take it from",
     )
     experiments = forms.CharField(
         required=False,
@@ -373,7 +372,7 @@ def plan_from(data: dict) -> tuple[Plan, list[Point]]:
         )
     )
     points = [Point(run_id, redo, downtime, log_size) for run_id, redo, downtime, log_size, _, _ in rows]
-    # pages counted (a run that wrote none counted nothing: no "0 pages per MB")
+    # pages counted (a run that wrote none counted nothing: no "0 pages per MiB")
     page_samples = list(
         runs.filter(redo_log_bytes__isnull=False, pages_written__gt=0, log_bytes_written__gt=0).values_list(
             "redo_log_bytes", "pages_written", "log_bytes_written"

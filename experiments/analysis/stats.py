@@ -13,7 +13,7 @@ With n = 2 an interval exists but is very wide; with n = 1 there is none. Both a
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -44,18 +44,34 @@ class Summary:
 class Comparison:
     """B against A: ratio of typical values (B / A) with its interval and a Welch t-test; the
     difference is significant when the test says so and the ratio is beyond `min_effect` (the
-    host's noise floor: see the module's docstring)."""
+    host's noise floor: see the module's docstring). Tested as one of a family (a page's
+    comparisons), `p_adjusted` is its Benjamini-Hochberg p over the `family` tests, and the test
+    says so only when that is below 0.05."""
 
     ratio: float | None
     ratio_ci: tuple[float, float] | None
     p_value: float | None
     significant: bool
     min_effect: float = 1.0
+    p_adjusted: float | None = None
+    family: int = 1
+
+    @property
+    def p(self) -> float | None:
+        """The p the decision stands on: adjusted over its family, if it was tested in one."""
+        return self.p_adjusted if self.p_adjusted is not None else self.p_value
 
     @property
     def within_floor(self) -> bool:
-        """The test alone would call it significant; the ratio is within the noise floor."""
-        return bool(not self.significant and self.p_value is not None and self.p_value < 1 - CONFIDENCE)
+        """The test would call it significant; the ratio is within the noise floor."""
+        return bool(not self.significant and self.p is not None and self.p < 1 - CONFIDENCE)
+
+    @property
+    def within_family(self) -> bool:
+        """Alone the test would call it significant; not among the family's comparisons (one of
+        many small p-values is what chance alone gives a page of tests)."""
+        alone = self.p_value is not None and self.p_value < 1 - CONFIDENCE
+        return bool(alone and self.p_adjusted is not None and self.p_adjusted >= 1 - CONFIDENCE)
 
     def as_dict(self) -> dict:
         return {
@@ -65,6 +81,9 @@ class Comparison:
             "significant": self.significant,
             "min_effect": self.min_effect,
             "within_floor": self.within_floor,
+            "p_adjusted": self.p_adjusted,
+            "family": self.family,
+            "within_family": self.within_family,
         }
 
 
@@ -161,10 +180,16 @@ def compare(a: Sequence[float | None], b: Sequence[float | None], min_effect: fl
 
 
 def compare_many(
-    pairs: Sequence[tuple[Sequence, Sequence]], min_effects: Sequence[float] | None = None
+    pairs: Sequence[tuple[Sequence, Sequence]],
+    min_effects: Sequence[float] | None = None,
+    family: bool = False,
 ) -> list[Comparison]:
     """compare() of many pairs (each with its min_effect, 1.0 if none given); pairs of the same
-    sizes go to scipy in one vectorised call."""
+    sizes go to scipy in one vectorised call. `family`: the pairs are one page's comparisons, read
+    together; their p-values are adjusted (Benjamini-Hochberg, scipy) so that the page as a whole,
+    not each test, calls a difference by chance at most 5% of the time where nothing differs
+    (docs/statistics.md has the figures: 18 tests at 5% each called one in about a third of
+    identical pairs)."""
     floors = list(min_effects) if min_effects is not None else [1.0] * len(pairs)
     results: dict[int, Comparison] = {}
     batches: dict[tuple[int, int], list[int]] = {}
@@ -190,7 +215,25 @@ def compare_many(
                 significant=p_value < 1 - CONFIDENCE and _beyond(float(ratios[row]), floors[index]),
                 min_effect=floors[index],
             )
+    if family:
+        results = _adjusted(results)
     return [results[i] for i in range(len(pairs))]
+
+
+def _adjusted(results: dict[int, Comparison]) -> dict[int, Comparison]:
+    tested = [i for i, result in results.items() if result.p_value is not None]
+    if not tested:
+        return results
+    adjusted = stats.false_discovery_control([results[i].p_value for i in tested], method="bh")
+    for i, p_adjusted in zip(tested, adjusted, strict=True):
+        result = results[i]
+        results[i] = replace(
+            result,
+            p_adjusted=_round(float(p_adjusted), 4),
+            family=len(tested),
+            significant=bool(p_adjusted < 1 - CONFIDENCE) and _beyond(result.ratio, result.min_effect),
+        )
+    return results
 
 
 def _beyond(ratio: float, min_effect: float) -> bool:

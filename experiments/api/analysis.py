@@ -47,7 +47,7 @@ class ExploreFitSerializer(serializers.Serializer):
     intercept = serializers.FloatField()
     r2 = serializers.FloatField(allow_null=True)
     n = serializers.IntegerField()
-    reads_as = serializers.CharField(help_text="bytes over seconds read as MB/s (the apply rate), else empty")
+    reads_as = serializers.CharField(help_text="bytes over seconds as MiB/s (the apply rate), else empty")
 
 
 class ExploreResultSerializer(serializers.Serializer):
@@ -91,11 +91,13 @@ class ExploreView(generics.GenericAPIView):
 
 class CompareView(APIView):
     """GET /api/compare/?experiments=A,B: cells matched on engine and parameters; the ratio of
-    B's typical value to A's with its 95% interval, significant when Welch's t-test says so and
-    the ratio is beyond the hosts' noise floor (`min_effect`; `within_floor` where only the floor
-    held it back; `noise_floor` and `aa_spreads` say what each host's floor stands on:
-    docs/statistics.md); engines compared at the same settings; slowdowns beyond the noise
-    listed as regressions; `differences` between the definitions, and how far apart they ran."""
+    B's typical value to A's with its 95% interval, significant when Welch's t-test says so (its p
+    adjusted over the answer's `family` of comparisons, Benjamini-Hochberg: `p_adjusted`;
+    `within_family` where only that held it back) and the ratio is beyond the hosts' noise floor
+    (`min_effect`; `within_floor` where only the floor held it back; `noise_floor` and
+    `aa_spreads` say what each host's floor stands on: docs/statistics.md); engines compared at
+    the same settings; slowdowns beyond the noise listed as regressions; `differences` between
+    the definitions, and how far apart they ran."""
 
     @extend_schema(
         parameters=[

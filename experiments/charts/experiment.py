@@ -15,6 +15,7 @@ from experiments.charts.layout import (
     base_layout,
     colour,
 )
+from experiments.units import MIB
 from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
 
 # Phase breakdown: what happens before the server is ready (downtime) and after (background).
@@ -153,7 +154,7 @@ def _ci_text(summary: stats.Summary) -> str:
 
 def redo_fit_chart(rows: list[dict]) -> dict:
     """Recovery against redo to replay per engine, with a fitted line and its 95% band; the
-    legend gives the apply rate (1 / slope) in MB/s."""
+    legend gives the apply rate (1 / slope) in MiB/s."""
     traces, xs_all, ys_all = [], [], []
     for index, engine in enumerate(sorted({r["engine"] for r in rows})):
         points = [
@@ -163,7 +164,7 @@ def redo_fit_chart(rows: list[dict]) -> dict:
         ]
         if not points:
             continue
-        xs = [r["redo_bytes"] / 1e6 for r in points]
+        xs = [r["redo_bytes"] / MIB for r in points]
         ys = [r["recovery_seconds"] for r in points]
         xs_all += xs
         ys_all += ys
@@ -180,16 +181,16 @@ def redo_fit_chart(rows: list[dict]) -> dict:
         "data": traces,
         "layout": base_layout(
             "Recovery time against redo to replay",
-            xaxis=axis_layout("redo to replay (MB)", "", xs_all),
+            xaxis=axis_layout("redo to replay (MiB)", "", xs_all),
             yaxis=axis_layout("crash recovery (s)", "s", ys_all),
         ),
     }
 
 
 def apply_rate_text(fit: stats.LineFit) -> str:
-    """The slope of seconds per MB (significantly above zero), read as MB/s with its interval."""
+    """The slope of seconds per MiB (significantly above zero), read as MiB/s with its interval."""
     return (
-        f"apply rate {1 / fit.slope:.1f} MB/s (95% CI {1 / fit.slope_ci[1]:.1f}-{1 / fit.slope_ci[0]:.1f}),"
+        f"apply rate {1 / fit.slope:.1f} MiB/s (95% CI {1 / fit.slope_ci[1]:.1f}-{1 / fit.slope_ci[0]:.1f}),"
         f" R² {fit.r2:.2f}, n {fit.n}"
     )
 
@@ -329,6 +330,7 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
             }
         )
         writes = [c.median("log_bytes_written") for c in mine]
+        writes = [w / MIB if w is not None else None for w in writes]
         traces.append(
             {
                 **common,
@@ -337,7 +339,7 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
                 "yaxis": "y2",
                 "y": writes,
                 "marker": {**common["marker"], "symbol": "diamond"},
-                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:.3s}B written<extra></extra>",
+                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:,.1f} MiB written<extra></extra>",
             }
         )
         pages = [c.median("pages_written") for c in mine]
@@ -362,9 +364,7 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
             xaxis2={"domain": [0.55, 0.93], "title": {"text": "crash recovery (s)"}, "rangemode": "tozero"},
             yaxis2={
                 "anchor": "x2",
-                "title": {"text": "log bytes written"},
-                "tickformat": "~s",
-                "ticksuffix": "B",
+                "title": {"text": "log written (MiB)"},
                 "rangemode": "tozero",
             },
             yaxis3={

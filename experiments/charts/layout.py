@@ -4,6 +4,7 @@ chart logic lives in templates or scripts."""
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
+from experiments.units import binary_ticks
 from experiments.vocabulary import ENGINE_COLOURS
 from workers.runner.contract import SYSTEM_BUILD
 
@@ -31,17 +32,21 @@ def colour(name: str, index: int) -> str:
 
 
 def axis_layout(title: str, unit: str, values: list, categorical: bool = False) -> dict:
-    """Title, SI ticks for bytes ("32MB"), and a log scale where values span over two decades."""
+    """Title, binary ticks for bytes ("32 MiB", as the servers' settings count), and a log scale
+    where values span over two decades."""
     axis: dict = {"title": {"text": title}, "automargin": True}
     if categorical:
         axis["type"] = "category"
         return axis
-    if unit == "B":
-        axis.update(tickformat="~s", ticksuffix="B", hoverformat=".3s")
-    if stats.spans_decades(values):
+    log = stats.spans_decades(values)
+    if log:
         axis["type"] = "log"
     else:
         axis["rangemode"] = "tozero"
+    if unit == "B":  # the ticks say the unit
+        axis["title"]["text"] = title.replace(" (bytes)", "")
+        ticks, labels = binary_ticks(values, log=log)
+        axis.update(tickmode="array", tickvals=ticks, ticktext=labels, hoverformat=",.0f")
     return axis
 
 

@@ -2,18 +2,19 @@
 the restart after it, as a timeline beside the clean start. Plotly figure dicts from the run's
 `samples` and `timeline` (experiments/ingest/seconds.py); no Django."""
 
+from experiments import units
 from experiments.charts.layout import PALETTE, base_layout
 from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, is_sample, series_of
 
-MB = 1e-6
+MIB = 1 / units.MIB  # bytes -> MiB, as the servers' settings count
 # Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of
 # the run fills is left out (InnoDB has no memtables, MyRocks no checkpoint age).
 SAMPLE_PANELS = (
     (
-        "redo to replay (MB)",
+        "redo to replay (MiB)",
         (
-            ("checkpoint_age_bytes", "checkpoint age: InnoDB's redo to replay", MB),
-            ("wal_on_disk_bytes", "WAL on disk: MyRocks' redo to replay", MB),
+            ("checkpoint_age_bytes", "checkpoint age: InnoDB's redo to replay", MIB),
+            ("wal_on_disk_bytes", "WAL on disk: MyRocks' redo to replay", MIB),
         ),
     ),
     (
@@ -24,16 +25,16 @@ SAMPLE_PANELS = (
         ),
     ),
     (
-        "memtables (MB)",
-        (("memtable_bytes", "memtables", MB), ("memtable_unflushed_bytes", "memtables not flushed", MB)),
+        "memtables (MiB)",
+        (("memtable_bytes", "memtables", MIB), ("memtable_unflushed_bytes", "memtables not flushed", MIB)),
     ),
     (
-        "written (MB/s)",
+        "written (MiB/s)",
         (
-            ("log_bytes_written_per_s", "redo log written", MB),
-            ("data_bytes_written_per_s", "data files written", MB),
-            ("wal_bytes_per_s", "WAL written", MB),
-            ("rocksdb_bytes_written_per_s", "RocksDB bytes written", MB),
+            ("log_bytes_written_per_s", "redo log written", MIB),
+            ("data_bytes_written_per_s", "data files written", MIB),
+            ("wal_bytes_per_s", "WAL written", MIB),
+            ("rocksdb_bytes_written_per_s", "RocksDB bytes written", MIB),
         ),
     ),
     (

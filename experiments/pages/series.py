@@ -15,6 +15,7 @@ from experiments.metrics import LABELS, UNITS
 from experiments.models import ChangePoint, Experiment, Series, Triage
 from experiments.roles import FORBIDDEN, may_change, may_experiment, require_change, role_required
 from experiments.services import series as series_service
+from experiments.units import binary_bytes
 
 SERIES_PER_PAGE = 25
 
@@ -38,9 +39,9 @@ def series_list(request):
 
 
 def shown(metric: str, value: float) -> str:
-    """A median as a person reads it: bytes in MB, seconds in s, rates as they are."""
+    """A median as a person reads it: bytes in binary units (MiB), seconds in s, rates as they are."""
     if UNITS.get(metric) == "B":
-        return f"{value / 1e6:,.2f} MB"
+        return binary_bytes(value)
     if UNITS.get(metric) == "s":
         return f"{value:.3g} s"
     return f"{value:,.4g}"

@@ -15,7 +15,7 @@ from experiments.analysis.cells import (
 )
 from experiments.analysis.compare import compare_engines, finding_sentence
 from experiments.analysis.noise import disturbed_text
-from experiments.units import SizeError, parse_size
+from experiments.units import MIB, SizeError, parse_size
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
 SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size")
@@ -81,7 +81,7 @@ def redo_findings(rows: list[dict]) -> list[str]:
     several_hosts = len({host for host, _ in grouped}) > 1
     found = []
     for (host, engine), group in sorted(grouped.items()):
-        xs = [r["redo_bytes"] / 1e6 for r in group]
+        xs = [r["redo_bytes"] / MIB for r in group]
         fit = stats.fit_line(xs, [r["recovery_seconds"] for r in group])
         if fit is None:
             continue
@@ -89,14 +89,14 @@ def redo_findings(rows: list[dict]) -> list[str]:
         if fit.slope_ci and fit.slope_ci[0] > 0:
             low, high = 1 / fit.slope_ci[1], 1 / fit.slope_ci[0]
             found.append(
-                f"{where} replayed redo at about {1 / fit.slope:,.1f} MB/s (95% CI {low:,.1f}-{high:,.1f}): "
-                f"each GB of redo added {fit.slope * 1000:.3g} s to recovery "
-                f"(R² {fit.r2:.2f}, {fit.n} runs, {min(xs):,.0f} to {max(xs):,.0f} MB of redo)."
+                f"{where} replayed redo at about {1 / fit.slope:,.1f} MiB/s (95% CI {low:,.1f}-{high:,.1f}): "
+                f"each GiB of redo added {fit.slope * 1024:.3g} s to recovery "
+                f"(R² {fit.r2:.2f}, {fit.n} runs, {min(xs):,.0f} to {max(xs):,.0f} MiB of redo)."
             )
         else:
             found.append(
                 f"{where}: recovery did not grow with the redo to replay beyond the noise over these "
-                f"{fit.n} runs ({min(xs):,.0f} to {max(xs):,.0f} MB of redo): other costs dominate."
+                f"{fit.n} runs ({min(xs):,.0f} to {max(xs):,.0f} MiB of redo): other costs dominate."
             )
     return found
 
@@ -158,7 +158,7 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
             requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
     several_hosts = len({r[1] for r in requests}) > 1
     floors = [aa.floor({host}, "recovery_seconds", spreads or {}) for _, host, *_ in requests]
-    results = stats.compare_many([pair for *_, pair in requests], floors)
+    results = stats.compare_many([pair for *_, pair in requests], floors, family=True)
     found = []
     for (axis, host, engine, rest, low, high, (disturbed, total), _), result in zip(
         requests, results, strict=True

@@ -47,16 +47,16 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
         )
     if plan["seconds_of_writes"] is not None:
         sentences.append(
-            f"At {plan['write_mb_per_s']:g} MB/s of redo "
-            f"({binary_bytes(plan['write_mb_per_s'] * 1e6)}/s) that log holds "
+            f"At {binary_bytes(plan['write_mb_per_s'] * 1e6)}/s of redo "
+            f"({plan['write_mb_per_s']:g} MB/s as given) that log holds "
             f"{plan['seconds_of_writes']:g} s of writes: the page cleaner must keep the checkpoint "
             "within that."
         )
     for row in plan["page_writes"]:
         rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
         sentences.append(
-            f"With a {binary_bytes(row['redo_log_bytes'])} redo log the runs wrote {row['pages_per_mb']:.3g} "
-            f"pages per MB of redo{rate} ({row['runs']} runs)."
+            f"With a {binary_bytes(row['redo_log_bytes'])} redo log the runs wrote "
+            f"{row['pages_per_mib']:.3g} pages per MiB of redo{rate} ({row['runs']} runs)."
         )
     return sentences
 
