@@ -159,7 +159,8 @@ def runner_processes() -> list[str]:
         except OSError:
             continue
         line = " ".join(a.decode(errors="replace") for a in argv if a)
-        if str(settings.RUNNER_WORK_DIR) in line and ("mariadbd" in line or "sysbench" in line):
+        ours = str(settings.RUNNER_WORK_DIR) in line or str(settings.RUNNER_DISK_WORK_DIR) in line
+        if ours and ("mariadbd" in line or "sysbench" in line):
             found.append(line)
     return found
 
@@ -322,9 +323,10 @@ def page():
 
 @pytest.fixture(scope="session", autouse=True)
 def session_work_dir():
-    """This session's runner directory (tests/settings.py names it) goes when the session ends."""
+    """This session's runner directories (tests/settings.py names them) go when the session ends."""
     yield settings.RUNNER_WORK_DIR
     shutil.rmtree(settings.RUNNER_WORK_DIR, ignore_errors=True)
+    shutil.rmtree(settings.RUNNER_DISK_WORK_DIR, ignore_errors=True)
 
 
 @pytest.fixture

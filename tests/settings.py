@@ -55,4 +55,7 @@ def _work_root() -> Path:
 
 
 RUNNER_WORK_DIR = _work_root() / f"recovery-lab-test-{SESSION}"
+# For the few tests about what a sync costs (the way back to full throughput, timed over a
+# workload of fsyncs): on the disk.
+RUNNER_DISK_WORK_DIR = Path("/var/tmp") / f"recovery-lab-test-{SESSION}"
 DATABASES["default"]["TEST"] = {"NAME": f"test_recovery_lab_{SESSION}"}  # noqa: F405

@@ -1,5 +1,5 @@
 """/planner/ in Debian's Chromium on real runs: one experiment sweeps the redo target (its
-private mariadbd crashed when the redo to replay reaches 4, 12 and 24 MB, twice each: 6 runs in 3
+private mariadbd crashed when the redo to replay reaches 8, 24 and 48 MiB, twice each: 6 runs in 3
 cells), and the planner answers from them."""
 
 import pytest
@@ -12,7 +12,9 @@ from .test_browser import log_in, plotted_run_ids, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
-REDO_TARGETS = ("4M", "12M", "24M")
+# Sizes whose replay shows in the downtime over a restart's own noise, on the disk and in memory
+# (the tests' runs work in /dev/shm: 4 to 24 MiB gave a slope whose interval reached zero there).
+REDO_TARGETS = ("8M", "24M", "48M")
 
 
 def definition(redo: list[str]) -> dict:
@@ -24,7 +26,7 @@ def definition(redo: list[str]) -> dict:
         "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": 0,
                      "time_seconds": 300},
         # the log written at each commit, synced once a second: the same redo to replay, written in
-        # 4 s instead of 21 s at 24 MB (a kill loses nothing the OS has)
+        # 4 s instead of 21 s at 24 MiB on a disk (a kill loses nothing the OS has)
         "server_options": {"innodb_flush_log_at_trx_commit": [2]},
         "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": redo},
         "repetitions": 2,
@@ -50,8 +52,10 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     by_target = {
         t: sorted(redo_of[r.id] for r in runs if r.parameters["crash_redo_bytes"] == t) for t in REDO_TARGETS
     }
-    assert by_target["4M"][-1] < 6e6 < by_target["12M"][0], by_target
-    assert by_target["12M"][-1] < 20e6 < by_target["24M"][0] and by_target["24M"][-1] < 32e6, by_target
+    mib = 2**20
+    assert by_target["8M"][-1] < 16 * mib < by_target["24M"][0], by_target
+    assert by_target["24M"][-1] < 36 * mib < by_target["48M"][0], by_target
+    assert by_target["48M"][-1] < 72 * mib, by_target
 
     log_in(page, live_server)
     page.goto(f"{live_server.url}/planner/")
@@ -60,11 +64,12 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     # a target inside what the runs measured that some log size keeps at 95%: above the top of
     # the prediction band at no redo (the midpoint of the downtimes was not, at R² 0.76)
     longest = max(downtime for _, _, downtime in done)
-    band = page.evaluate(
+    first = page.evaluate(
         f"fetch('/api/planner/?host=local&engine=innodb&target_downtime_seconds={longest}')"
-        ".then(r => r.json()).then(a => a.band)"
+        ".then(r => r.json())"
     )
-    target = max(longest, band["upper"][0] * 1.1)
+    assert first.get("band"), (first, sorted((redo, downtime) for _, redo, downtime in done))
+    target = max(longest, first["band"]["upper"][0] * 1.1)
     page.fill("input[name=target_downtime_seconds]", f"{target:.3f}")
     page.fill("input[name=write_mb_per_s]", "20")
     page.click("#planner-form button[type=submit]")
