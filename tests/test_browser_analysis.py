@@ -23,10 +23,10 @@ DEFINITION = {
     "crash": {"method": "sigkill", "when": "after_workload"},
     "repetitions": 2,
 }
-AXES = {
-    "redo_bytes": "redo to replay (bytes)",
-    "buffer_pool_size": "buffer pool (bytes)",
-    "redo_log_size": "redo log size (bytes)",
+AXES = {  # byte axes: the ticks say the unit (binary, "256 MiB")
+    "redo_bytes": "redo to replay",
+    "buffer_pool_size": "buffer pool",
+    "redo_log_size": "redo log size",
     "insert_rate": "insert rate asked (rows/s)",
     "engine": "storage engine",
 }

@@ -64,12 +64,22 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     )
     assert not firings.exclude(status="done").exists(), list(firings.values("status"))
     assert sorted(firings.values_list("fired_for", flat=True)) == nights
-    # the worker searched the history when the last firing ended; its alerts went out once each
-    wait_for(
-        lambda: (
-            ChangePoint.objects.filter(series=series, metric="log_bytes_written").exists()
+    # the worker searched the history as it stood once the last firing ended (analysed_at: when
+    # the history was read; a search sent by an earlier firing may end later, having found less);
+    # its alerts went out once each
+    last_ended = max(firings.values_list("finished_at", flat=True))
+
+    def searched_and_sent() -> bool:
+        series.refresh_from_db(fields=["analysed_at"])
+        return (
+            series.analysed_at is not None
+            and series.analysed_at >= last_ended
+            and ChangePoint.objects.filter(series=series, metric="log_bytes_written").exists()
             and not Notification.objects.filter(status=DeliveryStatus.PENDING).exists()
-        ),
+        )
+
+    wait_for(
+        searched_and_sent,
         120,
         "the worker's search and its alerts",
     )

@@ -141,6 +141,7 @@ def analyse_run(
     start = "power_restored" if "power_restored" in times else "killed"
     metrics["downtime_seconds"] = _seconds(times, start, "recovery_first_query")
     metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
+    _ready_by_the_first_query(analysis, times)
     if metrics.get("redo_bytes") and metrics.get("recovery_seconds"):
         metrics["redo_apply_mb_per_s"] = round(metrics["redo_bytes"] / 1e6 / metrics["recovery_seconds"], 3)
 
@@ -222,6 +223,23 @@ def _episode_span_seconds(episode: Episode) -> float | None:
     if episode.started_at is None or not moments:
         return None
     return (max(moments) - min([episode.started_at, *moments])).total_seconds()
+
+
+def _ready_by_the_first_query(analysis: RunAnalysis, times: dict) -> None:
+    """The server was ready by the time it answered its first query. A "ready for connections"
+    stamped later was stamped late: the stamper reads the log through a pipe and, on a busy host,
+    lags the server. Start to ready is then start to first query, and the run says why."""
+    metrics = analysis.metrics
+    ready = metrics.get("ready_seconds")
+    answered = _seconds(times, "recovery_spawned", "recovery_first_query")
+    if ready is None or answered is None or ready <= answered:
+        return
+    metrics["ready_seconds"] = answered
+    analysis.warnings.append(
+        f"the error log's 'ready for connections' was stamped {ready - answered:.3f} s after the first "
+        f"query was answered: its stamps lagged the server (a busy host?), so start to ready is "
+        f"taken as start to first query ({answered:.3f} s), and the log's phases may read long"
+    )
 
 
 def impossible_values(metrics: dict, crash: Episode | None, same_clock: bool) -> list[str]:

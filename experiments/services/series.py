@@ -229,6 +229,7 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
     drop those no longer found that nobody triaged or was told of, and queue one alert for each
     that makes a metric worse beyond the series' threshold once CONFIRMING_FIRINGS firings stand
     on each side of it (until then it waits, "needs N more firings"). Returns the new ones."""
+    as_of = timezone.now()  # the history read now: what analysed_at says was searched
     firings = history(series_id)
     found = all_change_points(firings)
     new, alerts = [], []
@@ -253,7 +254,8 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
                 alerts += _queue_alerts(point, series)  # one per change point, once confirmed
         stale = [p.pk for key, p in kept.items() if key not in seen and p.triage == Triage.NEW]
         ChangePoint.objects.filter(pk__in=stale, notifications__isnull=True).delete()
-        series.analysed_at = timezone.now()
+        # searches sent by consecutive firings may end out of order: the newest history read stands
+        series.analysed_at = max(series.analysed_at or as_of, as_of)
         series.save(update_fields=["analysed_at"])
         transaction.on_commit(lambda: [_send_soon(n) for n in alerts])
     return new
