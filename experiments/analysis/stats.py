@@ -221,7 +221,7 @@ def compare_many(
 
 
 def _adjusted(results: dict[int, Comparison]) -> dict[int, Comparison]:
-    tested = [i for i, result in results.items() if result.p_value is not None]
+    tested = [i for i, r in results.items() if r.p_value is not None and math.isfinite(r.p_value)]
     if not tested:
         return results
     adjusted = stats.false_discovery_control([results[i].p_value for i in tested], method="bh")

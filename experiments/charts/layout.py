@@ -46,7 +46,9 @@ def axis_layout(title: str, unit: str, values: list, categorical: bool = False) 
     if unit == "B":  # the ticks say the unit
         axis["title"]["text"] = title.replace(" (bytes)", "")
         ticks, labels = binary_ticks(values, log=log)
-        axis.update(tickmode="array", tickvals=ticks, ticktext=labels, hoverformat=",.0f")
+        if ticks:  # no values: Plotly's own (an empty axis)
+            axis.update(tickmode="array", tickvals=ticks, ticktext=labels)
+        axis["hoverformat"] = ",.0f"
     return axis
 
 
