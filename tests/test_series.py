@@ -23,6 +23,7 @@ from experiments.models import (
     DeliveryStatus,
     Experiment,
     Notification,
+    Run,
     RunStatus,
     Series,
     Triage,
@@ -214,6 +215,24 @@ def test_a_history_without_a_step_has_no_change_point(user):
     )
     history_of(series, [10.0] * 14, spread=0.15)
     assert series_service.refresh_change_points(series.pk) == []
+
+
+def test_a_search_of_an_older_history_that_ends_last_does_not_undo_the_newer_one(user):
+    # Two firings end close together; the search the first one sent reads the history before the
+    # second's runs are in it and ends after the second's search stored its answer.
+    series = Series.objects.create(
+        name="out of order", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now()
+    )
+    history_of(series, [10.0] * 6 + [30.0] * 6)
+    [point] = series_service.refresh_change_points(series.pk)
+    newer = timezone.now() + timedelta(seconds=30)  # the second search read the history then
+    Series.objects.filter(pk=series.pk).update(analysed_at=newer)
+    # the older search sees a history without the step (here: the same runs, flattened)
+    Run.objects.filter(experiment__series=series).update(recovery_seconds=10.0, downtime_seconds=10.5)
+    assert series_service.refresh_change_points(series.pk) == []
+    assert list(ChangePoint.objects.values_list("pk", flat=True)) == [point.pk]  # kept as it was
+    series.refresh_from_db()
+    assert series.analysed_at == newer
 
 
 def test_a_better_metric_is_found_but_not_alerted(user, webhook):

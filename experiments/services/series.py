@@ -235,6 +235,10 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
     new, alerts = [], []
     with transaction.atomic():
         series = Series.objects.select_for_update().get(pk=series_id)
+        if series.analysed_at is not None and series.analysed_at > as_of:
+            # searches sent by consecutive firings may end out of order: one that read the
+            # history later has already stored its answer, which this older one must not undo
+            return []
         kept = {(p.metric, p.experiment_id): p for p in series.change_points.all()}
         seen = set()
         for answer in found:
@@ -254,8 +258,7 @@ def refresh_change_points(series_id: int) -> list[ChangePoint]:
                 alerts += _queue_alerts(point, series)  # one per change point, once confirmed
         stale = [p.pk for key, p in kept.items() if key not in seen and p.triage == Triage.NEW]
         ChangePoint.objects.filter(pk__in=stale, notifications__isnull=True).delete()
-        # searches sent by consecutive firings may end out of order: the newest history read stands
-        series.analysed_at = max(series.analysed_at or as_of, as_of)
+        series.analysed_at = as_of
         series.save(update_fields=["analysed_at"])
         transaction.on_commit(lambda: [_send_soon(n) for n in alerts])
     return new
