@@ -71,16 +71,16 @@ def duration_text(seconds: float | None, resolution_s: float | None = None) -> s
     return f"{seconds:.3f} s"
 
 
+_BINARY_UNITS = (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1))
+
+
 def binary_bytes(size: float) -> str:
     """A volume as the servers' own settings count it (binary): '609 MiB', '1.25 GiB', '512 KiB'."""
-    for unit, power in (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
+    for unit, power in _BINARY_UNITS:
         if abs(size) >= 1024**power:
             value = size / 1024**power
             return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
     return f"{size:,.0f} bytes"
-
-
-_BINARY_UNITS = (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1), ("B", 0))
 
 
 def binary_ticks(values: list, log: bool = False, most: int = 8) -> tuple[list[float], list[str]]:
@@ -89,7 +89,7 @@ def binary_ticks(values: list, log: bool = False, most: int = 8) -> tuple[list[f
     finite = [float(v) for v in values if v is not None and v == v and v >= 0]
     if not finite or max(finite) <= 0:
         return [], []
-    low, high = min(finite), max(finite)
+    high = max(finite)
     if log:
         low = min(v for v in finite if v > 0)
         first, last = math.floor(math.log2(low)), math.ceil(math.log2(high))
@@ -97,19 +97,11 @@ def binary_ticks(values: list, log: bool = False, most: int = 8) -> tuple[list[f
         ticks = [2.0**k for k in range(first, last + 1, every)]
     else:  # steps of 1, 2, 2.5 or 5 of one unit, the unit of the step, all labelled in it
         raw = high / (most - 2)
-        unit, power = next((u, p) for u, p in _BINARY_UNITS if raw >= 1024**p or p == 0)
+        unit, power = next(((u, p) for u, p in _BINARY_UNITS if raw >= 1024**p), ("B", 0))
         raw /= 1024**power
         magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
         step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
         count = math.floor(high / 1024**power / step) + 2
         ticks = [step * i * 1024**power for i in range(count)]
         return ticks, ["0"] + [f"{step * i:g} {unit}" for i in range(1, count)]
-    return ticks, [_tick_text(t) for t in ticks]
-
-
-def _tick_text(size: float) -> str:
-    for unit, power in _BINARY_UNITS:
-        if size >= 1024**power or power == 0:
-            value = size / 1024**power
-            return f"{value:g} {unit}" if value == round(value, 2) else f"{value:.3g} {unit}"
-    return f"{size:g} B"
+    return ticks, [binary_bytes(t) for t in ticks]  # powers of two: whole numbers of a unit

@@ -73,11 +73,12 @@ def rates(pairs, floors) -> float:
 # `COUPLED`); ready time, redo, TPS and the insert rate reached have noise of their own.
 CELLS, METRICS, RECOVERY_LIKE, COUPLED = 2, 9, 5, 0.9
 PAGES = 500
+RECOVERY = 0  # the first cell's recovery: the first comparison of a page
 
 
-def page(rng, step: float, within: float, between: float, n: int = N) -> tuple[list, int]:
+def page(rng, step: float, within: float, between: float, n: int = N) -> list:
     """One page's pairs (cells x metrics, identical but for `step` on the first cell's recovery
-    and what moves with it) and the index of that cell's recovery comparison."""
+    and what moves with it)."""
     pairs = []
     for cell in range(CELLS):
         # what the host did to each experiment, and each run's own noise: shared by the metrics
@@ -92,7 +93,7 @@ def page(rng, step: float, within: float, between: float, n: int = N) -> tuple[l
             if cell == 0 and coupled:
                 sides[1] *= step**sign
             pairs.append((sides[0].tolist(), sides[1].tolist()))
-    return pairs, 0
+    return pairs
 
 
 def page_rates(
@@ -102,10 +103,10 @@ def page_rates(
     the first cell's recovery."""
     anything, found = [], []
     for _ in range(PAGES):
-        pairs, recovery = page(rng, step, within, between, n)
+        pairs = page(rng, step, within, between, n)
         results = stats.compare_many(pairs, [DEFAULT_MIN_EFFECT] * len(pairs), family=family)
         anything.append(any(r.significant for r in results))
-        found.append(results[recovery].significant)
+        found.append(results[RECOVERY].significant)
     return float(np.mean(anything)), float(np.mean(found))
 
 

@@ -6,15 +6,15 @@ from experiments import units
 from experiments.charts.layout import PALETTE, base_layout
 from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, is_sample, series_of
 
-MIB = 1 / units.MIB  # bytes -> MiB, as the servers' settings count
+IN_MIB = 1 / units.MIB  # bytes -> MiB, as the servers' settings count
 # Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of
 # the run fills is left out (InnoDB has no memtables, MyRocks no checkpoint age).
 SAMPLE_PANELS = (
     (
         "redo to replay (MiB)",
         (
-            ("checkpoint_age_bytes", "checkpoint age: InnoDB's redo to replay", MIB),
-            ("wal_on_disk_bytes", "WAL on disk: MyRocks' redo to replay", MIB),
+            ("checkpoint_age_bytes", "checkpoint age: InnoDB's redo to replay", IN_MIB),
+            ("wal_on_disk_bytes", "WAL on disk: MyRocks' redo to replay", IN_MIB),
         ),
     ),
     (
@@ -26,15 +26,18 @@ SAMPLE_PANELS = (
     ),
     (
         "memtables (MiB)",
-        (("memtable_bytes", "memtables", MIB), ("memtable_unflushed_bytes", "memtables not flushed", MIB)),
+        (
+            ("memtable_bytes", "memtables", IN_MIB),
+            ("memtable_unflushed_bytes", "memtables not flushed", IN_MIB),
+        ),
     ),
     (
         "written (MiB/s)",
         (
-            ("log_bytes_written_per_s", "redo log written", MIB),
-            ("data_bytes_written_per_s", "data files written", MIB),
-            ("wal_bytes_per_s", "WAL written", MIB),
-            ("rocksdb_bytes_written_per_s", "RocksDB bytes written", MIB),
+            ("log_bytes_written_per_s", "redo log written", IN_MIB),
+            ("data_bytes_written_per_s", "data files written", IN_MIB),
+            ("wal_bytes_per_s", "WAL written", IN_MIB),
+            ("rocksdb_bytes_written_per_s", "RocksDB bytes written", IN_MIB),
         ),
     ),
     (
