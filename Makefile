@@ -1,5 +1,5 @@
 # Recovery Lab. `make demo` to see it work, `make test` to check it. Both run `make setup` first.
-.PHONY: setup demo test lint bench start stop
+.PHONY: setup demo demo-versions test lint bench start stop
 
 PY := .venv/bin/python
 RUN_DIR := .run
@@ -28,6 +28,10 @@ stop:
 
 demo: start
 	@$(PY) manage.py demo --url http://$(WEB_ADDR)
+
+# Two real server versions side by side: the host's MariaDB 10.11 and 11.8 from Debian 13.
+demo-versions: start
+	@$(PY) manage.py demo --versions --url http://$(WEB_ADDR)
 
 # Two processes; a test that measures rates or times runs with no other server beside it
 # (tests/conftest.py, _servers_share_the_machine).

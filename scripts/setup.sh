@@ -52,4 +52,12 @@ if ! psql "$admin_url" -tAc "SELECT 1 FROM pg_database WHERE datname='${db_name}
   psql "$admin_url" -qc "CREATE DATABASE \"${db_name}\""
 fi
 .venv/bin/python manage.py migrate --noinput -v 0
+
+# A second real server version beside the host's own: MariaDB 11.8 from Debian 13's packages,
+# unpacked beside the system's server (never installed over it), as the local host's build
+# mariadb-11.8. Offline, setup goes on without it (the tests of two versions then say why).
+.venv/bin/python manage.py registerhost local --local >/dev/null
+if ! .venv/bin/python manage.py installbuild local mariadb-11.8 --debian trixie --if-missing; then
+  echo "== MariaDB 11.8 was not installed: the local host has its own server only"
+fi
 echo "== setup done"

@@ -2,19 +2,24 @@
 a definition sweeps `server_build`, each run starts its build's own binary (real mariadbd and
 sysbench through the Celery worker), and explore charts the same definition across builds."""
 
+import io
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 
 from experiments.models import Run
+from workers.runner.builds import MANIFEST
 from workers.runner.probe import server_builds
 
 from .conftest import wait_for
 from .factories import UserFactory
 
 SYSTEM_SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+DEBIAN_BUILD = "mariadb-11.8"
 
 
 def on_builds(name: str, builds: list[str], events: int = 10) -> dict:
@@ -105,32 +110,59 @@ def test_an_experimenter_s_request_never_probes_a_host_and_gets_the_builds_known
     assert Run.objects.count() == 0
 
 
+@pytest.fixture
+def debian_build(local_host):
+    """MariaDB 11.8 from Debian 13's packages on the tests' local host, installed by the command
+    an admin runs (`make setup` fetched and unpacked the packages once; this copies them to the
+    host's builds folder and probes it). Yields the build's name and what the command said."""
+    said = io.StringIO()
+    call_command("installbuild", "local", DEBIAN_BUILD, "--debian", "trixie", stdout=said)
+    yield DEBIAN_BUILD, said.getvalue()
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)
+
+
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
-def test_a_sweep_of_builds_runs_each_builds_own_server_and_charts_across_them(
-    api, staff_api, local_host, celery_worker_process, copied_build
+def test_mariadb_10_11_and_11_8_run_side_by_side_on_both_engines_and_explore_by_version(
+    api, local_host, celery_worker_process, debian_build
 ):
-    probed = staff_api.post(f"/api/hosts/{local_host.id}/probe/")
-    assert probed.status_code == 200, probed.content
-    assert {b["name"] for b in probed.json()["facts"]["server_builds"]} == {"system", "copy"}
-    body = on_builds("the same definition on two builds", ["system", "copy"], events=2000)
+    """Two real server versions: Debian 12's 10.11 (the host's own) and Debian 13's 11.8, run
+    through that release's loader. One experiment sweeps both on InnoDB and MyRocks."""
+    name, said = debian_build
+    assert f"build {name} on this machine: Ver 11.8." in said and "engines innodb, rocksdb" in said, said
+    local_host.refresh_from_db()
+    builds = {build["name"]: build for build in local_host.facts["server_builds"]}
+    assert builds["system"]["version"].startswith("Ver 10.11."), builds
+    assert builds[name]["version"].startswith("Ver 11.8.") and builds[name]["source"].startswith(
+        "Debian trixie: "
+    )
+    body = on_builds("10.11 and 11.8 side by side", ["system", name], events=2000)
+    body["engines"] = ["innodb", "rocksdb"]
     body["parameters"]["redo_log_size"] = ["128M"]
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
     runs = Run.objects.filter(experiment_id=created.json()["id"])
-    wait_for(lambda: all(r.is_finished for r in runs.all()), 600, "the two runs", interval_s=1)
+    wait_for(lambda: all(r.is_finished for r in runs.all()), 600, "the four runs", interval_s=1)
     started = {}
     for run in runs.all():
-        assert run.status == "done", run.error
+        build = run.parameters["server_build"]
+        assert run.status == "done", (build, run.engine, run.error)
+        assert run.verified is True, (build, run.engine)  # the tables' checksums after recovery
+        assert run.server_version.startswith("11.8." if build == name else "10.11."), run.server_version
+        assert run.recovery_seconds is not None and run.redo_bytes > 0, (build, run.engine)
         result = json.loads(bytes(run.files.get(name="result.json").content))
-        started[run.parameters["server_build"]] = result["server_args"][0]
-        assert run.recovery_seconds is not None and run.redo_bytes > 0
-    assert started["copy"].endswith("builds/copy/bin/mariadbd") and started["system"] == SYSTEM_SERVER
+        started[build, run.engine] = result["server_args"]
+    # 11.8 starts through Debian 13's loader with its libraries first; 10.11 is the host's own
+    loader = str(settings.RUNNER_WORK_DIR / "builds" / name / "usr/lib64/ld-linux-x86-64.so.2")
+    for engine in ("innodb", "rocksdb"):
+        assert started[name, engine][:2] == [loader, "--library-path"], started[name, engine][:4]
+        assert started["system", engine][0] == SYSTEM_SERVER
     explored = api.get(
         "/api/explore/",
-        {"x": "server_build", "y": "recovery_seconds", "experiments": str(created.json()["id"])},
+        {"x": "server_version", "y": "recovery_seconds", "experiments": str(created.json()["id"])},
     ).json()
-    assert sorted(x for series in explored["series"] for x in series["x"]) == ["copy", "system"]
+    versions = {x for series in explored["series"] for x in series["x"]}
+    assert {version.split(".")[0] + "." + version.split(".")[1] for version in versions} == {"10.11", "11.8"}
 
 
 @pytest.mark.django_db
@@ -161,3 +193,45 @@ def test_the_experiment_page_charts_the_same_definition_across_builds():
     assert sorted(medians[0]["x"]) == ["candidate", "system"]
     by_version = context["figures"]["axis-server_version"]
     assert len([trace for trace in by_version["data"] if trace.get("error_y")]) == 2
+
+
+@pytest.fixture
+def unusable_builds():
+    """Two builds that cannot start: 11.8's server alone, without Debian 13's loader and C
+    library (what unpacking its package by hand gives on Debian 12), and a manifest naming a
+    file outside its folder."""
+    builds = settings.RUNNER_WORK_DIR / "builds"
+    newer = Path(settings.BUILDS_CACHE_DIR) / "debian-trixie" / "usr" / "sbin" / "mariadbd"
+    assert newer.exists(), f"{newer} is missing: `make setup` unpacks MariaDB 11.8 there"
+    (builds / "too-new" / "bin").mkdir(parents=True)
+    shutil.copy2(newer, builds / "too-new" / "bin" / "mariadbd")
+    (builds / "escaping").mkdir()
+    (builds / "escaping" / MANIFEST).write_text(
+        json.dumps({"format": 1, "server": "../../../usr/sbin/mariadbd"})
+    )
+    yield
+    shutil.rmtree(builds)
+
+
+@pytest.mark.django_db
+def test_a_build_that_cannot_start_says_why_on_the_hosts_page_and_in_a_refusal(
+    api, client, local_host, unusable_builds
+):
+    builds = {build["name"]: build for build in server_builds(str(settings.RUNNER_WORK_DIR))}
+    # the dynamic loader's own words: a library Debian 12 does not have (libaio.so.1t64), or its
+    # C library too old (GLIBC_2.38 not found)
+    assert "error while loading shared libraries" in builds["too-new"]["error"], builds["too-new"]
+    assert "version" not in builds["too-new"]
+    assert "server must be a path inside the build's folder" in builds["escaping"]["error"]
+    assert "error" not in builds["system"]
+    local_host.facts = {"server_builds": list(builds.values())}
+    local_host.save()
+    client.force_login(UserFactory(username="boss", is_staff=True))
+    page = client.get("/hosts/").content.decode()
+    assert "too-new (cannot start: " in page and "error while loading shared libraries" in page
+    answer = api.post(
+        "/api/experiments/", on_builds("on a build that cannot start", ["too-new"]), format="json"
+    )
+    assert answer.status_code == 400
+    assert "host local cannot start server build too-new: " in answer.json()["parameters.server_build"][0]
+    assert Run.objects.count() == 0

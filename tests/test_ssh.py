@@ -1,9 +1,12 @@
 """SSH hosts against a real sshd on loopback: registration, the probe, an admin confirming the
 host key, refusals."""
 
+import io
 import re
+import stat
 
 import pytest
+from django.core.management import call_command
 
 from experiments import services
 from experiments.models import Host, HostStatus, Transport
@@ -203,3 +206,27 @@ def test_registerhost_trusts_a_key_only_by_its_fingerprint(sshd):
     assert f"trusted host key {sshd.fingerprint} of bench9" in out.getvalue()
     assert "probed: idle" in out.getvalue()
     assert Host.objects.get(name="bench9").host_key_fingerprint == sshd.fingerprint
+
+
+def test_installbuild_puts_mariadb_11_8_on_an_ssh_host_and_its_probe_lists_it(staff_api, sshd, tmp_path):
+    """The one command an admin runs for any host: the build `make setup` made from Debian 13's
+    packages goes over SSH to the host's builds folder, and the host's own probe starts it."""
+    work = tmp_path / "bench-work"
+    host = register(staff_api, sshd, work_dir=str(work))
+    confirm_host_key(staff_api, host["id"], sshd.fingerprint)
+    said = io.StringIO()
+    call_command("installbuild", "bench1", "mariadb-11.8", "--debian", "trixie", stdout=said)
+    assert "build mariadb-11.8 on bench1: Ver 11.8." in said.getvalue(), said.getvalue()
+    builds = {build["name"]: build for build in Host.objects.get(name="bench1").facts["server_builds"]}
+    assert builds["mariadb-11.8"]["path"] == str(
+        work / "builds" / "mariadb-11.8" / "usr" / "sbin" / "mariadbd"
+    )
+    assert builds["mariadb-11.8"]["engines"] == ["innodb", "rocksdb"]
+    assert not (work / "builds" / ".mariadb-11.8.partial").exists()
+    # no set-uid file came with the packages (PAM's helper is set-uid root in them)
+    modes = [
+        path.stat().st_mode
+        for path in (work / "builds").rglob("*")
+        if path.is_file() and not path.is_symlink()
+    ]
+    assert modes and not [mode for mode in modes if mode & (stat.S_ISUID | stat.S_ISGID)]

@@ -3,6 +3,7 @@
 import contextlib
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from django.conf import settings
 
 from experiments.models import Host
 from experiments.services import Bundle
-from workers.runner.contract import RunSpec
+from workers.runner.contract import BUILDS_DIR, RunSpec
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,
@@ -66,6 +67,16 @@ def close_on_cancel(process: subprocess.Popen, cancelled: threading.Event | None
 class LocalTransport:
     def __init__(self, host: Host):
         self.host = host
+
+    def install_build(self, name: str, folder: Path) -> None:
+        """A build folder copied to this machine's builds/NAME/, whole or not at all."""
+        builds = settings.RUNNER_WORK_DIR / BUILDS_DIR
+        builds.mkdir(parents=True, exist_ok=True)
+        partial = builds / f".{name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(folder, partial, symlinks=True)
+        shutil.rmtree(builds / name, ignore_errors=True)
+        partial.rename(builds / name)
 
     def probe(self) -> dict:
         """This machine's facts, read by the runner itself."""

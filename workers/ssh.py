@@ -14,9 +14,11 @@ import contextlib
 import io
 import json
 import shlex
+import subprocess
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from pathlib import Path
 
 import asyncssh
 from django.conf import settings
@@ -25,7 +27,7 @@ from experiments.ingest.unpacking import BoundedTar, Limits, UnpackRefused
 from experiments.models import Host
 from experiments.services import Bundle
 from experiments.services.ssh_keys import dashboard_private_key, dashboard_public_key
-from workers.runner.contract import RunSpec
+from workers.runner.contract import BUILDS_DIR, RunSpec
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,
@@ -98,6 +100,29 @@ class SSHTransport:
                 ) from None
 
         return asyncio.run(self._with_connection(run))
+
+    def install_build(self, name: str, folder: Path) -> None:
+        """A build folder sent as a tar stream to the host's builds/NAME/, whole or not at all."""
+        archive = subprocess.run(
+            # gzip's fastest level: a 156 MiB build in 2 s, 3x smaller
+            ["tar", "-I", "gzip -1", "-cf", "-", "-C", str(folder), "."],
+            capture_output=True,
+            check=True,
+            timeout=600,
+        ).stdout
+        builds = f"{self.host.work_dir}/{BUILDS_DIR}"
+        partial, final = (shlex.quote(f"{builds}/{part}") for part in (f".{name}.partial", name))
+
+        async def send(conn):
+            await self._command(
+                conn,
+                f"mkdir -p -- {shlex.quote(builds)} && rm -rf -- {partial} && mkdir -- {partial} && "
+                f"tar -xzf - -C {partial} && rm -rf -- {final} && mv -- {partial} {final}",
+                archive,
+                timeout=1800,
+            )
+
+        asyncio.run(self._with_connection(send))
 
     # Connection ----------------------------------------------------------------------------
 

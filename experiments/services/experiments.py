@@ -117,38 +117,55 @@ def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
         raise DefinitionError({"crash.method": refused})
 
 
-def _build_names(facts: dict | None) -> list[str] | None:
+def _builds(facts: dict | None) -> dict[str, dict] | None:
     listed = (facts or {}).get("server_builds")
-    return None if listed is None else [build["name"] for build in listed]
+    return None if listed is None else {build["name"]: build for build in listed}
+
+
+def _build_refusal(host: Host, name: str, build: dict, engines: list[str]) -> str | None:
+    """Why a build the host lists cannot take this definition's runs: it cannot start (its
+    probe said why), or it lacks an engine the definition names."""
+    if build.get("error"):
+        return f"host {host.name} cannot start server build {name}: {build['error']}"
+    missing = [engine for engine in engines if "engines" in build and engine not in build["engines"]]
+    if missing:
+        return (
+            f"server build {name} on host {host.name} has no {', '.join(missing)} "
+            f"(it has {', '.join(build['engines'])})"
+        )
+    return None
 
 
 def _check_hosts_have_builds(definition: ExperimentDefinition, user) -> None:
-    """Each server build named must be one the host lists. A build its last probe did not list
-    may have been unpacked since (a CI job hands its build over, then asks for it): for an admin
-    the host is probed again before the definition is refused. Anyone else gets the builds known
-    (no request of theirs makes the dashboard log in to a host; beat's probe or an admin
-    refreshes them). A host never probed is let through (its runner refuses a build it does
-    not have)."""
+    """Each server build named must be one the host lists, able to start, with the definition's
+    engines. A build its last probe did not list may have been unpacked since (a CI job hands
+    its build over, then asks for it): for an admin the host is probed again before the
+    definition is refused. Anyone else gets the builds known (no request of theirs makes the
+    dashboard log in to a host; beat's probe or an admin refreshes them). A host never probed is
+    let through (its runner refuses a build it does not have)."""
     wanted = definition.parameters.get("server_build") or []
     may_probe = bool(wanted) and may_administer(user)
     refused = []
     for host in Host.objects.filter(name__in=definition.hosts) if wanted else []:
-        names = _build_names(host.facts)
-        if names is None:
+        builds = _builds(host.facts)
+        if builds is None:
             continue
-        if set(wanted) - set(names) and may_probe:
-            names = _build_names(import_string(PROBE_HOST)(host.pk).get("facts")) or []
+        if set(wanted) - set(builds) and may_probe:
+            builds = _builds(import_string(PROBE_HOST)(host.pk).get("facts")) or {}
         for build in wanted:
-            if build not in names:
+            if build not in builds:
                 refused.append(
                     f"host {host.name} has no server build {build} (its last probe listed: "
-                    f"{', '.join(names) or 'none'}); unpack builds in its work directory's builds/NAME/; "
+                    f"{', '.join(builds) or 'none'}); install one with `manage.py installbuild` or "
+                    "unpack it in its work directory's builds/NAME/; "
                     + (
                         "probe it again"
                         if may_probe
                         else "an admin's probe (or beat's, every 10 minutes) lists them"
                     )
                 )
+            elif reason := _build_refusal(host, build, builds[build], definition.engines):
+                refused.append(reason)
     if refused:
         raise DefinitionError({"parameters.server_build": refused})
 

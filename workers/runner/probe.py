@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .builds import BuildUnusable, build_programs, server_command
 from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
@@ -87,56 +88,57 @@ def power_loss_ready() -> dict:
     return {"ready": not missing, "missing": missing}
 
 
-def _program(base: Path, folders: tuple, names: tuple) -> str | None:
-    for folder in folders:
-        for name in names:
-            path = base / folder / name
-            if path.is_file() and os.access(path, os.X_OK):
-                return str(path)
-    return None
+def _server_version(command: list[str]) -> str:
+    """'Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64': the --version line less
+    the path. A build that cannot start says why instead (BuildUnusable)."""
+    try:
+        done = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildUnusable(f"{command[-1]} --version did not run: {exc}") from None
+    line = (done.stdout.strip().splitlines() or [""])[0]
+    if done.returncode != 0 or "Ver " not in line:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        first = said[0][:300] if said else "no output"
+        raise BuildUnusable(f"{command[-1]} --version failed (exit {done.returncode}): {first}")
+    return line[line.index("Ver ") :][:200]
 
 
-def build_programs(base: Path) -> dict | None:
-    """A server build's programs under `base` (a binary tarball unpacked, or an install prefix):
-    None when it holds no server. A program it lacks (the client, the installer) is the system's."""
-    server = _program(base, ("bin", "sbin", "libexec"), ("mariadbd", "mysqld"))
-    if server is None:
-        return None
-    return {
-        "server": server,
-        "installer": _program(base, ("scripts", "bin"), ("mariadb-install-db", "mysql_install_db")),
-        "client": _program(base, ("bin",), ("mariadb", "mysql")),
-        "admin": _program(base, ("bin",), ("mariadb-admin", "mysqladmin")),
-        "plugin_dir": str(base / "lib" / "plugin") if (base / "lib" / "plugin").is_dir() else None,
-        # its error messages and character sets, where it brings its own
-        "basedir": str(base) if (base / "share").is_dir() else None,
-    }
-
-
-def _server_version(path: str) -> str | None:
-    """'Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64': the --version line less the path."""
-    line = _first_line([path, "--version"])
-    return line[line.index("Ver ") :] if line and "Ver " in line else line
+def _build_engines(programs: dict) -> list[str]:
+    """The engines a build's server can run: InnoDB always, MyRocks where its plugin is there."""
+    folders = [programs["plugin_dir"]] if programs.get("plugin_dir") else list(PLUGIN_DIRS)
+    return ["innodb", *(["rocksdb"] if any(Path(f, "ha_rocksdb.so").exists() for f in folders) else [])]
 
 
 def server_builds(work_dir: str) -> list[dict]:
     """The server builds a definition may name: "system" (the installed server) and each
-    WORK_DIR/builds/NAME/ that holds a server, with the version it reports."""
+    WORK_DIR/builds/NAME/ that holds a server, with the version it reports and the engines it
+    has. A build that cannot start is listed with the reason (`error`), so the hosts page says it."""
     builds = []
     system = _which("mariadbd") or _which("mysqld")
     if system:
-        builds.append({"name": SYSTEM_BUILD, "path": system, "version": _server_version(system)})
+        try:
+            builds.append({"name": SYSTEM_BUILD, "path": system, "version": _server_version([system]),
+                           "engines": _build_engines({})})  # fmt: skip
+        except BuildUnusable as exc:
+            builds.append({"name": SYSTEM_BUILD, "path": system, "error": str(exc)})
     folder = Path(work_dir) / BUILDS_DIR
     for base in sorted(folder.iterdir()) if folder.is_dir() else []:
-        programs = build_programs(base) if BUILD_NAME.match(base.name) and base.name != SYSTEM_BUILD else None
-        if programs:
-            builds.append(
-                {
-                    "name": base.name,
-                    "path": programs["server"],
-                    "version": _server_version(programs["server"]),
-                }
-            )
+        if not BUILD_NAME.match(base.name) or base.name == SYSTEM_BUILD:
+            continue
+        try:
+            programs = build_programs(base)
+            if programs is None:
+                continue
+            version = _server_version(server_command(programs))
+            build = {"name": base.name, "path": programs["server"], "version": version,
+                     "engines": _build_engines(programs)}  # fmt: skip
+            if programs["source"]:
+                build["source"] = programs["source"]
+        except BuildUnusable as exc:
+            build = {"name": base.name, "path": str(base), "error": str(exc)}
+        builds.append(build)
     return builds
 
 

@@ -17,9 +17,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from .builds import BuildUnusable, build_options, build_programs, installer_command, server_command
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
 from .events import Clock
-from .probe import build_programs
 from .processes import POLL_S, SETPRIV, find_binary, spawn
 from .stamper import LogStamper
 
@@ -70,7 +70,6 @@ class Server:
         self.programs = server_programs(
             Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
         )
-        self.mariadbd = self.programs["server"]
         self.client = self.programs["client"] or find_binary("mariadb", "mysql")
         self.build = self.binary_version()
         self.own_work_dir()
@@ -89,13 +88,6 @@ class Server:
         if self.os_user:
             subprocess.run(["chown", "-R", f"{self.os_user}:", "--", str(path)], check=True, timeout=600)
 
-    def _build_args(self) -> list[str]:
-        """Where a build of its own finds its files (none for the system's server)."""
-        args = [f"--basedir={self.programs['basedir']}"] if self.programs.get("basedir") else []
-        return args + (
-            [f"--plugin-dir={self.programs['plugin_dir']}"] if self.programs.get("plugin_dir") else []
-        )
-
     def _user_args(self) -> list[str]:
         return [f"--user={self.os_user}"] if self.os_user else []
 
@@ -109,10 +101,10 @@ class Server:
         (the load is not the run's, and its binlog files would be counted at the crash)."""
         params = self.spec["parameters"]
         args = [
-            self.mariadbd,
+            *server_command(self.programs),
             "--no-defaults",
             *self._server_user_args(),
-            *self._build_args(),
+            *build_options(self.programs),
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
             "--skip-networking",  # the socket only: no TCP port for anyone on the host
@@ -146,17 +138,16 @@ class Server:
         return args
 
     def install(self) -> None:
-        installer = self.programs["installer"] or find_binary("mariadb-install-db", "mysql_install_db")
         (self.work / "tmp").mkdir(exist_ok=True)
+        installer = (
+            installer_command(self.programs, self.work / "install-prefix")
+            if self.programs["installer"]
+            else [find_binary("mariadb-install-db", "mysql_install_db")]
+        )
         args = [
-            installer,
+            *installer,
             "--no-defaults",
             *self._user_args(),
-            *(
-                [f"--basedir={self.programs['basedir']}"]
-                if self.programs["installer"] and self.programs["basedir"]
-                else []
-            ),
             f"--datadir={self.datadir}",
             # The bootstrap server's temporary tables in the run's own tmpdir, not the shared
             # /tmp: there, 3 of 24 bootstraps run three at once failed ("Could not remove
@@ -292,7 +283,9 @@ class Server:
         self.shutdown(timeout_s)
 
     def binary_version(self) -> str:
-        done = subprocess.run([self.mariadbd, "--version"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*server_command(self.programs), "--version"], capture_output=True, text=True, timeout=60
+        )
         return done.stdout.strip()
 
     def pairs(self, sql: str, timeout: float = 60) -> dict:
@@ -340,9 +333,16 @@ def server_programs(work_dir: Path, build: str) -> dict:
             "admin": None,
             "plugin_dir": None,
             "basedir": None,
+            "lc_messages_dir": None,
+            "character_sets_dir": None,
+            "launcher": [],
+            "source": "",
         }
     folder = work_dir / BUILDS_DIR / build
-    programs = build_programs(folder) if folder.is_dir() else None
+    try:
+        programs = build_programs(folder) if folder.is_dir() else None
+    except BuildUnusable as exc:
+        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
     if programs is None:
         raise RunFailed(
             f"this host has no server build {build!r}: no mariadbd or mysqld under {folder}/bin, sbin or "

@@ -17,6 +17,19 @@ DEMO_DEFINITION = {
     "crash": {"method": "sigkill", "when": "after_workload"},
     "repetitions": 3,
 }
+# `demo --versions`: two real server versions side by side, the host's own MariaDB 10.11 and the
+# 11.8 build `make setup` installs from Debian 13's packages.
+VERSIONS_BUILD = "mariadb-11.8"
+VERSIONS_DEFINITION = {
+    "name": "Demo: MariaDB 10.11 against 11.8, InnoDB and MyRocks",
+    "hosts": ["local"],
+    "engines": ["innodb", "rocksdb"],
+    "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["512M"], "insert_rate": [0],
+                   "server_build": ["system", VERSIONS_BUILD]},
+    "workload": {"name": "oltp_write_only", "tables": 4, "table_size": 20000, "threads": 4, "events": 8000},
+    "crash": {"method": "sigkill", "when": "after_workload"},
+    "repetitions": 3,
+}  # fmt: skip
 
 
 class Command(BaseCommand):
@@ -25,8 +38,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--url", default="http://127.0.0.1:8000")
         parser.add_argument("--timeout", type=int, default=1800, help="seconds to wait for runs")
+        parser.add_argument(
+            "--versions",
+            action="store_true",
+            help=f"MariaDB 10.11 against 11.8 (the build {VERSIONS_BUILD} that make setup installs)",
+        )
 
-    def handle(self, *args, url, timeout, **options):
+    def handle(self, *args, url, timeout, versions, **options):
         users = get_user_model()
         if not users.objects.filter(username="admin").exists():
             password = secrets.token_urlsafe(12)
@@ -35,7 +53,11 @@ class Command(BaseCommand):
         else:
             self.stdout.write("Log in as admin (the password printed when it was created)")
         services.register_host("local", Transport.LOCAL)
-        experiment, _ = services.create_experiment(DEMO_DEFINITION, user=users.objects.get(username="admin"))
+        definition = VERSIONS_DEFINITION if versions else DEMO_DEFINITION
+        try:
+            experiment, _ = services.create_experiment(definition, user=users.objects.get(username="admin"))
+        except services.DefinitionError as exc:
+            raise CommandError(f"the demo's definition was refused: {exc}") from None
         self.stdout.write(
             f"Experiment {experiment.id} queued: {experiment.runs.count()} runs (each loads, crashes "
             f"and restarts a private mariadbd); follow them live at {url}{experiment.get_absolute_url()}"

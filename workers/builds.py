@@ -1,0 +1,150 @@
+"""Server builds from another Debian release's packages: a second real server version beside the
+host's own (MariaDB 11.8 from Debian 13 on a Debian 12 host).
+
+The packages are fetched with `apt-get download` from a sources list of their own (never the
+system's: nothing is installed over the host's packages), unpacked with `dpkg -x` into a folder
+with that release's C library and loader, and described by a manifest (workers/runner/builds.py)
+that says how to start the server: through that loader, with the release's libraries first. The
+folder then goes to a host's WORK_DIR/builds/NAME/ through the host's transport, and the host
+is probed again so its builds list it. `manage.py installbuild` is the one command.
+"""
+
+import json
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+
+from workers.runner.builds import MANIFEST, MANIFEST_FORMAT
+
+RELEASE = re.compile(r"^[a-z][a-z0-9-]{1,30}$")
+# What a MariaDB server of another release needs beside the host's libraries: the server, its
+# installer and SQL files, MyRocks, and that release's C and C++ runtimes and loader.
+MARIADB_PACKAGES = (
+    "mariadb-server-core",
+    "mariadb-server",
+    "mariadb-client-core",
+    "mariadb-plugin-rocksdb",
+    "libc6",
+    "libstdc++6",
+    "libgcc-s1",
+    "libaio1t64",
+    "libssl3t64",
+)
+# Debian's architecture: its multiarch folder and its loader's path inside the packages.
+ARCHITECTURES = {
+    "amd64": ("x86_64-linux-gnu", "usr/lib64/ld-linux-x86-64.so.2"),
+    "arm64": ("aarch64-linux-gnu", "usr/lib/ld-linux-aarch64.so.1"),
+}
+
+
+class BuildError(Exception):
+    """A build that could not be fetched, unpacked or installed, with what went wrong."""
+
+
+def _run(args: list[str], what: str, timeout: float = 600, cwd: Path | None = None) -> str:
+    try:
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildError(f"{what}: {exc}") from None
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if line.startswith(("E:", "dpkg"))]
+        raise BuildError(f"{what} failed (exit {done.returncode}): {' '.join(errors) or done.stderr[-500:]}")
+    return done.stdout
+
+
+def _apt_options(root: Path, release: str, mirror: str) -> list[str]:
+    """apt's every folder under `root`, and a sources list naming only `release`."""
+    for folder in ("etc/apt/sources.list.d", "etc/apt/preferences.d", "var/lib/apt/lists/partial",
+                   "var/cache/apt/archives/partial", "var/lib/dpkg"):  # fmt: skip
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / "var/lib/dpkg/status").touch()
+    keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+    (root / "etc/apt/sources.list").write_text(f"deb [signed-by={keyring}] {mirror} {release} main\n")
+    return [
+        f"-oDir={root}",
+        f"-oDir::Etc={root}/etc/apt",
+        f"-oDir::State={root}/var/lib/apt",
+        f"-oDir::State::status={root}/var/lib/dpkg/status",
+        f"-oDir::Cache={root}/var/cache/apt",
+        "-oDebug::NoLocking=1",
+    ]
+
+
+def fetch_packages(release: str, packages: tuple[str, ...], into: Path) -> list[Path]:
+    """The .deb files of `packages` in Debian `release`, downloaded into `into` (kept: a second
+    install of the same release reads them again instead of downloading)."""
+    if not RELEASE.match(release):
+        raise BuildError(f"{release!r} is not a Debian release name (trixie, forky, ...)")
+    into.mkdir(parents=True, exist_ok=True)
+    for old in into.glob("*.deb"):  # another day's versions
+        old.unlink()
+    options = _apt_options(into / "apt", release, settings.DEBIAN_MIRROR)
+    _run(["apt-get", *options, "-qq", "update"], f"reading Debian {release}'s package lists")
+    # apt-get download writes in its working directory
+    _run(["apt-get", *options, "-qq", "download", *packages], f"downloading {' '.join(packages)}", 1800, into)
+    return sorted(into.glob("*.deb"))
+
+
+def _strip_set_id_bits(folder: Path) -> None:
+    """dpkg -x keeps a package's set-uid bits (PAM's helper is set-uid root): none in a build."""
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            mode = path.stat().st_mode
+            if mode & (stat.S_ISUID | stat.S_ISGID):
+                path.chmod(mode & ~(stat.S_ISUID | stat.S_ISGID))
+
+
+def unpack_debian_build(debs: list[Path], folder: Path, release: str) -> dict:
+    """The packages unpacked into `folder` and the manifest written; returns the manifest."""
+    architecture = _run(["dpkg", "--print-architecture"], "reading this machine's architecture").strip()
+    if architecture not in ARCHITECTURES:
+        raise BuildError(
+            f"builds from Debian packages are made for {', '.join(ARCHITECTURES)}, not {architecture}"
+        )
+    triplet, loader = ARCHITECTURES[architecture]
+    versions = []
+    for deb in debs:
+        _run(["dpkg-deb", "-x", str(deb), str(folder)], f"unpacking {deb.name}")
+        package, version = _run(["dpkg-deb", "-f", str(deb), "Package", "Version"], deb.name).splitlines()[:2]
+        versions.append(f"{package.split(': ', 1)[1]} {version.split(': ', 1)[1]}")
+    _strip_set_id_bits(folder)
+    libraries = [path for path in (f"usr/lib/{triplet}", f"lib/{triplet}") if (folder / path).is_dir()]
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "server": "usr/sbin/mariadbd",
+        "installer": "usr/bin/mariadb-install-db",
+        "loader": loader,
+        "library_path": libraries,
+        "plugin_dir": "usr/lib/mysql/plugin",
+        "lc_messages_dir": "usr/share/mariadb",
+        "character_sets_dir": "usr/share/mariadb/charsets",
+        "source": f"Debian {release}: " + ", ".join(versions),
+    }
+    missing = [key for key in ("server", "installer", "loader") if not (folder / manifest[key]).exists()]
+    if missing:
+        raise BuildError(f"the packages of Debian {release} hold no {', '.join(missing)} where expected")
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def make_debian_build(release: str, packages: tuple[str, ...] = MARIADB_PACKAGES) -> Path:
+    """A build folder made from Debian `release`'s packages, under BUILDS_CACHE_DIR (one per
+    release: made once, installed on as many hosts as asked)."""
+    cache = Path(settings.BUILDS_CACHE_DIR)
+    folder = cache / f"debian-{release}"
+    if (folder / MANIFEST).exists():
+        return folder
+    debs = fetch_packages(release, packages, cache / f"debian-{release}-packages")
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".debian-{release}-", dir=cache) as partial:
+        unpack_debian_build(debs, Path(partial) / "build", release)
+        os.rename(Path(partial) / "build", folder)  # whole or not at all
+    folder.chmod(0o755)
+    return folder

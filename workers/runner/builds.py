@@ -1,0 +1,152 @@
+"""Server builds of a host: the installed server ("system") and each folder WORK_DIR/builds/NAME/.
+Standard library only (shipped in the runner's zip).
+
+A build is either an install prefix or an unpacked binary tarball (bin/ or sbin/mariadbd, its
+own share/ and lib/plugin/ where it has them), or a folder with a manifest, MANIFEST, saying how
+to start it. The manifest is how a server built for a newer C library than the host's runs here:
+through the dynamic loader of its own release, with that release's libraries first on the path
+(`manage.py installbuild` writes it for Debian packages, e.g. MariaDB 11.8 from Debian 13 on
+Debian 12). Every path in it is relative to the build's folder and stays inside it.
+"""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+MANIFEST = "recovery-lab-build.json"
+MANIFEST_FORMAT = 1
+# What a manifest names: the server is required, the rest where the build has it.
+MANIFEST_PATHS = ("server", "installer", "loader", "plugin_dir", "lc_messages_dir", "character_sets_dir")
+# The programs mariadb-install-db runs besides the server, each started through the loader.
+INSTALLER_HELPERS = ("my_print_defaults", "resolveip")
+
+
+class BuildUnusable(Exception):
+    """A build folder that cannot be started as it is, with the reason (shown on the hosts page)."""
+
+
+def _program(base: Path, folders: tuple, names: tuple) -> str | None:
+    for folder in folders:
+        for name in names:
+            path = base / folder / name
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+    return None
+
+
+def _inside(base: Path, relative: object, what: str) -> Path:
+    if (
+        not isinstance(relative, str)
+        or not relative
+        or relative.startswith("/")
+        or ".." in relative.split("/")
+    ):
+        raise BuildUnusable(f"{MANIFEST}: {what} must be a path inside the build's folder, not {relative!r}")
+    path = base / relative
+    if not path.exists():
+        raise BuildUnusable(f"{MANIFEST}: {what} {relative} is not in {base}")
+    return path
+
+
+def _from_manifest(base: Path) -> dict:
+    try:
+        manifest = json.loads((base / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise BuildUnusable(f"{MANIFEST} cannot be read: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise BuildUnusable(f"{MANIFEST}: format {MANIFEST_FORMAT} expected")
+    if "server" not in manifest:
+        raise BuildUnusable(f"{MANIFEST} names no server")
+    paths = {key: str(_inside(base, manifest[key], key)) for key in MANIFEST_PATHS if key in manifest}
+    libraries = manifest.get("library_path", [])
+    if not isinstance(libraries, list):
+        raise BuildUnusable(f"{MANIFEST}: library_path must be a list of folders")
+    library_path = ":".join(str(_inside(base, folder, "library_path")) for folder in libraries)
+    launcher = (
+        [paths["loader"], *(["--library-path", library_path] if library_path else [])]
+        if "loader" in paths
+        else []
+    )
+    return {
+        "server": paths["server"],
+        "installer": paths.get("installer"),
+        "client": None,  # the host's own client speaks to any of these servers over the socket
+        "admin": None,
+        "plugin_dir": paths.get("plugin_dir"),
+        "basedir": None,
+        "lc_messages_dir": paths.get("lc_messages_dir"),
+        "character_sets_dir": paths.get("character_sets_dir"),
+        "launcher": launcher,
+        "source": str(manifest.get("source", ""))[:300],
+    }
+
+
+def build_programs(base: Path) -> dict | None:
+    """A server build's programs under `base`: None when it holds no server. A program it
+    lacks (the client, the installer) is the system's. Raises BuildUnusable for a manifest that
+    does not hold."""
+    if (base / MANIFEST).exists():
+        return _from_manifest(base)
+    server = _program(base, ("bin", "sbin", "libexec"), ("mariadbd", "mysqld"))
+    if server is None:
+        return None
+    return {
+        "server": server,
+        "installer": _program(base, ("scripts", "bin"), ("mariadb-install-db", "mysql_install_db")),
+        "client": _program(base, ("bin",), ("mariadb", "mysql")),
+        "admin": _program(base, ("bin",), ("mariadb-admin", "mysqladmin")),
+        "plugin_dir": str(base / "lib" / "plugin") if (base / "lib" / "plugin").is_dir() else None,
+        # its error messages and character sets, where it brings its own
+        "basedir": str(base) if (base / "share").is_dir() else None,
+        "lc_messages_dir": None,
+        "character_sets_dir": None,
+        "launcher": [],
+        "source": "",
+    }
+
+
+def server_command(programs: dict) -> list[str]:
+    """The start of every command line that runs the build's server."""
+    return [*programs["launcher"], programs["server"]]
+
+
+def build_options(programs: dict) -> list[str]:
+    """Where a build of its own finds its files (none for the system's server)."""
+    named = {
+        "basedir": programs.get("basedir"),
+        "plugin-dir": programs.get("plugin_dir"),
+        "lc-messages-dir": programs.get("lc_messages_dir"),
+        "character-sets-dir": programs.get("character_sets_dir"),
+    }
+    return [f"--{option}={value}" for option, value in named.items() if value]
+
+
+def _launching_script(path: Path, launcher: list[str], program: str) -> None:
+    quoted = " ".join("'" + part.replace("'", "'\\''") + "'" for part in [*launcher, program])
+    path.write_text(f'#!/bin/sh\nexec {quoted} "$@"\n')
+    path.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+
+
+def installer_command(programs: dict, shim: Path) -> list[str]:
+    """How to run a build's mariadb-install-db. A build started through a loader gets an install
+    prefix of its own under `shim` (the run's folder): scripts that start the server and the
+    installer's helpers through the loader, and links to the build's SQL files and plugins; the
+    installer (a shell script) then runs with that prefix as its basedir."""
+    installer = programs["installer"]
+    if not programs["launcher"]:
+        return [installer, *([f"--basedir={programs['basedir']}"] if programs["basedir"] else [])]
+    prefix = Path(programs["server"]).parent.parent  # .../usr of usr/sbin/mariadbd
+    for folder in ("bin", "sbin", "share", "lib/mysql"):
+        (shim / folder).mkdir(parents=True, exist_ok=True)
+    _launching_script(shim / "sbin" / "mariadbd", programs["launcher"], programs["server"])
+    for helper in INSTALLER_HELPERS:
+        _launching_script(shim / "bin" / helper, programs["launcher"], str(prefix / "bin" / helper))
+    (shim / "share" / "mariadb").symlink_to(prefix / "share" / "mariadb")
+    # the plugins one by one: the installer run as root makes PAM's helper in the plugin folder
+    # set-uid root, which must not happen to a build's files (installbuild strips such bits)
+    plugins = shim / "lib" / "mysql" / "plugin"
+    plugins.mkdir()
+    for plugin in Path(programs["plugin_dir"]).glob("*.so") if programs["plugin_dir"] else []:
+        (plugins / plugin.name).symlink_to(plugin)
+    return ["sh", installer, f"--basedir={shim}"]
