@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
+from experiments.engines import ENGINES as ENGINE_REGISTRY
 from experiments.units import SizeError, format_size, parse_size
 from experiments.vocabulary import (
     CRASH_METHOD_NAMES,
@@ -343,8 +344,9 @@ def _check_names(errors: _Collector, path: str, raw: object, allowed: Iterable[s
 
 def _check_engines(errors: _Collector, raw: object) -> list[str]:
     engines = _check_names(errors, "engines", raw, RUNNABLE_ENGINES)
-    if "tokudb" in _as_list(raw):
-        errors.add("engines", "TokuDB does not run on MariaDB 10.11 hosts: import its logs instead")
+    for name in _as_list(raw):
+        if isinstance(name, str) and name in ENGINE_REGISTRY and ENGINE_REGISTRY[name].not_runnable:
+            errors.add("engines", ENGINE_REGISTRY[name].not_runnable)
     return engines
 
 
@@ -448,7 +450,9 @@ def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict)
 def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str], parameters: dict) -> None:
     """InnoDB checkpoints before its log is full, so an at_redo_bytes target must fit the
     smallest redo log of the matrix with room to spare, or the run would never crash as planned."""
-    if crash.when != "at_redo_bytes" or not crash.redo_bytes or "innodb" not in engines:
+    if crash.when != "at_redo_bytes" or not crash.redo_bytes:
+        return
+    if not any(ENGINE_REGISTRY[name].checkpoints_before_log_is_full for name in engines):
         return
     logs = parameters.get("redo_log_size") or [PARAMETERS["redo_log_size"][1]]
     smallest = min(logs, key=parse_size)

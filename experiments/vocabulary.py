@@ -8,6 +8,7 @@ not copied, so the dashboard never offers what the runner would refuse.
 
 from dataclasses import dataclass
 
+from experiments import engines as engine_registry
 from workers.runner import contract
 
 
@@ -20,11 +21,8 @@ class Term:
     inserts_per_transaction: int = 0
 
 
-ENGINES = (
-    Term("innodb", "InnoDB", "#1f77b4"),
-    Term("rocksdb", "MyRocks", "#d62728"),
-    Term("tokudb", "TokuDB", "#2ca02c"),  # imported runs only: MariaDB 10.11 has no TokuDB
-)
+# The engines' registry (experiments/engines.py) as terms, like the other vocabularies.
+ENGINES = tuple(Term(engine.name, engine.label, engine.colour) for engine in engine_registry.ENGINES.values())
 WORKLOADS = (
     Term("oltp_write_only", "sysbench oltp_write_only", inserts_per_transaction=1),
     Term("oltp_insert", "sysbench oltp_insert", inserts_per_transaction=1),
@@ -56,7 +54,7 @@ CRASH_WHEN = (
     Term("during_transaction", "with a transaction of open_rows rows open"),
 )
 
-RUNNABLE_ENGINES = tuple(t.value for t in ENGINES if t.value in contract.ENGINES)
+RUNNABLE_ENGINES = engine_registry.RUNNABLE_ENGINES
 WORKLOAD_NAMES = tuple(t.value for t in WORKLOADS if t.value in contract.WORKLOADS)
 CRASH_METHOD_NAMES = tuple(t.value for t in CRASH_METHODS if t.value in contract.CRASH_METHODS)
 CRASH_WHEN_NAMES = tuple(t.value for t in CRASH_WHEN if t.value in contract.CRASH_WHEN)

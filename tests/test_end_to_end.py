@@ -459,7 +459,7 @@ def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
     ],
 )
 def test_redo_log_size_is_named_as_each_server_build_names_it(build, option):
-    from workers.runner.server import redo_log_option
+    from workers.runner.engines import redo_log_option
 
     assert redo_log_option(build, "512M") == f"--{option}=512M"
 

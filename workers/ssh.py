@@ -111,7 +111,8 @@ class SSHTransport:
             timeout=600,
         ).stdout
         builds = f"{self.host.work_dir}/{BUILDS_DIR}"
-        partial, final = (shlex.quote(f"{builds}/{part}") for part in (f".{name}.partial", name))
+        partial = shlex.quote(f"{builds}/.{name}.partial")
+        final = shlex.quote(f"{builds}/{name}")
 
         async def send(conn):
             await self._command(

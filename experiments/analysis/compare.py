@@ -14,6 +14,7 @@ from experiments.analysis import aa, stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
+from experiments.engines import engine_order
 from experiments.models import Experiment, Run
 from experiments.units import GIB, as_row_id
 from workers.runner.contract import SYSTEM_BUILD
@@ -202,8 +203,8 @@ def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
 
 def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) -> dict:
     """Engines against each other at the same settings (pooled over the runs given); the
-    baseline is InnoDB where it ran."""
-    present = sorted({r["engine"] for r in rows if analysable(r)}, key=lambda e: (e != "innodb", e))
+    baseline is the first of the engines' registry that ran (InnoDB where it did)."""
+    present = sorted({r["engine"] for r in rows if analysable(r)}, key=lambda e: (engine_order(e), e))
     cells = []
     if len(present) >= 2:
         matched = _match(rows, lambda r: r["engine"], _settings_key, present)

@@ -26,6 +26,7 @@ from scipy import optimize, stats
 
 from experiments.analysis.stats import CONFIDENCE, fit_line
 from experiments.definition import BUILD_NAME
+from experiments.engines import DEFAULT_ENGINE
 from experiments.models import Run, RunStatus
 from experiments.units import GIB, MB_PER_MIB, MIB, SizeError, as_row_id, parse_size
 from experiments.vocabulary import ENGINES, WORKLOADS, choices
@@ -233,7 +234,7 @@ MAX_WRITE_MB_PER_S = 100_000
 
 class PlannerForm(forms.Form):
     host = forms.ChoiceField(help_text="the host (or import label) whose runs answer")
-    engine = forms.ChoiceField(choices=choices(ENGINES), initial="innodb")
+    engine = forms.ChoiceField(choices=choices(ENGINES), initial=DEFAULT_ENGINE)
     server_version = forms.CharField(
         required=False, max_length=120, help_text="only runs of this server version (all if empty)"
     )

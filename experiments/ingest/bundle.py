@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
 
+from experiments.engines import engine as engine_named
 from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
 from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
@@ -116,7 +117,8 @@ def analyse_run(
                 rollback_seconds=crash.rollback_seconds,
             )
         clean = _after(error_log.episodes, times.get("clean_spawned"))
-        wal = _crash_episode(analysis.parsed.get("rocksdb_LOG"), crash_index) if engine == "rocksdb" else None
+        own_log = engine_named(engine).own_log_file
+        wal = _crash_episode(analysis.parsed.get(own_log), crash_index) if own_log else None
         analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
         if recovery_start is not None and recovery_start.ready_at is not None:
             ready_resolution = stamp_resolution(log_name, recovery_start)
@@ -132,8 +134,8 @@ def analyse_run(
             files[SAMPLES_FILE], times, files.get("sysbench_report.txt", b"")
         )
         analysis.warnings += warnings
-    if engine == "rocksdb":
-        _rocksdb_metrics(result, analysis)
+    if engine_named(engine).own_log_file:
+        _own_log_metrics(result, analysis, engine_named(engine).own_log_file)
     if metrics.get("redo_bytes") is None and result.get("redo_bytes") is not None:
         # measured elsewhere by whoever imported the run (TokuDB logs count entries, not bytes)
         metrics["redo_bytes"] = result["redo_bytes"]
@@ -171,8 +173,10 @@ def analyse_run(
             metrics[key] = durability[key]
     analysis.server_version = result.get("server_version") or analysis.server_version
     analysis.suspect_reasons = parser_failures(analysis.parsed)
-    analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=engine != "rocksdb")
-    if engine == "innodb":
+    # an engine's own log is stamped by its own clock, not the server's
+    same_clock = not engine_named(engine).own_log_file
+    analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=same_clock)
+    if engine_named(engine).redo_bounded_by_log:
         analysis.suspect_reasons += more_redo_than_logs_hold(metrics.get("redo_bytes"), redo_log_bytes)
     return analysis
 
@@ -278,21 +282,21 @@ def impossible_values(metrics: dict, crash: Episode | None, same_clock: bool) ->
     return reasons
 
 
-def _rocksdb_metrics(result: dict, analysis: RunAnalysis) -> None:
-    """MyRocks: recovery is RocksDB's WAL replay; its 'redo' is the WAL it had to read."""
-    rocks = analysis.parsed.get("rocksdb_LOG")
-    crash = _crash_episode(rocks, result.get("crash_index", 0))
+def _own_log_metrics(result: dict, analysis: RunAnalysis, log_name: str) -> None:
+    """An engine whose recovery is in a log of its own (MyRocks: RocksDB's WAL replay in its
+    LOG): its recovery time is that log's, and its 'redo' the WAL files that recovery read."""
+    crash = _crash_episode(analysis.parsed.get(log_name), result.get("crash_index", 0))
     metrics = analysis.metrics
     for key in ("checkpoint_lsn", "crash_lsn", "pages_to_recover"):
         metrics.pop(key, None)
     metrics["redo_bytes"] = None
     if crash is None:
-        analysis.warnings.append("RocksDB LOG: no WAL recovery found")
+        analysis.warnings.append(f"{log_name}: no WAL recovery found")
         metrics["recovery_seconds"] = None
         return
     metrics["recovery_seconds"] = crash.recovery_seconds
     # the WAL replay, beside InnoDB's own recovery at the same start
-    _keep_phases(analysis, crash, stamp_resolution("rocksdb_LOG", crash))
+    _keep_phases(analysis, crash, stamp_resolution(log_name, crash))
     sizes = result.get("wal_bytes_at_crash", {})
     if sizes:
         metrics["redo_bytes"] = sum(sizes.get(str(wal), 0) for wal in crash.wal_files)

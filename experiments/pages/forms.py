@@ -9,6 +9,7 @@ import re
 from django import forms
 
 from experiments.definition import SERVER_OPTIONS
+from experiments.engines import DEFAULT_ENGINE
 from experiments.vocabulary import (
     CRASH_METHOD_NAMES,
     CRASH_METHODS,
@@ -43,7 +44,7 @@ class ExperimentForm(forms.Form):
     engines = forms.MultipleChoiceField(
         choices=choices(ENGINES, RUNNABLE_ENGINES),
         widget=forms.CheckboxSelectMultiple,
-        initial=["innodb"],
+        initial=[DEFAULT_ENGINE],
     )
     buffer_pool_size = forms.CharField(initial="128M", help_text="comma-separated: 128M, 1G")
     redo_log_size = forms.CharField(initial="64M, 512M", help_text="comma-separated: 64M, 512M")
@@ -169,7 +170,7 @@ class ImportForm(forms.Form):
     """The import page. Parameter checks are import_runs'; its messages land on these fields."""
 
     error_log = forms.FileField(help_text="the server's error log through the crash recovery")
-    engine = forms.ChoiceField(choices=[("innodb", "InnoDB"), ("rocksdb", "MyRocks"), ("tokudb", "TokuDB")])
+    engine = forms.ChoiceField(choices=choices(ENGINES))  # imports take every engine, runnable or not
     server_version = forms.CharField(required=False, help_text="empty: read from the log")
     buffer_pool_size = forms.CharField(initial="128M", help_text="with a unit: 128M, 8G")
     redo_log_size = forms.CharField(initial="512M", help_text="with a unit: 512M, 2G")

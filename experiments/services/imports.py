@@ -19,6 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from experiments.definition import EXPERIMENT_NAME, DefinitionError, int_between
+from experiments.engines import engine as engine_named
 from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 from experiments.parsers import parse_bytes, reduce_error_log
 from experiments.services import TRUNCATION_MARKER, apply_metrics, refresh_experiment_status, store_files
@@ -155,8 +156,9 @@ def import_runs(
         raise ImportRejected({name: ["not a file this import takes"] for name in sorted(unknown)})
     if "error_log" not in uploads:
         raise ImportRejected({"error_log": ["the server's error log is required"]})
-    if parameters.engine == "rocksdb" and "rocksdb_log" not in uploads:
-        raise ImportRejected({"rocksdb_log": ["MyRocks recovery is read from RocksDB's LOG: upload it"]})
+    kind = engine_named(parameters.engine)
+    if kind.own_log_upload and kind.own_log_upload not in uploads:
+        raise ImportRejected({kind.own_log_upload: [kind.own_log_missing]})
     experiment = _target_experiment(experiment_id, experiment_name)
     uploads["error_log"].seek(0)
     digest = hashlib.file_digest(uploads["error_log"], "sha256").hexdigest()
@@ -178,7 +180,7 @@ def import_runs(
             if parsed.kind != field:
                 what = field.replace("_", " ")
                 raise ImportRejected({field: [f"this is not {what}: {'; '.join(parsed.warnings)}"]})
-            if field == ("rocksdb_log" if parameters.engine == "rocksdb" else "error_log"):
+            if field == kind.recovery_upload:
                 crashes = len(parsed.crash_episodes)
                 failures = [e.failure if e.failed else None for e in parsed.crash_episodes]
                 if not crashes:

@@ -11,6 +11,9 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from .engines import ENGINES as RUNNER_ENGINES
+from .errors import RunFailed
+
 CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 # The server variables a definition may set, with the values each takes: a tuple lists them, a
@@ -53,7 +56,7 @@ BUILDS_DIR = "builds"
 # The build a run names no build for (and the name the probe gives the installed server).
 SYSTEM_BUILD = "system"
 WORK_DIR = re.compile(r"^(?!.*\.\.)/[A-Za-z0-9._/-]{1,200}$")  # no ".." anywhere
-ENGINES = ("innodb", "rocksdb")
+ENGINES = tuple(RUNNER_ENGINES)  # each engine's class: engines.py
 WORKLOADS = (
     "oltp_write_only",
     "oltp_insert",
@@ -92,15 +95,6 @@ WORKLOAD_NUMBERS = (
     "warmup_max_seconds",
     "open_rows",
 )
-
-
-class RunFailed(Exception):
-    """A failure to report to the user as it is. `permanent`: trying again cannot help (a bad
-    spec, a missing binary, a server that never came back); otherwise the run may be retried."""
-
-    def __init__(self, message: str, permanent: bool = True):
-        super().__init__(message)
-        self.permanent = permanent
 
 
 @dataclass(frozen=True)

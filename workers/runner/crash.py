@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from .contract import POWER_CUT_FILE, RunFailed, size_bytes
+from .engines import engine as engine_named
 from .events import progress
 from .processes import MOUNTS, POLL_S, spawn, unmount
-from .sampler import wal_sizes
 from .server import Server
 from .workload import Sysbench
 
@@ -69,7 +69,7 @@ class Ledger:
     the acknowledged ones are commits lost (power_loss)."""
 
     def __init__(self, server: "Server", engine: str):
-        storage = "ROCKSDB" if engine == "rocksdb" else "InnoDB"
+        storage = engine_named(engine).storage
         server.query("CREATE DATABASE IF NOT EXISTS recovery_lab")
         server.query(f"CREATE TABLE {LEDGER_TABLE} (id BIGINT UNSIGNED PRIMARY KEY) ENGINE={storage}")
         self.client = server.session()
@@ -142,16 +142,7 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
             exit_code = sysbench.process.poll()
             if exit_code is not None:
                 break
-            if engine == "rocksdb":
-                reached = sum(wal_sizes(server.datadir).values())
-            else:
-                client.stdin.write("SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age';\n")
-                client.stdin.flush()
-                line = client.stdout.readline()
-                name, _, value = line.strip().partition("\t")
-                if name != "Innodb_checkpoint_age" or not value.isdigit():
-                    raise RunFailed(f"could not read the checkpoint age: {line.strip() or 'connection lost'}")
-                reached = int(value)
+            reached = engine_named(engine).redo_to_replay(server, client)
             on_share(reached / goal)
             time.sleep(POLL_S)
     finally:
@@ -170,7 +161,7 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
 def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> dict:
     """Crash plan during_transaction: one transaction inserts `rows` rows and stays open (its
     client connected, no COMMIT) until the kill, so recovery has them to roll back."""
-    storage = "ROCKSDB" if engine == "rocksdb" else "InnoDB"
+    storage = engine_named(engine).storage
     server.query(
         f"CREATE TABLE {OPEN_TRX_TABLE} (id INT UNSIGNED PRIMARY KEY, pad CHAR(60) NOT NULL) ENGINE={storage}"
     )
@@ -186,8 +177,7 @@ def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> 
         ready, _, _ = select.select([client.stdout], [], [], max(0.0, deadline - time.monotonic()))
         line = client.stdout.readline() if ready else ""
         if line.strip() == "transaction open":
-            if engine != "rocksdb":
-                wait_for_log_on_disk(server, deadline)
+            engine_named(engine).make_log_durable(server, f"{OPEN_TRX_TABLE}_flush", deadline, POLL_S)
             return {"open_rows": rows}  # the client stays connected: the transaction is open at the kill
         if not line:
             break
@@ -196,19 +186,3 @@ def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> 
     raise RunFailed(
         f"could not open a transaction of {rows:,} rows: {' '.join(said)[-300:] or 'no answer in time'}"
     )
-
-
-def wait_for_log_on_disk(server: Server, deadline: float) -> None:
-    """An open transaction's redo sits in the log buffer until something writes it: commit a
-    trivial change on another connection (which writes the whole buffer) and wait until the log
-    is flushed up to where it was, so the kill finds the transaction in the redo log."""
-    server.query(f"CREATE TABLE IF NOT EXISTS {OPEN_TRX_TABLE}_flush (id INT PRIMARY KEY) ENGINE=InnoDB")
-    server.query(f"REPLACE INTO {OPEN_TRX_TABLE}_flush VALUES (1)")
-    wanted = None
-    while time.monotonic() < deadline:
-        lsn = server.global_values("STATUS", ("Innodb_lsn_current", "Innodb_lsn_flushed"))
-        wanted = wanted or int(lsn["Innodb_lsn_current"])
-        if int(lsn["Innodb_lsn_flushed"]) >= wanted:
-            return
-        time.sleep(POLL_S)
-    raise RunFailed("the open transaction's redo was not flushed in time")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .builds import BuildUnusable, build_programs, server_command
 from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
+from .engines import ENGINES
 
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
 
@@ -108,7 +109,7 @@ def _server_version(command: list[str]) -> str:
 def _build_engines(programs: dict) -> list[str]:
     """The engines a build's server can run: InnoDB always, MyRocks where its plugin is there."""
     folders = [programs["plugin_dir"]] if programs.get("plugin_dir") else list(PLUGIN_DIRS)
-    return ["innodb", *(["rocksdb"] if any(Path(f, "ha_rocksdb.so").exists() for f in folders) else [])]
+    return [name for name, engine in ENGINES.items() if engine.available(folders)]
 
 
 def server_builds(work_dir: str) -> list[dict]:
@@ -148,9 +149,7 @@ def host_facts(work_dir: str) -> dict:
         path = _which(name)
         if path:
             servers[name] = {"path": path, "version": _first_line([path, "--version"])}
-    engines = ["innodb"]
-    if any(Path(folder, "ha_rocksdb.so").exists() for folder in PLUGIN_DIRS):
-        engines.append("rocksdb")
+    engines = [name for name, engine in ENGINES.items() if engine.available(list(PLUGIN_DIRS))]
     sysbench = _which("sysbench")
     return {
         "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),

@@ -44,10 +44,11 @@ from .crash import (
     wait_for_redo,
 )
 from .dataset import prepare_dataset
+from .engines import engine as engine_named
 from .events import Clock, emit, progress
 from .probe import host_facts
 from .processes import disk_full, hold_work_dir, stop_started, unmount_stale, watch_stdin
-from .sampler import SAMPLES_FILE, Sampler, checksum_tables, read_counters, snapshot, wal_sizes
+from .sampler import SAMPLES_FILE, Sampler, checksum_tables, read_counters, snapshot
 from .server import Server
 from .stamper import LogStamper
 from .workload import Sysbench, workload_tables
@@ -137,8 +138,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
         sysbench.wait(60)
         sysbench.stop_if_running()
-        if engine == "rocksdb":
-            result["wal_bytes_at_crash"] = wal_sizes(server.datadir)
+        result.update(engine_named(engine).at_crash(server.datadir))
 
         progress("restarting after the crash", 75)
         restart_mark = noise.mark()
@@ -146,9 +146,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         times["recovery_first_query"] = server.wait_until_ready(timeout)
         result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
-        if engine == "rocksdb":
-            # RocksDB starts a new LOG at every open: keep the one of the crash recovery.
-            shutil.copyfile(server.datadir / "#rocksdb" / "LOG", work / "rocksdb_LOG")
+        engine_named(engine).keep_recovery_log(server.datadir, work)
         if acknowledged is not None:
             result["durability"] = {
                 "acknowledged_commits": acknowledged,

@@ -7,50 +7,13 @@ import threading
 import time
 from pathlib import Path
 
+from .engines import engine as engine_named
 from .events import Clock, emit
 from .server import Server
 
-COUNTERS = {
-    "innodb": {
-        "pages_written": "Innodb_pages_written",
-        "log_bytes_written": "Innodb_os_log_written",
-        "data_bytes_written": "Innodb_data_written",
-    },
-    "rocksdb": {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"},
-}
-
-
 # Sampled every second during the workload, up to the crash (SAMPLES_FILE): where the redo to
-# replay, the dirty pages and the write rates stood second by second. Counters are kept raw; the
-# dashboard turns them into rates. MyRocks: its WAL and memtables, and the WAL on disk.
-SAMPLED_STATUS = {
-    "innodb": (
-        "Innodb_lsn_current",
-        "Innodb_lsn_last_checkpoint",
-        "Innodb_checkpoint_age",
-        "Innodb_buffer_pool_pages_dirty",
-        "Innodb_pages_written",
-        "Innodb_os_log_written",
-        "Innodb_data_written",
-        "Handler_write",
-        "Handler_update",
-        "Handler_delete",
-        "Com_commit",
-        "Questions",
-    ),
-    "rocksdb": (
-        "Rocksdb_wal_bytes",
-        "Rocksdb_wal_synced",
-        "Rocksdb_bytes_written",
-        "Rocksdb_memtable_total",
-        "Rocksdb_memtable_unflushed",
-        "Handler_write",
-        "Handler_update",
-        "Handler_delete",
-        "Com_commit",
-        "Questions",
-    ),
-}
+# replay, the dirty pages and the write rates stood second by second (the engine's
+# sampled_status and sample_extras). Counters are kept raw; the dashboard turns them into rates.
 SAMPLES_FILE = "samples.jsonl"
 SAMPLE_INTERVAL_S = 1.0
 SAMPLE_END = "recovery-lab-sample-end"
@@ -63,10 +26,10 @@ class Sampler(threading.Thread):
 
     def __init__(self, server: "Server", engine: str, clock: Clock, target: Path):
         super().__init__(daemon=True, name="sampler")
-        self.server, self.engine, self.clock, self.target = server, engine, clock, target
+        self.server, self.engine, self.clock, self.target = server, engine_named(engine), clock, target
         self._stopping = threading.Event()
         self.taken = 0
-        listed = ", ".join(f"'{name}'" for name in SAMPLED_STATUS[engine])
+        listed = ", ".join(f"'{name}'" for name in self.engine.sampled_status)
         self.sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); SELECT '{SAMPLE_END}';\n"
         self.client = server.session()
 
@@ -94,9 +57,7 @@ class Sampler(threading.Thread):
         for line in self.client.stdout:
             name, tab, value = line.rstrip("\n").partition("\t")
             if name == SAMPLE_END:
-                if self.engine == "rocksdb":
-                    sample["wal_on_disk_bytes"] = sum(wal_sizes(self.server.datadir).values())
-                return sample
+                return {**sample, **self.engine.sample_extras(self.server.datadir)}
             if not tab:  # an error line (the server went away mid-query)
                 return None
             if value.isdigit():
@@ -113,7 +74,7 @@ class Sampler(threading.Thread):
 
 
 def read_counters(server: Server, engine: str) -> dict:
-    wanted = COUNTERS[engine]
+    wanted = engine_named(engine).counters
     found = server.global_values("STATUS", wanted.values())
     by_lower = {k.lower(): v for k, v in found.items()}
     return {
@@ -129,16 +90,7 @@ def checksum_tables(server: Server, tables: list[str]) -> dict:
 
 
 def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
-    (work / f"innodb_status_{label}.txt").write_text(server.query("SHOW ENGINE INNODB STATUS", vertical=True))
-    if engine == "rocksdb":
-        (work / f"rocksdb_status_{label}.txt").write_text(
-            server.query("SHOW ENGINE ROCKSDB STATUS", vertical=True)
+    for storage in engine_named(engine).status_of:
+        (work / f"{storage.lower()}_status_{label}.txt").write_text(
+            server.query(f"SHOW ENGINE {storage} STATUS", vertical=True)
         )
-
-
-def wal_sizes(datadir: Path) -> dict:
-    """Sizes of MyRocks' WAL files at the crash: the 'redo' its recovery will replay."""
-    folder = datadir / "#rocksdb"
-    if not folder.is_dir():
-        return {}
-    return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}

@@ -10,7 +10,6 @@ as root, the server runs as an unprivileged OS user (mysql, else nobody)."""
 import contextlib
 import os
 import pwd
-import re
 import shutil
 import signal
 import subprocess
@@ -19,18 +18,11 @@ from pathlib import Path
 
 from .builds import BuildUnusable, build_options, build_programs, installer_command, server_command
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
+from .engines import engine as engine_named
 from .events import Clock
 from .processes import POLL_S, SETPRIV, find_binary, spawn
 from .stamper import LogStamper
 
-# Method defaults that hold InnoDB's checkpoint back during the workload (no pre-flushing, no
-# adaptive flushing below 70% of the log, dirty pages up to 99%), so the redo written is the redo
-# recovery replays. A user's server_options override them; the run records what was in effect.
-HOLD_CHECKPOINTS = {
-    "innodb_max_dirty_pages_pct": "99",
-    "innodb_max_dirty_pages_pct_lwm": "0",
-    "innodb_adaptive_flushing_lwm": "70",
-}
 # Read back from the running server and kept with the run: requested beside effective.
 EFFECTIVE_VARIABLES = (
     "version",
@@ -115,22 +107,11 @@ class Server:
             "--skip-name-resolve",
             "--max-connections=300",
         ]
-        buffer_pool = params.get("buffer_pool_size", "128M")
-        redo = params.get("redo_log_size", "96M")
-        if self.spec["engine"] == "rocksdb":
-            # MyRocks: the block cache plays the buffer pool; max_total_wal_size bounds the WAL
-            # that recovery may have to replay, as the redo log size does for InnoDB.
-            args += [
-                "--plugin-load-add=ha_rocksdb",
-                f"--rocksdb-block-cache-size={buffer_pool}",
-                f"--rocksdb-max-total-wal-size={redo}",
-                "--default-storage-engine=ROCKSDB",
-            ]
-        else:
-            args += [f"--innodb-buffer-pool-size={buffer_pool}", redo_log_option(self.build, redo)]
-        options = dict(self.spec.get("server_options", {}))
-        if self.spec["engine"] == "innodb":
-            options = {**HOLD_CHECKPOINTS, **options}
+        engine = engine_named(self.spec["engine"])
+        args += engine.server_options(
+            params.get("buffer_pool_size", "128M"), params.get("redo_log_size", "96M"), self.build
+        )
+        options = {**engine.method_defaults, **self.spec.get("server_options", {})}
         wants_binlog = str(options.pop("log_bin", "0")) == "1" or params.get("binlog_files", 0) > 0
         if wants_binlog and not loading:
             args += [f"--log-bin={self.binlog_dir / 'binlog'}", "--server-id=1"]
@@ -276,10 +257,7 @@ class Server:
     def slow_shutdown(self, engine: str, timeout_s: float) -> None:
         """Every change written to the data files before the server stops: InnoDB's slow
         shutdown (the checkpoint ends up at the end of the log), MyRocks' memtables flushed."""
-        if engine == "rocksdb":
-            self.query("SET GLOBAL rocksdb_force_flush_memtable_now = 1", timeout=3600)
-        else:
-            self.query("SET GLOBAL innodb_fast_shutdown = 0")
+        self.query(engine_named(engine).slow_shutdown_sql(), timeout=3600)
         self.shutdown(timeout_s)
 
     def binary_version(self) -> str:
@@ -349,17 +327,3 @@ def server_programs(work_dir: Path, build: str) -> dict:
             "libexec (unpack the build there, then probe the host again)"
         )
     return programs
-
-
-SERVER_BUILD = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
-
-
-def redo_log_option(build: str, size: str) -> str:
-    """redo_log_size as the server build names it: MySQL 8.0.30+ sizes its redo log with
-    innodb_redo_log_capacity (innodb_log_file_size is deprecated there); MariaDB and older MySQL
-    with innodb_log_file_size. `build` is what `mariadbd --version` / `mysqld --version` print."""
-    found = SERVER_BUILD.search(build)
-    version = tuple(int(part) for part in found.groups()) if found else (0, 0, 0)
-    if "MariaDB" not in build and version >= (8, 0, 30):
-        return f"--innodb-redo-log-capacity={size}"
-    return f"--innodb-log-file-size={size}"

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from .contract import DEFAULT_OPEN_ROWS, SCRIPTED_WORKLOADS, RunFailed
+from .engines import engine as engine_named
 from .processes import find_binary, spawn
 from .server import Server
 
@@ -64,8 +65,7 @@ class Sysbench:
             f"--tables={self.workload['tables']}",
             f"--table-size={self.workload['table_size']}",
         ]
-        if self.engine == "rocksdb":
-            args.append("--mysql-storage-engine=rocksdb")
+        args += engine_named(self.engine).workload_args()
         if self.workload["name"] == "long_transaction":
             args.append(f"--open-rows={self.workload.get('open_rows') or DEFAULT_OPEN_ROWS}")
         return args

@@ -1,0 +1,208 @@
+"""The storage engines the runner drives, one class each. Everything the runner does differently
+for an engine is here: its server options and method defaults, the settings read back, the
+counters sampled each second, the redo a crash leaves and how much of it there is, the files
+recovery reads, how its log is made durable, its workload's arguments and how the probe finds
+it. Nothing else in the runner compares an engine's name. Standard library only (shipped in the
+runner's zip); the dashboard's side of the same engines is experiments/engines.py.
+
+A new engine: a subclass here, added to ENGINES, and its dashboard class (docs/architecture.md).
+"""
+
+import re
+import time
+from pathlib import Path
+
+from .errors import RunFailed
+
+MYSQL_VERSION = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
+
+
+class Engine:
+    name = ""
+    # its tables' ENGINE= clause, and SHOW ENGINE ... STATUS snapshots kept at each step
+    storage = ""
+    status_of = ("INNODB",)
+    plugin: str | None = None  # the server plugin it needs, loaded at the start
+    # The run's end-of-run counters (metric: status variable) and the status variables sampled
+    # every second during the workload.
+    counters: dict[str, str] = {}
+    sampled_status: tuple[str, ...] = ()
+    # Method defaults a user's server_options override (the run records what was in effect).
+    method_defaults: dict[str, str] = {}
+    # Whether the server's clock stamps its recovery lines (the error log) or a log of its own.
+    own_recovery_log: str | None = None
+
+    def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
+        """buffer_pool_size and redo_log_size as this engine's options on `build` (what
+        `mariadbd --version` printed)."""
+        raise NotImplementedError
+
+    def available(self, plugin_dirs: list[str]) -> bool:
+        """Whether a server with these plugin folders can run it."""
+        wanted = f"{self.plugin}.so"
+        return self.plugin is None or any(Path(folder, wanted).exists() for folder in plugin_dirs)
+
+    def slow_shutdown_sql(self) -> str:
+        """What makes the next shutdown leave every change in the data files."""
+        raise NotImplementedError
+
+    def redo_to_replay(self, server, client) -> int:
+        """How much redo recovery would replay if the server were killed now; `client` is an
+        open session (server.session()) for engines that ask the server."""
+        raise NotImplementedError
+
+    def sample_extras(self, datadir: Path) -> dict:
+        """Values read beside the sampled status each second (files on disk)."""
+        return {}
+
+    def at_crash(self, datadir: Path) -> dict:
+        """What the crash left that recovery will read, kept in the result."""
+        return {}
+
+    def keep_recovery_log(self, datadir: Path, work: Path) -> None:
+        """After recovery: copy the log that recorded it where the engine has one of its own."""
+
+    def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
+        """An open transaction's changes written to the log on disk before the kill (`table`: a
+        name the runner gives it for a table of its own, if it needs one)."""
+
+    def workload_args(self) -> list[str]:
+        """sysbench's arguments that put its tables in this engine."""
+        return []
+
+
+class InnoDB(Engine):
+    name = "innodb"
+    storage = "InnoDB"
+    counters = {
+        "pages_written": "Innodb_pages_written",
+        "log_bytes_written": "Innodb_os_log_written",
+        "data_bytes_written": "Innodb_data_written",
+    }
+    sampled_status = (
+        "Innodb_lsn_current",
+        "Innodb_lsn_last_checkpoint",
+        "Innodb_checkpoint_age",
+        "Innodb_buffer_pool_pages_dirty",
+        "Innodb_pages_written",
+        "Innodb_os_log_written",
+        "Innodb_data_written",
+        "Handler_write",
+        "Handler_update",
+        "Handler_delete",
+        "Com_commit",
+        "Questions",
+    )
+    # Hold the checkpoint back during the workload (no pre-flushing, no adaptive flushing below
+    # 70% of the log, dirty pages up to 99%), so the redo written is the redo recovery replays.
+    method_defaults = {
+        "innodb_max_dirty_pages_pct": "99",
+        "innodb_max_dirty_pages_pct_lwm": "0",
+        "innodb_adaptive_flushing_lwm": "70",
+    }
+
+    def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
+        return [f"--innodb-buffer-pool-size={buffer_pool}", redo_log_option(build, redo_log)]
+
+    def slow_shutdown_sql(self) -> str:
+        return "SET GLOBAL innodb_fast_shutdown = 0"
+
+    def redo_to_replay(self, server, client) -> int:
+        client.stdin.write("SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age';\n")
+        client.stdin.flush()
+        line = client.stdout.readline()
+        name, _, value = line.strip().partition("\t")
+        if name != "Innodb_checkpoint_age" or not value.isdigit():
+            raise RunFailed(f"could not read the checkpoint age: {line.strip() or 'connection lost'}")
+        return int(value)
+
+    def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
+        """An open transaction's redo sits in the log buffer until something writes it: commit
+        a trivial change on another connection (which writes the whole buffer) and wait until
+        the log is flushed up to where it was, so the kill finds the transaction in the log."""
+        server.query(f"CREATE TABLE IF NOT EXISTS {table} (id INT PRIMARY KEY) ENGINE=InnoDB")
+        server.query(f"REPLACE INTO {table} VALUES (1)")
+        wanted = None
+        while time.monotonic() < deadline:
+            lsn = server.global_values("STATUS", ("Innodb_lsn_current", "Innodb_lsn_flushed"))
+            wanted = wanted or int(lsn["Innodb_lsn_current"])
+            if int(lsn["Innodb_lsn_flushed"]) >= wanted:
+                return
+            time.sleep(poll_s)
+        raise RunFailed("the open transaction's redo was not flushed in time")
+
+
+class MyRocks(Engine):
+    name = "rocksdb"
+    storage = "ROCKSDB"
+    status_of = ("INNODB", "ROCKSDB")
+    plugin = "ha_rocksdb"
+    own_recovery_log = "rocksdb_LOG"
+    counters = {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"}
+    sampled_status = (
+        "Rocksdb_wal_bytes",
+        "Rocksdb_wal_synced",
+        "Rocksdb_bytes_written",
+        "Rocksdb_memtable_total",
+        "Rocksdb_memtable_unflushed",
+        "Handler_write",
+        "Handler_update",
+        "Handler_delete",
+        "Com_commit",
+        "Questions",
+    )
+
+    def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
+        # the block cache plays the buffer pool; max_total_wal_size bounds the WAL that
+        # recovery may have to replay, as the redo log size does for InnoDB
+        return [
+            f"--plugin-load-add={self.plugin}",
+            f"--rocksdb-block-cache-size={buffer_pool}",
+            f"--rocksdb-max-total-wal-size={redo_log}",
+            "--default-storage-engine=ROCKSDB",
+        ]
+
+    def slow_shutdown_sql(self) -> str:
+        return "SET GLOBAL rocksdb_force_flush_memtable_now = 1"
+
+    def redo_to_replay(self, server, client) -> int:
+        return sum(wal_sizes(server.datadir).values())
+
+    def sample_extras(self, datadir: Path) -> dict:
+        return {"wal_on_disk_bytes": sum(wal_sizes(datadir).values())}
+
+    def at_crash(self, datadir: Path) -> dict:
+        return {"wal_bytes_at_crash": wal_sizes(datadir)}
+
+    def keep_recovery_log(self, datadir: Path, work: Path) -> None:
+        # RocksDB starts a new LOG at every open: keep the one of the crash recovery
+        (work / self.own_recovery_log).write_bytes((datadir / "#rocksdb" / "LOG").read_bytes())
+
+    def workload_args(self) -> list[str]:
+        return ["--mysql-storage-engine=rocksdb"]
+
+
+ENGINES: dict[str, Engine] = {engine.name: engine for engine in (InnoDB(), MyRocks())}
+
+
+def engine(name: str) -> Engine:
+    return ENGINES[name]
+
+
+def redo_log_option(build: str, size: str) -> str:
+    """redo_log_size as the server build names it: MySQL 8.0.30+ sizes its redo log with
+    innodb_redo_log_capacity (innodb_log_file_size is deprecated there); MariaDB and older MySQL
+    with innodb_log_file_size. `build` is what `mariadbd --version` / `mysqld --version` print."""
+    found = MYSQL_VERSION.search(build)
+    version = tuple(int(part) for part in found.groups()) if found else (0, 0, 0)
+    if "MariaDB" not in build and version >= (8, 0, 30):
+        return f"--innodb-redo-log-capacity={size}"
+    return f"--innodb-log-file-size={size}"
+
+
+def wal_sizes(datadir: Path) -> dict:
+    """Sizes of MyRocks' WAL files: the 'redo' its recovery will replay after a crash."""
+    folder = datadir / "#rocksdb"
+    if not folder.is_dir():
+        return {}
+    return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}
