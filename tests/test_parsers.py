@@ -385,3 +385,27 @@ def test_a_rocksdb_log_with_impossible_moments_is_read_with_warnings(opening, ev
     assert episode.wal_files == [5, 16] and episode.crash_recovery
     assert episode.recovery_seconds is None  # no duration from a moment that cannot be
     assert parsed.warnings
+
+
+MARIADB_11_8 = DATA / "mariadb-11.8"
+
+
+def test_mariadb_11_8_innodb_recovery_is_read_like_10_11_s():
+    """11.8's lines from a real run (tests/data/mariadb-11.8/README.md): the same recovery
+    messages, the undo tablespaces logged before the rollback segments."""
+    parsed = parse_path(MARIADB_11_8 / "innodb_at_redo_bytes" / "error.log.stamped")
+    assert parsed.server_version == "11.8.9-MariaDB-0+deb13u1"
+    assert [e.crash_recovery for e in parsed.episodes] == [False, False, True, False]
+    crash = parsed.crash_episodes[0]
+    assert (crash.checkpoint_lsn, crash.crash_lsn, crash.pages_to_recover) == (10593340, 37498629, 2042)
+    assert crash.redo_bytes == 26_905_289
+    # from "To recover: 2042 pages" to "Opened 3 undo tablespaces", on the runner's stamps
+    assert crash.phase("redo_apply").seconds == pytest.approx(1795715091.501857 - 1795715091.303146, abs=1e-6)
+    assert crash.recovery_seconds == pytest.approx(1795715091.501857 - 1795715090.937992, abs=1e-6)
+
+
+def test_mariadb_11_8_myrocks_recovery_is_its_wal_replay():
+    rocks = parse_path(MARIADB_11_8 / "myrocks_after_workload" / "rocksdb_LOG").crash_episodes[0]
+    assert rocks.wal_files == [14, 22] and rocks.recovery_seconds == pytest.approx(0.179, abs=0.001)
+    errors = parse_path(MARIADB_11_8 / "myrocks_after_workload" / "error.log.stamped")
+    assert errors.server_version == "11.8.9-MariaDB-0+deb13u1" and len(errors.crash_episodes) == 1

@@ -133,6 +133,23 @@ def test_a_firing_whose_host_is_gone_is_said_on_the_series_and_the_next_one_is_t
     assert series.next_firing_at > timezone.now() and not Experiment.objects.exists()
 
 
+def test_a_firing_never_probes_a_host_inside_its_series_lock_and_goes_by_the_builds_known(local_host, user):
+    """The series' row is locked while it fires: a build the host's last probe does not list is
+    refused with what is known, even for an admin's series, and the host is not reached."""
+    user.is_staff = True  # an admin's own request would probe the host again
+    user.save()
+    local_host.facts = {"server_builds": [{"name": "system", "path": "/usr/sbin/mariadbd", "version": "x"}]}
+    local_host.save()
+    definition = {**DEFINITION, "parameters": {"server_build": ["mariadb-11.8"]}}
+    series = series_service.create_series({"name": "n", "definition": definition, "schedule": "@hourly"}, user=user)
+    Series.objects.filter(pk=series.pk).update(next_firing_at=timezone.now() - timedelta(minutes=5))
+    assert series_service.fire_due_series() == []
+    series.refresh_from_db()
+    assert "has no server build mariadb-11.8 (its last probe listed: system)" in series.last_error
+    local_host.refresh_from_db()
+    assert local_host.last_seen is None  # not probed
+
+
 def history_of(
     series: Series, medians: list[float], spread: float = 0.05, runs: int = 3, seed: int = 7
 ) -> list[Experiment]:

@@ -50,7 +50,8 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     _check_hosts_can_crash_so(definition)
-    _check_hosts_have_builds(definition, user)
+    # A series' firing holds its series' row lock: no network call (a probe) inside it.
+    _check_hosts_have_builds(definition, user, may_probe=series is None)
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -136,15 +137,16 @@ def _build_refusal(host: Host, name: str, build: dict, engines: list[str]) -> st
     return None
 
 
-def _check_hosts_have_builds(definition: ExperimentDefinition, user) -> None:
+def _check_hosts_have_builds(definition: ExperimentDefinition, user, may_probe: bool = True) -> None:
     """Each server build named must be one the host lists, able to start, with the definition's
     engines. A build its last probe did not list may have been unpacked since (a CI job hands
     its build over, then asks for it): for an admin the host is probed again before the
     definition is refused. Anyone else gets the builds known (no request of theirs makes the
     dashboard log in to a host; beat's probe or an admin refreshes them). A host never probed is
-    let through (its runner refuses a build it does not have)."""
+    let through (its runner refuses a build it does not have). `may_probe` False: never probe
+    (a series' firing, inside its row lock, goes by the builds known)."""
     wanted = definition.parameters.get("server_build") or []
-    may_probe = bool(wanted) and may_administer(user)
+    may_probe = may_probe and bool(wanted) and may_administer(user)
     refused = []
     for host in Host.objects.filter(name__in=definition.hosts) if wanted else []:
         builds = _builds(host.facts)
