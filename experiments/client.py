@@ -304,6 +304,9 @@ def differences_text(result: dict) -> str:
     """What differs between the definitions compared, a line each, and how far apart they ran."""
     lines = [f"  {d['text']}" for d in result.get("differences") or []]
     said = "the definitions differ:\n" + "\n".join(lines) if lines else "the definitions are the same"
+    versions = result.get("server_versions") or {}
+    if len({version for version in versions.values() if version}) > 1:  # measured, not defined
+        said += "\nthe servers reported: " + ", ".join(f"{v or '-'} in #{i}" for i, v in versions.items())
     return said + (f"\nthey {result['apart']}" if result.get("apart") else "")
 
 

@@ -403,3 +403,21 @@ def webhook():
     yield f"http://127.0.0.1:{server.server_port}/hook", received
     server.shutdown()
     server.server_close()
+
+
+DEBIAN_BUILD = "mariadb-11.8"
+
+
+@pytest.fixture
+def debian_build(local_host):
+    """MariaDB 11.8 from Debian 13's packages on the tests' local host, installed by the command
+    an admin runs (`make setup` fetched and unpacked the packages once; this copies them to the
+    host's builds folder and probes it). Yields the build's name and what the command said."""
+    import io
+
+    from django.core.management import call_command
+
+    said = io.StringIO()
+    call_command("installbuild", "local", DEBIAN_BUILD, "--debian", "trixie", stdout=said)
+    yield DEBIAN_BUILD, said.getvalue()
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)

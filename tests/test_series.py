@@ -141,7 +141,9 @@ def test_a_firing_never_probes_a_host_inside_its_series_lock_and_goes_by_the_bui
     local_host.facts = {"server_builds": [{"name": "system", "path": "/usr/sbin/mariadbd", "version": "x"}]}
     local_host.save()
     definition = {**DEFINITION, "parameters": {"server_build": ["mariadb-11.8"]}}
-    series = series_service.create_series({"name": "n", "definition": definition, "schedule": "@hourly"}, user=user)
+    series = series_service.create_series(
+        {"name": "n", "definition": definition, "schedule": "@hourly"}, user=user
+    )
     Series.objects.filter(pk=series.pk).update(next_firing_at=timezone.now() - timedelta(minutes=5))
     assert series_service.fire_due_series() == []
     series.refresh_from_db()

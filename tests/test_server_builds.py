@@ -2,14 +2,12 @@
 a definition sweeps `server_build`, each run starts its build's own binary (real mariadbd and
 sysbench through the Celery worker), and explore charts the same definition across builds."""
 
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 
 from experiments.models import Run
 from workers.runner.builds import MANIFEST
@@ -19,7 +17,6 @@ from .conftest import wait_for
 from .factories import UserFactory
 
 SYSTEM_SERVER = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
-DEBIAN_BUILD = "mariadb-11.8"
 
 
 def on_builds(name: str, builds: list[str], events: int = 10) -> dict:
@@ -50,7 +47,7 @@ def copied_build():
     shutil.copy2(SYSTEM_SERVER, folder / "bin" / "mariadbd")
     (settings.RUNNER_WORK_DIR / "builds" / "empty").mkdir(exist_ok=True)  # no server: not a build
     yield "copy"
-    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds")
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)
 
 
 def test_the_probe_lists_the_system_server_and_each_build_with_its_version(copied_build):
@@ -108,17 +105,6 @@ def test_an_experimenter_s_request_never_probes_a_host_and_gets_the_builds_known
     local_host.refresh_from_db()
     assert local_host.last_seen is None and len(local_host.facts["server_builds"]) == 1  # not probed
     assert Run.objects.count() == 0
-
-
-@pytest.fixture
-def debian_build(local_host):
-    """MariaDB 11.8 from Debian 13's packages on the tests' local host, installed by the command
-    an admin runs (`make setup` fetched and unpacked the packages once; this copies them to the
-    host's builds folder and probes it). Yields the build's name and what the command said."""
-    said = io.StringIO()
-    call_command("installbuild", "local", DEBIAN_BUILD, "--debian", "trixie", stdout=said)
-    yield DEBIAN_BUILD, said.getvalue()
-    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)
 
 
 @pytest.mark.mariadb
