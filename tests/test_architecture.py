@@ -52,3 +52,14 @@ def test_the_runner_imports_only_the_standard_library_and_itself():
                 if top not in sys.stdlib_module_names and top != "mfusepy":
                     outside.add(f"{path.name}: {name}")
     assert not outside, outside
+
+
+def test_nothing_in_experiments_calls_upwards_by_name():
+    """A service that needs a probe is handed one by the pages or the API above it; none looks
+    one up by name (import_string) behind the layers' backs."""
+    by_name = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "experiments").rglob("*.py")
+        if "migrations" not in path.parts and "import_string" in path.read_text()
+    ]
+    assert by_name == []

@@ -3,13 +3,18 @@ a definition sweeps `server_build`, each run starts its build's own binary (real
 sysbench through the Celery worker), and explore charts the same definition across builds."""
 
 import json
+import re
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
-from experiments.models import Run
+from experiments.analysis.series import differences, history
+from experiments.models import Run, Series
+from experiments.services import series as series_service
 from workers.runner.builds import MANIFEST
 from workers.runner.probe import server_builds
 
@@ -221,3 +226,36 @@ def test_a_build_that_cannot_start_says_why_on_the_hosts_page_and_in_a_refusal(
     assert answer.status_code == 400
     assert "host local cannot start server build too-new: " in answer.json()["parameters.server_build"][0]
     assert Run.objects.count() == 0
+
+
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_a_series_whose_build_moved_to_11_8_names_the_version_in_what_differed(
+    user, local_host, celery_worker_process, debian_build
+):
+    """Two real firings of one series, the second after its definition moved to MariaDB 11.8:
+    what differed between them names the build and the versions the servers reported."""
+    name, _ = debian_build
+    body = on_builds("nightly", ["system"], events=500)
+    body["repetitions"] = 1
+    series = series_service.create_series(
+        {"name": "nightly", "definition": body, "schedule": "@hourly"}, user=user
+    )
+
+    def fire(at) -> None:
+        Series.objects.filter(pk=series.pk).update(next_firing_at=at)
+        [experiment_id] = series_service.fire_due_series(now=at)
+        runs = Run.objects.filter(experiment_id=experiment_id)
+        wait_for(lambda: all(r.is_finished for r in runs.all()), 300, "the firing's run", interval_s=0.5)
+        assert [r.status for r in runs] == ["done"], list(runs.values("error"))
+
+    first = timezone.now() - timedelta(hours=2)
+    fire(first)
+    series_service.update_series(
+        series.pk, {"definition": {**body, "parameters": {"server_build": [name]}}}, user=user
+    )
+    fire(first + timedelta(hours=1))
+    before, after = history(series.pk)
+    said = differences(before, after)
+    assert said[0] == f"server build: system -> {name}", said
+    assert re.match(r"server version: 10\.11\.\S+ -> 11\.8\.", said[1]), said

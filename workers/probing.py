@@ -1,8 +1,9 @@
 """Probing a host: read its facts over a connection to its confirmed key (or, for a host whose key
 no admin confirmed yet, only the key it offers), record its status.
 
-Called by the API (`POST /api/hosts/{id}/probe/`), `registerhost --probe` and the beat task, by
-name (experiments never imports workers).
+Called by the API (`POST /api/hosts/{id}/probe/`), the hosts page, `registerhost --probe`,
+`installbuild` and the beat task; handed to `create_experiment` by the pages and the API (an
+admin's definition naming a build not listed yet).
 """
 
 from experiments import services

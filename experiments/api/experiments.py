@@ -26,6 +26,7 @@ from experiments.models import (
     RunStatus,
 )
 from experiments.services.archive import ArchiveRejected, export_experiment, import_experiment
+from workers.probing import probe_host
 
 EXPERIMENT_FIELDS = [
     "id",
@@ -151,7 +152,10 @@ class ExperimentViewSet(
     def create(self, request, *args, **kwargs):
         try:
             experiment, created = services.create_experiment(
-                request.data, user=request.user, idempotency_key=request.headers.get("Idempotency-Key", "")
+                request.data,
+                user=request.user,
+                idempotency_key=request.headers.get("Idempotency-Key", ""),
+                probe=probe_host,
             )
         except DefinitionError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)

@@ -1,7 +1,6 @@
 """/api/hosts/: benchmark hosts, their probes and the host keys an admin trusts."""
 
 from django.core.validators import RegexValidator
-from django.utils.module_loading import import_string
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
@@ -18,6 +17,7 @@ from experiments.models import (
 )
 from experiments.services.hosts import SSH_HOST, SSH_USER, WORK_DIR, HostRejected
 from experiments.services.ssh_keys import dashboard_public_key
+from workers.probing import probe_host
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -135,7 +135,6 @@ class HostViewSet(
     def probe(self, request, pk=None):
         """Connect now and read the host's facts over its confirmed key; a host with no confirmed
         key is only asked for the key it offers (status unverified, offered_host_key_fingerprint)."""
-        probe_host = import_string(services.PROBE_HOST)  # by name: experiments never imports workers
         return Response(probe_host(self.get_object().pk))
 
     @extend_schema(request=TrustHostKeySerializer, responses={200: HostSerializer})

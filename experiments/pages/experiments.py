@@ -32,6 +32,7 @@ from experiments.roles import (
     role_required,
 )
 from experiments.services.archive import ArchiveRejected, import_experiment
+from workers.probing import probe_host
 
 EXPERIMENTS_PER_PAGE = 25
 # The list's columns: the sort key behind each header ("" = not sortable).
@@ -79,7 +80,10 @@ def experiment_new(request):
         try:
             # The form's own key: a double click or a resent POST opens the same experiment.
             experiment, _ = services.create_experiment(
-                form.definition(), user=request.user, idempotency_key=request.POST.get("idempotency_key", "")
+                form.definition(),
+                user=request.user,
+                idempotency_key=request.POST.get("idempotency_key", ""),
+                probe=probe_host,
             )
         except DefinitionError as exc:
             form.add_definition_errors(exc.errors)

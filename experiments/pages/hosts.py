@@ -3,16 +3,15 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.module_loading import import_string
 from django.views.decorators.http import require_POST
 
 from experiments import services
 from experiments.analysis import aa
 from experiments.models import Experiment, Host, Transport
 from experiments.roles import FORBIDDEN, may_administer, may_experiment, role_required
-from experiments.services import PROBE_HOST
 from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
 from experiments.units import as_row_id
+from workers.probing import probe_host
 
 
 @login_required
@@ -80,7 +79,7 @@ def host_aa_check(request, pk: int):
 @role_required(may_administer, FORBIDDEN["admin"])
 def host_probe(request, pk: int):
     host = get_object_or_404(Host, pk=pk)
-    found = import_string(PROBE_HOST)(host.pk)
+    found = probe_host(host.pk)
     if found.get("offered_host_key_fingerprint"):
         messages.warning(request, found["error"])
     elif "error" in found:
@@ -101,7 +100,7 @@ def host_trust_key(request, pk: int):
         messages.error(request, str(exc))
         return redirect("host-list")
     messages.success(request, f"{host.name}: host key {host.host_key_fingerprint} trusted")
-    found = import_string(PROBE_HOST)(host.pk)
+    found = probe_host(host.pk)
     if "error" in found:
         messages.error(request, f"{host.name}: {found['error']}")
     return redirect("host-list")

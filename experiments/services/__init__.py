@@ -23,7 +23,6 @@ from experiments.services.dispatch import (
 )
 from experiments.services.experiments import (
     IDEMPOTENCY_KEY,
-    PROBE_HOST,
     AnnotationRejected,
     annotate,
     create_experiment,
@@ -68,7 +67,6 @@ __all__ = [
     "HostKeyRejected",
     "DRIVE_HOST_TASK",
     "IDEMPOTENCY_KEY",
-    "PROBE_HOST",
     "SSH_HOST",
     "SSH_USER",
     "TRUNCATION_MARKER",

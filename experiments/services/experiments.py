@@ -1,9 +1,9 @@
 """Experiments: a definition validated, stored with its runs, its hosts woken once committed."""
 
 import re
+from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
-from django.utils.module_loading import import_string
 
 from experiments.definition import (
     MAX_REPETITIONS,
@@ -20,8 +20,6 @@ from experiments.services.dispatch import wake_hosts
 from experiments.services.hosts import active_host_names
 from experiments.units import parse_size
 
-# Probing is the workers' (a transport reaches the host); named, as experiments never imports workers.
-PROBE_HOST = "workers.probing.probe_host"
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
@@ -32,6 +30,7 @@ def create_experiment(
     series=None,
     fired_for=None,
     aa_check: bool = False,
+    probe: Callable[[int], dict] | None = None,
 ) -> tuple[Experiment, bool]:
     """Validate a definition, store the experiment and its runs, wake their hosts once committed.
 
@@ -40,7 +39,10 @@ def create_experiment(
     retries after a lost answer does not start the work twice. An A/A check (start_aa_check)
     is stored as one. Raises DefinitionError (nothing
     stored, nothing queued) when the definition is bad, ValueError for a malformed key. A firing
-    of a recurring series names its series and the scheduled moment it stands for.
+    of a recurring series names its series and the scheduled moment it stands for. `probe`
+    (workers.probing.probe_host, given by the pages and the API, which sit above the workers):
+    how an admin's definition naming a build the host's last probe did not list probes it again;
+    without it (a series' firing, inside its row lock) the builds known decide.
     """
     if idempotency_key and not IDEMPOTENCY_KEY.match(idempotency_key):
         raise ValueError("Idempotency-Key: 1 to 100 letters, digits, '.', '_', ':' or '-'")
@@ -50,8 +52,7 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     _check_hosts_can_crash_so(definition)
-    # A series' firing holds its series' row lock: no network call (a probe) inside it.
-    _check_hosts_have_builds(definition, user, may_probe=series is None)
+    _check_hosts_have_builds(definition, user, probe)
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -137,23 +138,24 @@ def _build_refusal(host: Host, name: str, build: dict, engines: list[str]) -> st
     return None
 
 
-def _check_hosts_have_builds(definition: ExperimentDefinition, user, may_probe: bool = True) -> None:
+def _check_hosts_have_builds(
+    definition: ExperimentDefinition, user, probe: Callable[[int], dict] | None
+) -> None:
     """Each server build named must be one the host lists, able to start, with the definition's
     engines. A build its last probe did not list may have been unpacked since (a CI job hands
     its build over, then asks for it): for an admin the host is probed again before the
     definition is refused. Anyone else gets the builds known (no request of theirs makes the
     dashboard log in to a host; beat's probe or an admin refreshes them). A host never probed is
-    let through (its runner refuses a build it does not have). `may_probe` False: never probe
-    (a series' firing, inside its row lock, goes by the builds known)."""
+    let through (its runner refuses a build it does not have). Without `probe`, never probe."""
     wanted = definition.parameters.get("server_build") or []
-    may_probe = may_probe and bool(wanted) and may_administer(user)
+    may_probe = probe is not None and bool(wanted) and may_administer(user)
     refused = []
     for host in Host.objects.filter(name__in=definition.hosts) if wanted else []:
         builds = _builds(host.facts)
         if builds is None:
             continue
         if set(wanted) - set(builds) and may_probe:
-            builds = _builds(import_string(PROBE_HOST)(host.pk).get("facts")) or {}
+            builds = _builds(probe(host.pk).get("facts")) or {}
         for build in wanted:
             if build not in builds:
                 refused.append(

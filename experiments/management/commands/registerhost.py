@@ -1,12 +1,11 @@
 import re
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils.module_loading import import_string
 
 from experiments import services
 from experiments.models import Host, Transport
-from experiments.services import PROBE_HOST
 from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
+from workers.probing import probe_host
 
 _SSH = re.compile(r"^([a-z_][a-z0-9_-]{0,31})@([A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:]+\])(?::([0-9]{1,5}))?$")
 
@@ -78,7 +77,7 @@ class Command(BaseCommand):
         if trust_host_key:
             self._trust(host, trust_host_key)
         if probe:
-            found = import_string(PROBE_HOST)(host.id)
+            found = probe_host(host.id)
             if found.get("offered_host_key_fingerprint"):
                 self.stdout.write(f"unverified: {found['error']}; then: --trust-host-key FINGERPRINT")
                 return
@@ -96,7 +95,7 @@ class Command(BaseCommand):
         if host.transport != Transport.SSH:
             raise CommandError(f"host {host.name} is local: it has no SSH key to trust")
         if not host.host_key:
-            found = import_string(PROBE_HOST)(host.id)
+            found = probe_host(host.id)
             if not found.get("offered_host_key_fingerprint"):
                 raise CommandError(f"could not read the key host {host.name} offers: {found.get('error')}")
         try:
