@@ -57,6 +57,12 @@ ENGINES: dict[str, Engine] = {
             "#2ca02c",
             not_runnable="TokuDB does not run on MariaDB 10.11 hosts: import its logs instead",
         ),
+        Engine(
+            "postgresql",
+            "PostgreSQL",
+            "#9467bd",
+            not_runnable="the runner does not drive PostgreSQL yet: import its server logs instead",
+        ),
     )
 }
 RUNNABLE_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.runnable)

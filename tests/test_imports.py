@@ -83,6 +83,27 @@ def test_tokudb_log_with_measured_redo_bytes(api):
     assert run.server_version == "5.7.36-39"
 
 
+def test_a_postgresql_server_log_imports_as_a_run_of_its_wal_replay(api):
+    """A real PostgreSQL 15 crash (tests/data/postgresql-15/README.md), imported as the engine
+    the runner does not drive yet: shared_buffers as the buffer pool, max_wal_size as the log."""
+    log = (DATA / "postgresql-15" / "crash_after_pgbench" / "server.log").read_bytes()
+    body = {
+        **parameters(engine="postgresql", buffer_pool_size="128M", redo_log_size="1G"),
+        "error_log": upload(log, "server.log"),
+    }
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert (run.engine, run.imported, run.server_version) == ("postgresql", True, "PostgreSQL 15.20")
+    assert run.redo_bytes == 74_073_152  # redo starts at 0/1511B00, done at 0/5BB5F40
+    assert run.recovery_seconds == pytest.approx(0.299, abs=1e-6)  # to the end-of-recovery checkpoint
+    assert run.ready_seconds == pytest.approx(0.319, abs=1e-6)
+    assert run.phases["wal_replay"] == pytest.approx(0.218, abs=1e-6)
+    assert run.phases["recovery_checkpoint"] == pytest.approx(0.046, abs=1e-6)
+    explored = api.get("/api/explore/", {"x": "engine", "y": "recovery_seconds"}).json()
+    assert "postgresql" in {x for series in explored["series"] for x in series["x"]}
+
+
 def test_a_log_with_two_crash_recoveries_makes_two_runs():
     log = (
         MARIADB_CRASH.read_bytes()

@@ -409,3 +409,45 @@ def test_mariadb_11_8_myrocks_recovery_is_its_wal_replay():
     assert rocks.wal_files == [14, 22] and rocks.recovery_seconds == pytest.approx(0.179, abs=0.001)
     errors = parse_path(MARIADB_11_8 / "myrocks_after_workload" / "error.log.stamped")
     assert errors.server_version == "11.8.9-MariaDB-0+deb13u1" and len(errors.crash_episodes) == 1
+
+
+POSTGRESQL_15 = DATA / "postgresql-15"
+
+
+def test_postgresql_15_crash_recovery_is_its_wal_replay_and_end_of_recovery_checkpoint():
+    """A real PostgreSQL 15 crash (tests/data/postgresql-15/README.md): the redo replayed runs from
+    "redo starts at" to "redo done at", on the lines' millisecond stamps."""
+    parsed = parse_path(POSTGRESQL_15 / "crash_after_pgbench" / "server.log")
+    assert (parsed.kind, parsed.flavor, parsed.server_version) == (
+        "error_log",
+        "postgresql",
+        "PostgreSQL 15.20",
+    )
+    assert [e.crash_recovery for e in parsed.episodes] == [False, True]
+    crash = parsed.crash_episodes[0]
+    assert (crash.checkpoint_lsn, crash.crash_lsn) == (0x1511B00, 0x5BB5F40)
+    assert crash.redo_bytes == 74_073_152
+    assert crash.phase("wal_replay").seconds == pytest.approx(31.050 - 30.832, abs=1e-6)  # its own: 0.21 s
+    assert crash.phase("recovery_checkpoint").seconds == pytest.approx(31.098 - 31.052, abs=1e-6)
+    assert crash.recovery_seconds == pytest.approx(31.098 - 30.799, abs=1e-6)
+    assert crash.ready_seconds == pytest.approx(31.104 - 30.785, abs=1e-6)
+    assert not crash.failed
+    assert parsed.to_dict()["episodes"][1]["engine"] == "postgresql"  # valid against the schema
+
+
+def test_a_postgresql_start_that_failed_says_why_and_redo_not_required_is_nothing_to_replay():
+    log = (
+        b"2026-11-26 10:00:00.000 UTC [10] LOG:  starting PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on x86_64\n"
+        b"2026-11-26 10:00:00.010 UTC [11] LOG:  database system was interrupted; last known up at 2026-11-26 09:59:00 UTC\n"
+        b"2026-11-26 10:00:00.020 UTC [11] LOG:  redo starts at 0/1000028\n"
+        b'2026-11-26 10:00:00.500 UTC [11] PANIC:  could not read file "pg_wal/000000010000000000000001": No such file\n'
+        b"2026-11-26 10:00:00.600 UTC [10] LOG:  startup process (PID 11) was terminated by signal 6: Aborted\n"
+        b"2026-11-26 10:01:00.000 +01 [20] LOG:  starting PostgreSQL 15.20\n"
+        b"2026-11-26 10:01:00.010 +01 [21] LOG:  database system was not properly shut down; automatic recovery in progress\n"
+        b"2026-11-26 10:01:00.020 +01 [21] LOG:  redo is not required\n"
+        b"2026-11-26 10:01:00.050 +01 [20] LOG:  database system is ready to accept connections\n"
+    )
+    failed, empty = parse_bytes("postgresql.log", log).crash_episodes
+    assert failed.failed and failed.failure.startswith("could not read file") and failed.ready_at is None
+    assert empty.redo_bytes is None and empty.ready_seconds == pytest.approx(0.05)
+    assert empty.started_at.utcoffset().total_seconds() == 3600

@@ -20,6 +20,7 @@ PHASE_NAMES = {
     "redo_scan": "redo_scan",
     "redo_apply": "redo_apply",
     "wal_replay": "wal_replay",
+    "recovery_checkpoint": "recovery_checkpoint",
     "tokudb_recovery": "redo_apply",
     "background_rollback": "rollback",
     "binlog_recovery": "binlog_recovery",

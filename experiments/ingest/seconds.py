@@ -122,6 +122,7 @@ PHASE_LABELS = {
     "redo_scan": "redo scan",
     "redo_apply": "redo apply",
     "wal_replay": "WAL replay",
+    "recovery_checkpoint": "end-of-recovery checkpoint",
     "tokudb_recovery": "TokuDB recovery",
     "binlog_recovery": "binlog / XA recovery",
     "background_rollback": "rollback (background)",

@@ -18,6 +18,8 @@ from experiments.parsers.errorlog import TRIGGERS, parse_error_log
 from experiments.parsers.innodb_status import parse_innodb_status
 from experiments.parsers.lines import read_lines, stamped_lines, strip_noise
 from experiments.parsers.model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
+from experiments.parsers.postgres_log import HINT as POSTGRES_HINT
+from experiments.parsers.postgres_log import parse_postgres_log
 from experiments.parsers.rocksdb_log import parse_rocksdb_log
 from experiments.parsers.rocksdb_status import parse_rocksdb_status
 from experiments.parsers.scan import keyword_lines
@@ -57,8 +59,8 @@ def detect_kind(head: list[str]) -> str:
         return "rocksdb_status"
     if re.search(r"^sysbench [0-9.]+|^(?:SQL|OLTP test) statistics:|^\[ [0-9]+s \] thds:", text, re.M):
         return "sysbench_report"
-    if any(_ERROR_LOG_HINT.search(strip_noise(line)) for line in head):
-        return "error_log"
+    if any(_ERROR_LOG_HINT.search(strip_noise(line)) or POSTGRES_HINT.search(line) for line in head):
+        return "error_log"  # MySQL's family or PostgreSQL's: the server's own log either way
     return "unknown"
 
 
@@ -87,6 +89,9 @@ def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool
         head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
         kind = detect_kind(head)
         handle.seek(0)
+        if kind == "error_log" and any(POSTGRES_HINT.search(line) for line in head):
+            parse_postgres_log(parsed, (text for _, text in read_lines(handle, parsed.warn)), local_tz)
+            return parsed
         if kind == "error_log":
             if scan:
                 numbered = keyword_lines(handle, _TRIGGER_BYTES, parsed.warn)
@@ -105,7 +110,7 @@ def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool
             parse_rocksdb_status(parsed, texts)
         else:
             parsed.warn(
-                "unknown format: not a MySQL/MariaDB/Percona error log, RocksDB LOG, "
+                "unknown format: not a MySQL/MariaDB/Percona error log, PostgreSQL server log, RocksDB LOG, "
                 "InnoDB or RocksDB status, or sysbench report"
             )
     except Exception as exc:  # a parser bug must not lose the user's upload or crash ingest...
