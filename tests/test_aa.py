@@ -28,7 +28,7 @@ def definition(name: str) -> dict:
         "hosts": ["local"],
         "engines": ["innodb", "rocksdb"],
         "parameters": {"buffer_pool_size": ["256M"], "redo_log_size": ["256M"]},
-        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": 3000},
+        "workload": {"name": "oltp_insert", "tables": 2, "table_size": 20000, "threads": 2, "events": 12000},
         "crash": {"method": "sigkill", "when": "after_workload"},
         "repetitions": 3,
     }

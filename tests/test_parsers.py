@@ -449,5 +449,5 @@ def test_a_postgresql_start_that_failed_says_why_and_redo_not_required_is_nothin
     )
     failed, empty = parse_bytes("postgresql.log", log).crash_episodes
     assert failed.failed and failed.failure.startswith("could not read file") and failed.ready_at is None
-    assert empty.redo_bytes is None and empty.ready_seconds == pytest.approx(0.05)
+    assert empty.redo_bytes == 0 and empty.ready_seconds == pytest.approx(0.05)  # a measured zero
     assert empty.started_at.utcoffset().total_seconds() == 3600

@@ -73,6 +73,9 @@ class Episode:
     # InnoDB started at.
     lsn_mismatch: bool = False
     crash_lsn_from_start: bool = False
+    # The server said there was nothing to replay (PostgreSQL's "redo is not required"): its
+    # redo is a measured zero, not an unknown.
+    nothing_to_replay: bool = False
 
     def drop_impossible(self) -> list[str]:
         """Durations that cannot be true (negative, or outside this start's own span) and LSNs
@@ -126,6 +129,8 @@ class Episode:
 
     @property
     def redo_bytes(self) -> int | None:
+        if self.nothing_to_replay:
+            return 0
         if self.checkpoint_lsn is None or self.crash_lsn is None or self.engine == "tokudb":
             return None  # TokuFT's LSNs number log entries: they are no byte count
         return max(self.crash_lsn - self.checkpoint_lsn, 0)

@@ -94,7 +94,7 @@ def parse_postgres_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinf
             episode.crash_lsn = lsn(found.group(1), found.group(2))
             episode.close_phase("wal_replay", moment)
         elif message.startswith("redo is not required"):
-            episode.crash_lsn = episode.checkpoint_lsn
+            episode.nothing_to_replay = True
         elif message.startswith("checkpoint starting: end-of-recovery"):
             episode.open_phase("recovery_checkpoint", moment)
         elif message.startswith("checkpoint complete") and episode.phase("recovery_checkpoint"):
