@@ -92,7 +92,8 @@ def test_a_build_unpacked_since_the_last_probe_is_found_when_an_admin_asks_for_i
     local_host.refresh_from_db()
     assert "copy" in [build["name"] for build in local_host.facts["server_builds"]]
     client.force_login(UserFactory(username="boss", is_staff=True))
-    assert ">copy</span>" in client.get("/hosts/").content.decode()  # the hosts page lists it
+    page = client.get("/hosts/").content.decode()  # the hosts page lists it, with its release and engines
+    assert re.search(r">copy</span> \(10\.11\.\S+; innodb, rocksdb\)", page), page
 
 
 @pytest.mark.django_db
