@@ -85,6 +85,7 @@ def analyse_run(
     {"imported": true, "crash_index": i, "timezone": ..., "redo_bytes": ...}; redo_log_bytes is
     the run's redo log size, which bounds the redo InnoDB can replay."""
     analysis = RunAnalysis()
+    kind = engine_named(engine)  # where its recovery is logged, and its ingest rules
     zone = _local_zone(result)
     crash_index = result.get("crash_index", 0)
     for name, content in files.items():
@@ -118,7 +119,7 @@ def analyse_run(
                 rollback_seconds=crash.rollback_seconds,
             )
         clean = _after(error_log.episodes, times.get("clean_spawned"))
-        own_log = engine_named(engine).own_log_file
+        own_log = kind.own_log_file
         wal = _crash_episode(analysis.parsed.get(own_log), crash_index) if own_log else None
         analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
         if recovery_start is not None and recovery_start.ready_at is not None:
@@ -135,8 +136,8 @@ def analyse_run(
             files[SAMPLES_FILE], times, files.get("sysbench_report.txt", b"")
         )
         analysis.warnings += warnings
-    if engine_named(engine).own_log_file:
-        _own_log_metrics(result, analysis, engine_named(engine).own_log_file)
+    if kind.own_log_file:
+        _own_log_metrics(result, analysis, kind.own_log_file)
     if metrics.get("redo_bytes") is None and result.get("redo_bytes") is not None:
         # measured elsewhere by whoever imported the run (TokuDB logs count entries, not bytes)
         metrics["redo_bytes"] = result["redo_bytes"]
@@ -175,9 +176,9 @@ def analyse_run(
     analysis.server_version = result.get("server_version") or analysis.server_version
     analysis.suspect_reasons = parser_failures(analysis.parsed)
     # an engine's own log is stamped by its own clock, not the server's
-    same_clock = not engine_named(engine).own_log_file
+    same_clock = not kind.own_log_file
     analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=same_clock)
-    if engine_named(engine).redo_bounded_by_log:
+    if kind.redo_bounded_by_log:
         analysis.suspect_reasons += more_redo_than_logs_hold(metrics.get("redo_bytes"), redo_log_bytes)
     return analysis
 

@@ -26,6 +26,24 @@ class BuildUnusable(Exception):
     """A build folder that cannot be started as it is, with the reason (shown on the hosts page)."""
 
 
+def programs(server: str, **found) -> dict:
+    """A build's programs and folders: its server, and what else it brings (None: the system's,
+    or the server's own default)."""
+    return {
+        "server": server,
+        "installer": None,
+        "client": None,
+        "admin": None,
+        "plugin_dir": None,
+        "basedir": None,
+        "lc_messages_dir": None,
+        "character_sets_dir": None,
+        "launcher": [],  # what starts the server (a loader and its library path), if anything
+        "source": "",
+        **found,
+    }
+
+
 def _program(base: Path, folders: tuple, names: tuple) -> str | None:
     for folder in folders:
         for name in names:
@@ -68,18 +86,16 @@ def _from_manifest(base: Path) -> dict:
         if "loader" in paths
         else []
     )
-    return {
-        "server": paths["server"],
-        "installer": paths.get("installer"),
-        "client": None,  # the host's own client speaks to any of these servers over the socket
-        "admin": None,
-        "plugin_dir": paths.get("plugin_dir"),
-        "basedir": None,
-        "lc_messages_dir": paths.get("lc_messages_dir"),
-        "character_sets_dir": paths.get("character_sets_dir"),
-        "launcher": launcher,
-        "source": str(manifest.get("source", ""))[:300],
-    }
+    # no client: the host's own speaks to any of these servers over the socket
+    return programs(
+        paths["server"],
+        installer=paths.get("installer"),
+        plugin_dir=paths.get("plugin_dir"),
+        lc_messages_dir=paths.get("lc_messages_dir"),
+        character_sets_dir=paths.get("character_sets_dir"),
+        launcher=launcher,
+        source=str(manifest.get("source", ""))[:300],
+    )
 
 
 def build_programs(base: Path) -> dict | None:
@@ -91,19 +107,15 @@ def build_programs(base: Path) -> dict | None:
     server = _program(base, ("bin", "sbin", "libexec"), ("mariadbd", "mysqld"))
     if server is None:
         return None
-    return {
-        "server": server,
-        "installer": _program(base, ("scripts", "bin"), ("mariadb-install-db", "mysql_install_db")),
-        "client": _program(base, ("bin",), ("mariadb", "mysql")),
-        "admin": _program(base, ("bin",), ("mariadb-admin", "mysqladmin")),
-        "plugin_dir": str(base / "lib" / "plugin") if (base / "lib" / "plugin").is_dir() else None,
+    return programs(
+        server,
+        installer=_program(base, ("scripts", "bin"), ("mariadb-install-db", "mysql_install_db")),
+        client=_program(base, ("bin",), ("mariadb", "mysql")),
+        admin=_program(base, ("bin",), ("mariadb-admin", "mysqladmin")),
+        plugin_dir=str(base / "lib" / "plugin") if (base / "lib" / "plugin").is_dir() else None,
         # its error messages and character sets, where it brings its own
-        "basedir": str(base) if (base / "share").is_dir() else None,
-        "lc_messages_dir": None,
-        "character_sets_dir": None,
-        "launcher": [],
-        "source": "",
-    }
+        basedir=str(base) if (base / "share").is_dir() else None,
+    )
 
 
 def server_command(programs: dict) -> list[str]:

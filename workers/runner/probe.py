@@ -149,7 +149,7 @@ def host_facts(work_dir: str) -> dict:
         path = _which(name)
         if path:
             servers[name] = {"path": path, "version": _first_line([path, "--version"])}
-    engines = [name for name, engine in ENGINES.items() if engine.available(list(PLUGIN_DIRS))]
+    engines = _build_engines({})  # the system's server
     sysbench = _which("sysbench")
     return {
         "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),

@@ -16,7 +16,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from .builds import BuildUnusable, build_options, build_programs, installer_command, server_command
+from .builds import (
+    BuildUnusable,
+    build_options,
+    build_programs,
+    installer_command,
+    programs,
+    server_command,
+)
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
 from .engines import engine as engine_named
 from .events import Clock
@@ -304,26 +311,15 @@ def server_programs(work_dir: Path, build: str) -> dict:
     """The programs of the build a run names: the system's installed server, or the build in
     WORK_DIR/builds/NAME/ (the host probe lists them)."""
     if build == SYSTEM_BUILD:
-        return {
-            "server": find_binary("mariadbd", "mysqld"),
-            "installer": None,
-            "client": None,
-            "admin": None,
-            "plugin_dir": None,
-            "basedir": None,
-            "lc_messages_dir": None,
-            "character_sets_dir": None,
-            "launcher": [],
-            "source": "",
-        }
+        return programs(find_binary("mariadbd", "mysqld"))
     folder = work_dir / BUILDS_DIR / build
     try:
-        programs = build_programs(folder) if folder.is_dir() else None
+        found = build_programs(folder) if folder.is_dir() else None
     except BuildUnusable as exc:
         raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
-    if programs is None:
+    if found is None:
         raise RunFailed(
             f"this host has no server build {build!r}: no mariadbd or mysqld under {folder}/bin, sbin or "
             "libexec (unpack the build there, then probe the host again)"
         )
-    return programs
+    return found

@@ -1,3 +1,5 @@
+import subprocess
+
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Host, Transport
@@ -5,6 +7,7 @@ from workers.builds import BuildError, make_debian_build
 from workers.hosts import transport_for
 from workers.probing import probe_host
 from workers.runner.contract import BUILD_NAME, SYSTEM_BUILD
+from workers.transports import TransportError
 
 
 class Command(BaseCommand):
@@ -46,7 +49,7 @@ class Command(BaseCommand):
             transport_for(target).install_build(name, folder)
         except BuildError as exc:
             raise CommandError(str(exc)) from None
-        except Exception as exc:  # the transport's errors: unreachable host, refused key, full disk
+        except (TransportError, OSError, subprocess.SubprocessError) as exc:  # unreachable, refused, full
             raise CommandError(f"host {host}: the build could not be installed: {exc}") from None
         found = probe_host(target.pk)
         listed = {build["name"]: build for build in (found.get("facts") or {}).get("server_builds", [])}
