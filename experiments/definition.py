@@ -124,10 +124,9 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "server_build": (_matching(BUILD_NAME, "a build name like 10.11.9 or system"), None),
 }
 
-# Further server variables a user may set. Values are matrix dimensions like parameters.
-# Options named after an engine (innodb_*, rocksdb_*) are that engine's alone. The allow-list is
-# the runner's contract (the runner checks every spec against the same list).
-ENGINE_OPTION_PREFIXES = contract.ENGINES
+# Further server variables a user may set. Values are matrix dimensions like parameters. Each is
+# given only to the runs of the engines that have it (innodb_* to InnoDB's, checkpoint_timeout to
+# PostgreSQL's). The allow-list is the runner's contract (the runner checks every spec against it).
 
 
 def _option_check(allowed: tuple | range) -> Callable[[object], object]:
@@ -176,8 +175,6 @@ CRASH_VALUES = {
 # Crash values that may be swept, and the name each value takes among a run's parameters (the
 # matrix's dimensions: its cells, labels and chart points); run_spec hands it back to the crash plan.
 CRASH_SWEEPS = {"redo_bytes": "crash_redo_bytes", "after_seconds": "crash_after_seconds"}
-# InnoDB checkpoints before its log is full: a redo target above this share of the log is not reached.
-REACHABLE_SHARE_OF_LOG = 0.75
 
 
 WORKLOAD_CHECKS: dict[str, Callable[[object], object]] = {
@@ -254,10 +251,11 @@ class ExperimentDefinition:
 
     def options_for(self, engine: str) -> list[str]:
         """The server options that vary for an engine's runs: an option of another engine
-        (innodb_* for MyRocks, rocksdb_* for InnoDB) is not one of its dimensions, and is not
-        given to its server (an InnoDB server without the MyRocks plugin refuses rocksdb_*)."""
-        others = tuple(f"{other}_" for other in ENGINE_OPTION_PREFIXES if other != engine)
-        return [name for name in self.server_options if not name.startswith(others)]
+        (innodb_* for MyRocks, rocksdb_* for InnoDB, either for PostgreSQL) is not one of its
+        dimensions, and is not given to its server (an InnoDB server without the MyRocks plugin
+        refuses rocksdb_*)."""
+        own = contract.engine_options(engine)
+        return [name for name in self.server_options if name in own]
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -448,22 +446,49 @@ def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict)
 
 
 def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str], parameters: dict) -> None:
-    """InnoDB checkpoints before its log is full, so an at_redo_bytes target must fit the
-    smallest redo log of the matrix with room to spare, or the run would never crash as planned."""
+    """InnoDB and PostgreSQL checkpoint before their log is full, so an at_redo_bytes target must
+    fit the smallest redo log of the matrix with room to spare, or the run would never crash as
+    planned."""
     if crash.when != "at_redo_bytes" or not crash.redo_bytes:
         return
-    if not any(ENGINE_REGISTRY[name].checkpoints_before_log_is_full for name in engines):
+    bounded = [ENGINE_REGISTRY[name] for name in engines if ENGINE_REGISTRY[name].reachable_share_of_log]
+    if not bounded:
         return
+    kind = min(bounded, key=lambda engine: engine.reachable_share_of_log)
+    share = kind.reachable_share_of_log
     logs = parameters.get("redo_log_size") or [PARAMETERS["redo_log_size"][1]]
     smallest = min(logs, key=parse_size)
     target = max(_as_list(crash.redo_bytes), key=parse_size)  # of a sweep, the largest
-    if parse_size(target) > REACHABLE_SHARE_OF_LOG * parse_size(smallest):
+    if parse_size(target) > share * parse_size(smallest):
         errors.add(
             "crash.redo_bytes",
-            f"{target} cannot be reached with redo_log_size {smallest}: InnoDB checkpoints "
+            f"{target} cannot be reached with redo_log_size {smallest}: {kind.label} checkpoints "
             f"before its log is full; use a redo log of at least "
-            f"{math.ceil(parse_size(target) / REACHABLE_SHARE_OF_LOG / (1 << 20))}M",
+            f"{math.ceil(parse_size(target) / share / (1 << 20))}M",
         )
+
+
+def _check_engines_fit(
+    errors: _Collector, engines: list[str], parameters: dict, options: dict, workload, crash: CrashPlan
+) -> None:
+    """What an engine's runs cannot do: a workload in another server's SQL, a binary log where
+    its server has none, an option no engine of the definition has."""
+    for name in engines:
+        for where, problem in contract.engine_refuses(
+            name, workload.name, max(parameters.get("binlog_files") or [0]), options, crash.method
+        ):
+            errors.add(where, problem)
+    for option in options:
+        if engines and not any(option in contract.engine_options(name) for name in engines):
+            having = [
+                kind.label
+                for name, kind in ENGINE_REGISTRY.items()
+                if kind.runnable and option in contract.engine_options(name)
+            ]
+            errors.add(
+                "server_options",
+                f"{option} is an option of {', '.join(having)}: none of the engines chosen has it",
+            )
 
 
 def clean_tags(raw: object) -> list[str]:
@@ -607,6 +632,7 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     crash = _check_crash(errors, raw.get("crash"), workload)
     _check_long_transaction(errors, workload, crash)
     _check_redo_target(errors, crash, engines, parameters)
+    _check_engines_fit(errors, engines, parameters, server_options, workload, crash)
     _check_insert_rate(errors, workload, parameters)
     repetitions = 1
     try:

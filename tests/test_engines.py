@@ -17,7 +17,12 @@ from .test_architecture import ROOT, project_modules
 
 NAMES = set(dashboard.ENGINES)
 # Where an engine's name may be compared: the registries, and the parsers (one format each).
-ALLOWED = {"experiments/engines.py", "workers/runner/engines.py"}
+ALLOWED = {
+    "experiments/engines.py",
+    "workers/runner/engine.py",
+    "workers/runner/engines.py",
+    "workers/runner/postgres_engine.py",
+}
 
 
 def test_the_runner_drives_exactly_the_engines_the_dashboard_calls_runnable():

@@ -15,6 +15,7 @@ SAMPLE_PANELS = (
         (
             ("checkpoint_age_bytes", "checkpoint age: InnoDB's redo to replay", IN_MIB),
             ("wal_on_disk_bytes", "WAL on disk: MyRocks' redo to replay", IN_MIB),
+            ("wal_to_replay_bytes", "WAL since the checkpoint: PostgreSQL's redo to replay", IN_MIB),
         ),
     ),
     (

@@ -19,8 +19,10 @@ from experiments.parsers import Episode
 
 SAMPLES_FILE = "samples.jsonl"
 
-# Levels: the value itself. InnoDB's redo to replay is its checkpoint age; MyRocks' is its WAL.
+# Levels: the value itself. InnoDB's redo to replay is its checkpoint age; MyRocks' is its WAL;
+# PostgreSQL's the WAL written since its last checkpoint's redo location.
 LEVELS = {
+    "wal_to_replay_bytes": "wal_to_replay",
     "checkpoint_age_bytes": "Innodb_checkpoint_age",
     "lsn": "Innodb_lsn_current",
     "checkpoint_lsn": "Innodb_lsn_last_checkpoint",
@@ -29,16 +31,20 @@ LEVELS = {
     "memtable_bytes": "Rocksdb_memtable_total",
     "memtable_unflushed_bytes": "Rocksdb_memtable_unflushed",
 }
-# Rates: the counter's growth per second between two samples.
+# Rates: the growth per second between two samples of a counter, or of a sum of counters; where
+# servers name the same count differently, the first of the alternatives a sample has.
 RATES = {
-    "pages_written_per_s": ("Innodb_pages_written",),
-    "log_bytes_written_per_s": ("Innodb_os_log_written",),
-    "data_bytes_written_per_s": ("Innodb_data_written",),
-    "wal_bytes_per_s": ("Rocksdb_wal_bytes",),
-    "rocksdb_bytes_written_per_s": ("Rocksdb_bytes_written",),
-    "rows_changed_per_s": ("Handler_write", "Handler_update", "Handler_delete"),
-    "commits_per_s": ("Com_commit",),
-    "queries_per_s": ("Questions",),
+    "pages_written_per_s": (("Innodb_pages_written",),),
+    "log_bytes_written_per_s": (("Innodb_os_log_written",),),
+    "data_bytes_written_per_s": (("Innodb_data_written",),),
+    "wal_bytes_per_s": (("Rocksdb_wal_bytes",), ("wal_lsn",)),
+    "rocksdb_bytes_written_per_s": (("Rocksdb_bytes_written",),),
+    "rows_changed_per_s": (
+        ("Handler_write", "Handler_update", "Handler_delete"),
+        ("tup_inserted", "tup_updated", "tup_deleted"),
+    ),
+    "commits_per_s": (("Com_commit",), ("xact_commit",)),
+    "queries_per_s": (("Questions",),),
 }
 SYSBENCH_INTERVAL = re.compile(rb"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 
@@ -79,7 +85,8 @@ def series_of(rows: list[dict], times: dict, sysbench_report: bytes = b"") -> di
         values = [row.get(counter) for row in rows]
         if any(v is not None for v in values):
             series[name] = values
-    for name, counters in RATES.items():
+    for name, alternatives in RATES.items():
+        counters = next((names for names in alternatives if rows[0].keys() >= set(names)), alternatives[0])
         totals = [_total(row, counters) for row in rows]
         if any(v is not None for v in totals):
             series[name] = [None] + [

@@ -39,6 +39,7 @@ def programs(server: str, **found) -> dict:
         "lc_messages_dir": None,
         "character_sets_dir": None,
         "launcher": [],  # what starts the server (a loader and its library path), if anything
+        "postgres_bin": None,  # the folder of its PostgreSQL programs, if it has them
         "source": "",
         **found,
     }

@@ -17,26 +17,41 @@ from .errors import RunFailed
 CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 # The server variables a definition may set, with the values each takes: a tuple lists them, a
-# range bounds a whole number. The one allow-list: the dashboard's definition checks read it, and
-# the runner checks every spec against it again. Options named after an engine (innodb_*,
-# rocksdb_*) are that engine's alone.
+# range bounds a whole number. The one allow-list, made of each engine's own (engines.py): the
+# dashboard's definition checks read it, and the runner checks every spec against it again. An
+# option is given only to the runs of the engines that have it.
 SERVER_OPTIONS: dict[str, tuple | range] = {
-    "innodb_flush_log_at_trx_commit": (0, 1, 2),
-    "innodb_doublewrite": (0, 1),
-    "innodb_flush_method": ("fsync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"),
-    "innodb_io_capacity": range(100, 1_000_000 + 1),
-    "innodb_max_dirty_pages_pct": range(0, 99 + 1),
-    "innodb_adaptive_flushing": (0, 1),
-    "innodb_buffer_pool_load_at_startup": (0, 1),
-    "innodb_fast_shutdown": (0, 1, 2),
-    # How often a log written at each commit but not synced (flush_log_at_trx_commit 0 or 2) is
-    # synced, in seconds.
-    "innodb_flush_log_at_timeout": range(1, 2700 + 1),
-    "log_bin": (0, 1),
-    "sync_binlog": range(0, 1000 + 1),
-    "rocksdb_flush_log_at_trx_commit": (0, 1, 2),
-    "rocksdb_max_background_jobs": range(1, 64 + 1),
+    name: allowed for engine in RUNNER_ENGINES.values() for name, allowed in engine.options.items()
 }
+
+
+def engine_options(engine: str) -> tuple[str, ...]:
+    """The server options of an engine's runs."""
+    return tuple(RUNNER_ENGINES[engine].options)
+
+
+def engine_refuses(engine: str, workload: str, binlog_files: int, options: dict, method: str) -> list:
+    """(field, why) for each thing of a run an engine cannot do; options given as a value or a
+    list of values (a definition's sweep)."""
+    kind = RUNNER_ENGINES[engine]
+    problems = []
+    if kind.workloads is not None and workload not in kind.workloads:
+        problems.append(
+            ("workload.name", f"{workload} does not run on {engine}: use one of {', '.join(kind.workloads)}")
+        )
+    if binlog_files and not kind.binary_log:
+        problems.append(("parameters.binlog_files", f"{engine} has no binary log: binlog_files must be 0"))
+    if method == "power_loss":
+        for name, refused in kind.power_loss_refuses.items():
+            values = options.get(name)
+            if refused in (values if isinstance(values, list) else [values]):
+                problems.append(
+                    (
+                        f"server_options.{name}",
+                        f"{name}={refused} cannot survive a power cut: it is not a crash-safe setting",
+                    )
+                )
+    return problems
 
 
 def server_option_allowed(name: str, value: object) -> bool:
@@ -150,19 +165,27 @@ class RunSpec:
         rate = self.parameters.get("insert_rate", 0)
         if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
             raise RunFailed("insert_rate must be a whole number >= 0")
+        engine = RUNNER_ENGINES[self.engine]
         for name, value in self.server_options.items():
             if name not in SERVER_OPTIONS:
                 raise RunFailed(f"server option {name!r} is not one this runner sets")
+            if name not in engine.options:
+                raise RunFailed(f"server option {name!r} is not one of {self.engine}'s")
             if not server_option_allowed(name, value):
                 raise RunFailed(f"server option {name}={value!r} is not an allowed value")
         if self.workload.get("name") not in WORKLOADS:
             raise RunFailed(f"workload {self.workload.get('name')!r} is not supported")
+        method = self.crash.get("method", "sigkill")
+        for _field, problem in engine_refuses(
+            self.engine, self.workload["name"], files, self.server_options, method
+        ):
+            raise RunFailed(problem)
         for key in WORKLOAD_NUMBERS:
             value = self.workload.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise RunFailed(f"workload.{key} must be a whole number >= 0")
-        if self.crash.get("method", "sigkill") not in CRASH_METHODS:
-            raise RunFailed(f"crash.method {self.crash.get('method')!r} is not supported by this runner")
+        if method not in CRASH_METHODS:
+            raise RunFailed(f"crash.method {method!r} is not supported by this runner")
         when = self.crash.get("when")
         if when not in CRASH_WHEN:
             raise RunFailed(f"crash.when {when!r} is not supported by this runner")

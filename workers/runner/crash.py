@@ -69,9 +69,9 @@ class Ledger:
     the acknowledged ones are commits lost (power_loss)."""
 
     def __init__(self, server: "Server", engine: str):
-        storage = engine_named(engine).storage
-        server.query("CREATE DATABASE IF NOT EXISTS recovery_lab")
-        server.query(f"CREATE TABLE {LEDGER_TABLE} (id BIGINT UNSIGNED PRIMARY KEY) ENGINE={storage}")
+        kind = engine_named(engine)
+        server.query(kind.create_schema_sql("recovery_lab"))
+        server.query(f"CREATE TABLE {LEDGER_TABLE} (id BIGINT PRIMARY KEY){kind.table_clause()}")
         self.client = server.session()
         self.acknowledged = 0
         self.feeder = threading.Thread(target=self._feed, daemon=True)
@@ -161,13 +161,13 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
 def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> dict:
     """Crash plan during_transaction: one transaction inserts `rows` rows and stays open (its
     client connected, no COMMIT) until the kill, so recovery has them to roll back."""
-    storage = engine_named(engine).storage
+    kind = engine_named(engine)
     server.query(
-        f"CREATE TABLE {OPEN_TRX_TABLE} (id INT UNSIGNED PRIMARY KEY, pad CHAR(60) NOT NULL) ENGINE={storage}"
+        f"CREATE TABLE {OPEN_TRX_TABLE} (id INT PRIMARY KEY, pad CHAR(60) NOT NULL){kind.table_clause()}"
     )
     client = server.session()
     client.stdin.write(
-        f"BEGIN; INSERT INTO {OPEN_TRX_TABLE} SELECT seq, REPEAT('x', 60) FROM sbtest.seq_1_to_{rows}; "
+        f"BEGIN; INSERT INTO {OPEN_TRX_TABLE} SELECT seq, REPEAT('x', 60) FROM {kind.numbers_sql(rows)}; "
         "SELECT 'transaction open';\n"
     )
     client.stdin.flush()

@@ -90,11 +90,11 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     server.install()
     server.start(loading=True)
     server.wait_until_ready(timeout)
-    server.query("CREATE DATABASE sbtest")
+    server.create_workload_schema()
     progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows", 5)
     sysbench.prepare()
     progress("slow shutdown: the loaded dataset written out whole", 18)
-    server.slow_shutdown(spec["engine"], timeout)
+    server.slow_shutdown(timeout)
     if reuse:
         cache.keep(
             key,

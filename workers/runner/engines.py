@@ -1,79 +1,46 @@
-"""The storage engines the runner drives, one class each. Everything the runner does differently
+"""The storage engines the runner drives, one class each (MariaDB's here, PostgreSQL's in
+postgres_engine.py, their base class in engine.py), and their registry. Everything the runner does differently
 for an engine is here: its server options and method defaults, the settings read back, the
 counters sampled each second, the redo a crash leaves and how much of it there is, the files
 recovery reads, how its log is made durable, its workload's arguments and how the probe finds
 it. Nothing else in the runner compares an engine's name. Standard library only (shipped in the
 runner's zip); the dashboard's side of the same engines is experiments/engines.py.
 
-A new engine: a subclass here, added to ENGINES, and its dashboard class (docs/architecture.md).
+A new engine: a subclass of engine.Engine, added to ENGINES, and its dashboard class (docs/architecture.md).
 """
 
 import re
 import time
 from pathlib import Path
 
+from .engine import Engine
 from .errors import RunFailed
+from .postgres_engine import PostgreSQL
 
 MYSQL_VERSION = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
 
 
-class Engine:
-    name = ""
-    # its tables' ENGINE= clause, and SHOW ENGINE ... STATUS snapshots kept at each step
-    storage = ""
-    status_of = ("INNODB",)
-    plugin: str | None = None  # the server plugin it needs, loaded at the start
-    # The run's end-of-run counters (metric: status variable) and the status variables sampled
-    # every second during the workload.
-    counters: dict[str, str] = {}
-    sampled_status: tuple[str, ...] = ()
-    # Method defaults a user's server_options override (the run records what was in effect).
-    method_defaults: dict[str, str] = {}
-    # Whether the server's clock stamps its recovery lines (the error log) or a log of its own.
-    own_recovery_log: str | None = None
-
-    def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
-        """buffer_pool_size and redo_log_size as this engine's options on `build` (what
-        `mariadbd --version` printed)."""
-        raise NotImplementedError
-
-    def available(self, plugin_dirs: list[str]) -> bool:
-        """Whether a server with these plugin folders can run it."""
-        wanted = f"{self.plugin}.so"
-        return self.plugin is None or any(Path(folder, wanted).exists() for folder in plugin_dirs)
-
-    def slow_shutdown_sql(self) -> str:
-        """What makes the next shutdown leave every change in the data files."""
-        raise NotImplementedError
-
-    def redo_to_replay(self, server, client) -> int:
-        """How much redo recovery would replay if the server were killed now; `client` is an
-        open session (server.session()) for engines that ask the server."""
-        raise NotImplementedError
-
-    def sample_extras(self, datadir: Path) -> dict:
-        """Values read beside the sampled status each second (files on disk)."""
-        return {}
-
-    def at_crash(self, datadir: Path) -> dict:
-        """What the crash left that recovery will read, kept in the result."""
-        return {}
-
-    def keep_recovery_log(self, datadir: Path, work: Path) -> None:
-        """After recovery: copy the log that recorded it where the engine has one of its own."""
-
-    def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
-        """An open transaction's changes written to the log on disk before the kill (`table`: a
-        name the runner gives it for a table of its own, if it needs one)."""
-
-    def workload_args(self) -> list[str]:
-        """sysbench's arguments that put its tables in this engine."""
-        return []
+# Options of every engine MariaDB runs: the binary log.
+BINARY_LOG_OPTIONS: dict[str, tuple | range] = {"log_bin": (0, 1), "sync_binlog": range(0, 1000 + 1)}
 
 
 class InnoDB(Engine):
     name = "innodb"
     storage = "InnoDB"
+    options = {
+        "innodb_flush_log_at_trx_commit": (0, 1, 2),
+        "innodb_doublewrite": (0, 1),
+        "innodb_flush_method": ("fsync", "O_DSYNC", "O_DIRECT", "O_DIRECT_NO_FSYNC"),
+        "innodb_io_capacity": range(100, 1_000_000 + 1),
+        "innodb_max_dirty_pages_pct": range(0, 99 + 1),
+        "innodb_adaptive_flushing": (0, 1),
+        "innodb_buffer_pool_load_at_startup": (0, 1),
+        "innodb_fast_shutdown": (0, 1, 2),
+        # How often a log written at each commit but not synced (flush_log_at_trx_commit 0 or 2)
+        # is synced, in seconds.
+        "innodb_flush_log_at_timeout": range(1, 2700 + 1),
+        **BINARY_LOG_OPTIONS,
+    }
     counters = {
         "pages_written": "Innodb_pages_written",
         "log_bytes_written": "Innodb_os_log_written",
@@ -137,6 +104,11 @@ class MyRocks(Engine):
     storage = "ROCKSDB"
     status_of = ("INNODB", "ROCKSDB")
     plugin = "ha_rocksdb"
+    options = {
+        "rocksdb_flush_log_at_trx_commit": (0, 1, 2),
+        "rocksdb_max_background_jobs": range(1, 64 + 1),
+        **BINARY_LOG_OPTIONS,
+    }
     own_recovery_log = "rocksdb_LOG"
     counters = {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"}
     sampled_status = (
@@ -171,8 +143,8 @@ class MyRocks(Engine):
     def sample_extras(self, datadir: Path) -> dict:
         return {"wal_on_disk_bytes": sum(wal_sizes(datadir).values())}
 
-    def at_crash(self, datadir: Path) -> dict:
-        return {"wal_bytes_at_crash": wal_sizes(datadir)}
+    def at_crash(self, server) -> dict:
+        return {"wal_bytes_at_crash": wal_sizes(server.datadir)}
 
     def keep_recovery_log(self, datadir: Path, work: Path) -> None:
         # RocksDB starts a new LOG at every open: keep the one of the crash recovery
@@ -182,7 +154,7 @@ class MyRocks(Engine):
         return ["--mysql-storage-engine=rocksdb"]
 
 
-ENGINES: dict[str, Engine] = {engine.name: engine for engine in (InnoDB(), MyRocks())}
+ENGINES: dict[str, Engine] = {engine.name: engine for engine in (InnoDB(), MyRocks(), PostgreSQL())}
 
 
 def engine(name: str) -> Engine:

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from .builds import BuildUnusable, build_programs, server_command
+from .builds import programs as build_of
 from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 from .engines import ENGINES
-
-PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
+from .postgres import system_bin as postgres_system_bin
 
 
 def _first_line(args: list[str]) -> str | None:
@@ -107,9 +107,14 @@ def _server_version(command: list[str]) -> str:
 
 
 def _build_engines(programs: dict) -> list[str]:
-    """The engines a build's server can run: InnoDB always, MyRocks where its plugin is there."""
-    folders = [programs["plugin_dir"]] if programs.get("plugin_dir") else list(PLUGIN_DIRS)
-    return [name for name, engine in ENGINES.items() if engine.available(folders)]
+    """The engines a build can run (each engine's `available`: InnoDB with MariaDB's server,
+    MyRocks where its plugin is there, PostgreSQL with its programs)."""
+    return [name for name, engine in ENGINES.items() if engine.available(programs)]
+
+
+def _system_programs() -> dict:
+    """The system build: the installed MariaDB and PostgreSQL."""
+    return build_of(_which("mariadbd") or _which("mysqld"), postgres_bin=postgres_system_bin())
 
 
 def server_builds(work_dir: str) -> list[dict]:
@@ -117,13 +122,18 @@ def server_builds(work_dir: str) -> list[dict]:
     WORK_DIR/builds/NAME/ that holds a server, with the version it reports and the engines it
     has. A build that cannot start is listed with the reason (`error`), so the hosts page says it."""
     builds = []
-    system = _which("mariadbd") or _which("mysqld")
-    if system:
+    programs = _system_programs()
+    system, postgres = programs["server"], programs["postgres_bin"]
+    if system or postgres:
+        build = {"name": SYSTEM_BUILD, "path": system or postgres, "engines": _build_engines(programs)}
         try:
-            builds.append({"name": SYSTEM_BUILD, "path": system, "version": _server_version([system]),
-                           "engines": _build_engines({})})  # fmt: skip
+            if system:
+                build["version"] = _server_version([system])
         except BuildUnusable as exc:
-            builds.append({"name": SYSTEM_BUILD, "path": system, "error": str(exc)})
+            build = {"name": SYSTEM_BUILD, "path": system, "error": str(exc)}
+        if postgres:
+            build["postgresql_version"] = _first_line([f"{postgres}/postgres", "--version"])
+        builds.append(build)
     folder = Path(work_dir) / BUILDS_DIR
     for base in sorted(folder.iterdir()) if folder.is_dir() else []:
         if not BUILD_NAME.match(base.name) or base.name == SYSTEM_BUILD:
@@ -149,7 +159,13 @@ def host_facts(work_dir: str) -> dict:
         path = _which(name)
         if path:
             servers[name] = {"path": path, "version": _first_line([path, "--version"])}
-    engines = _build_engines({})  # the system's server
+    postgres = postgres_system_bin()
+    if postgres:
+        servers["postgres"] = {
+            "path": f"{postgres}/postgres",
+            "version": _first_line([f"{postgres}/postgres", "--version"]),
+        }
+    engines = _build_engines(_system_programs())
     sysbench = _which("sysbench")
     return {
         "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),

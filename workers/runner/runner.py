@@ -46,10 +46,11 @@ from .crash import (
 from .dataset import prepare_dataset
 from .engines import engine as engine_named
 from .events import Clock, emit, progress
+from .postgres import PostgresServer
 from .probe import host_facts
 from .processes import disk_full, hold_work_dir, stop_started, unmount_stale, watch_stdin
-from .sampler import SAMPLES_FILE, Sampler, checksum_tables, read_counters, snapshot
-from .server import Server
+from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
+from .server import MariaDBServer, Server
 from .stamper import LogStamper
 from .workload import Sysbench, workload_tables
 
@@ -60,7 +61,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     clock = Clock()
     timeout = float(spec.get("start_timeout_s", 600))
     stamper = LogStamper(work / "error.log", work / "error.log.stamped", clock)
-    server = Server(work, spec, clock, stamper)
+    server = open_server(work, spec, clock, stamper)
     sysbench = Sysbench(server, spec, work)
     crash = spec["crash"]
     engine = spec["engine"]
@@ -119,7 +120,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             if exit_code != 0:
                 tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
                 raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
-            checksums = checksum_tables(server, workload_tables(spec["workload"]))
+            checksums = server.checksums(workload_tables(spec["workload"]))
         times["workload_ended"] = clock.now()
         result["noise"]["workload"] = noise.window(workload_mark)
         if crash["when"] == "during_transaction":
@@ -135,10 +136,11 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             times["power_restored"] = clock.now()  # what a disk holds is ready: downtime starts
         acknowledged = ledger.stop() if ledger is not None else None
         result["samples_taken"] = sampler.stop()
-        result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
+        if engine_named(engine).binary_log:
+            result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
         sysbench.wait(60)
         sysbench.stop_if_running()
-        result.update(engine_named(engine).at_crash(server.datadir))
+        result.update(engine_named(engine).at_crash(server))
 
         progress("restarting after the crash", 75)
         restart_mark = noise.mark()
@@ -153,7 +155,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
                 "lost_commits": Ledger.lost(server, acknowledged),
             }
         if checksums is not None:
-            result["verified"] = checksum_tables(server, workload_tables(spec["workload"])) == checksums
+            result["verified"] = server.checksums(workload_tables(spec["workload"])) == checksums
             if crash["when"] == "during_transaction":  # and none of the open transaction's rows
                 left = int(server.query(f"SELECT COUNT(*) FROM {OPEN_TRX_TABLE}", timeout=3600).strip())
                 result["crash_plan"]["rows_left_after_recovery"] = left
@@ -181,6 +183,14 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         stamper.stop()
         collect(work, out)
     return result
+
+
+SERVERS: dict[str, type[Server]] = {"mariadb": MariaDBServer, "postgresql": PostgresServer}
+
+
+def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Server:
+    """The private server the run's engine runs on (engines.py: each engine names its server)."""
+    return SERVERS[engine_named(spec["engine"]).server](work, spec, clock, stamper)
 
 
 def oom_kills() -> int | None:

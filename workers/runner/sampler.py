@@ -29,8 +29,7 @@ class Sampler(threading.Thread):
         self.server, self.engine, self.clock, self.target = server, engine_named(engine), clock, target
         self._stopping = threading.Event()
         self.taken = 0
-        listed = ", ".join(f"'{name}'" for name in self.engine.sampled_status)
-        self.sql = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); SELECT '{SAMPLE_END}';\n"
+        self.sql = self.engine.sample_sql(SAMPLE_END)
         self.client = server.session()
 
     def run(self) -> None:
@@ -74,23 +73,10 @@ class Sampler(threading.Thread):
 
 
 def read_counters(server: Server, engine: str) -> dict:
-    wanted = engine_named(engine).counters
-    found = server.global_values("STATUS", wanted.values())
-    by_lower = {k.lower(): v for k, v in found.items()}
-    return {
-        metric: int(by_lower[var.lower()])
-        for metric, var in wanted.items()
-        if by_lower.get(var.lower(), "").isdigit()
-    }
-
-
-def checksum_tables(server: Server, tables: list[str]) -> dict:
-    names = ", ".join(f"sbtest.{name}" for name in tables)
-    return server.pairs(f"CHECKSUM TABLE {names}", timeout=3600)
+    return engine_named(engine).read_counters(server)
 
 
 def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
-    for storage in engine_named(engine).status_of:
-        (work / f"{storage.lower()}_status_{label}.txt").write_text(
-            server.query(f"SHOW ENGINE {storage} STATUS", vertical=True)
-        )
+    """The engine's status at a step (before_run, at_crash, after_recovery), one file each."""
+    for prefix, text in engine_named(engine).snapshots(server).items():
+        (work / f"{prefix}_{label}.txt").write_text(text)

@@ -1,5 +1,7 @@
 """The runner's private server: its build's programs, the options it starts with, starting, querying,
-killing and stopping it. Never the host's own server: its own datadir and socket.
+killing and stopping it. Never the host's own server: its own datadir and socket. `Server` is what
+every server shares (the process, its readiness, its end); `MariaDBServer` is mariadbd's, and
+postgres.py's `PostgresServer` PostgreSQL's. `open_server` picks the one a run's engine runs on.
 
 Nobody else on the host reaches it: it listens on no TCP port, only on a socket in the run's
 directory, which only the runner's user and the server's may enter; its accounts authenticate
@@ -53,25 +55,26 @@ EFFECTIVE_VARIABLES = (
 
 
 class Server:
-    """A private mariadbd. Only the process it spawned is ever signalled, by its pid."""
+    """A private server. Only the processes it spawned are ever signalled, by their pids."""
+
+    name = "the server"
+    # Who it runs as where the runner is root: the first of these OS users the host has.
+    os_users = ("mysql", "nobody")
 
     def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper):
         self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
+        self.engine = engine_named(spec["engine"])
         self.datadir = work / "data"
-        # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
-        # power-cut layer; otherwise beside it.
-        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else work
-        self.socket = work / "mysqld.sock"
+        self.binlog_dir = work
         self.error_log = work / "error.log"
-        self.os_user = server_os_user()
+        self.os_user = server_os_user(self.os_users)
         self.account = client_account()
         self.process: subprocess.Popen | None = None
-        self.programs = server_programs(
-            Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
-        )
-        self.client = self.programs["client"] or find_binary("mariadb", "mysql")
-        self.build = self.binary_version()
-        self.own_work_dir()
+        self.build = ""
+
+    def options(self) -> dict:
+        """The engine's method defaults, then the definition's server options."""
+        return {**self.engine.method_defaults, **self.spec.get("server_options", {})}
 
     def own_work_dir(self) -> None:
         """The run's folder: entered by the runner's user and the server's only; its tmpdir and
@@ -86,6 +89,108 @@ class Server:
         """A datadir the runner wrote (a copy of a cached dataset) becomes the server's."""
         if self.os_user:
             subprocess.run(["chown", "-R", f"{self.os_user}:", "--", str(path)], check=True, timeout=600)
+
+    def spawn_server(self, args: list[str], output) -> float:
+        """Start the server's process as its OS user, in a session of its own; its moment."""
+        spawned = self.clock.now()
+        self.process = spawn(
+            args,
+            as_user=self.os_user if SETPRIV else None,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+        return spawned
+
+    def wait_until_ready(self, timeout_s: float) -> float:
+        """Poll with a real query until one succeeds; return the moment it did."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RunFailed(
+                    f"{self.name} exited with code {self.process.returncode} while starting. "
+                    f"Last lines of its log:\n{self.stamper.tail()}"
+                )
+            probe = subprocess.run(self.ready_probe(), capture_output=True, timeout=30)
+            if probe.returncode == 0:
+                return self.clock.now()
+            time.sleep(POLL_S)
+        raise RunFailed(
+            f"the server never came back: no successful query within {timeout_s:.0f} s. "
+            f"Last lines of its log:\n{self.stamper.tail()}"
+        )
+
+    def exited_unasked(self) -> str | None:
+        """How the server ended, if it ended without the runner asking ("was killed by SIGKILL",
+        "exited with status 1"); None while it runs."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        code = self.process.returncode
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"was killed by {signal.Signals(-code).name}"
+            return f"was killed by signal {-code}"
+        return f"exited with status {code}"
+
+    def kill9(self) -> float:
+        moment = self.clock.now()
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        return moment
+
+    def stop_if_running(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill9()
+
+    def wait_for_exit(self, timeout_s: float) -> None:
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RunFailed(f"{self.name} did not shut down within {timeout_s:.0f} s") from None
+
+    def slow_shutdown(self, timeout_s: float) -> None:
+        """Every change written to the data files before the server stops (InnoDB's slow
+        shutdown, MyRocks' memtables flushed, PostgreSQL's checkpoint)."""
+        self.query(self.engine.slow_shutdown_sql(), timeout=3600)
+        self.shutdown(timeout_s)
+
+    def pairs(self, sql: str, timeout: float = 60) -> dict:
+        """A two-column result (name, value) as a dict."""
+        return dict(line.split("\t", 1) for line in self.query(sql, timeout).splitlines() if "\t" in line)
+
+    def create_workload_schema(self) -> None:
+        """The schema sbtest the workload's tables go in (and every statement of the runner names)."""
+        self.query(self.engine.create_schema_sql("sbtest"))
+
+    # What each server does its own way.
+    def ready_probe(self) -> list[str]:
+        raise NotImplementedError
+
+    def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
+        raise NotImplementedError
+
+    def shutdown(self, timeout_s: float) -> None:
+        raise NotImplementedError
+
+
+class MariaDBServer(Server):
+    """A private mariadbd."""
+
+    name = "mariadbd"
+
+    def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper):
+        super().__init__(work, spec, clock, stamper)
+        # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
+        # power-cut layer; otherwise beside it.
+        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else work
+        self.socket = work / "mysqld.sock"
+        self.programs = server_programs(
+            Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
+        )
+        self.client = self.programs["client"] or find_binary("mariadb", "mysql")
+        self.build = self.binary_version()
+        self.own_work_dir()
 
     def _user_args(self) -> list[str]:
         return [f"--user={self.os_user}"] if self.os_user else []
@@ -114,11 +219,10 @@ class Server:
             "--skip-name-resolve",
             "--max-connections=300",
         ]
-        engine = engine_named(self.spec["engine"])
-        args += engine.server_options(
+        args += self.engine.server_options(
             params.get("buffer_pool_size", "128M"), params.get("redo_log_size", "96M"), self.build
         )
-        options = {**engine.method_defaults, **self.spec.get("server_options", {})}
+        options = self.options()
         wants_binlog = str(options.pop("log_bin", "0")) == "1" or params.get("binlog_files", 0) > 0
         if wants_binlog and not loading:
             args += [f"--log-bin={self.binlog_dir / 'binlog'}", "--server-id=1"]
@@ -160,16 +264,7 @@ class Server:
             )
 
     def start(self, loading: bool = False) -> float:
-        spawned = self.clock.now()
-        self.process = spawn(
-            self.server_args(loading),
-            as_user=self.os_user if SETPRIV else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        return spawned
+        return self.spawn_server(self.server_args(loading), subprocess.DEVNULL)
 
     def _connection_args(self, binary: str, connect_timeout_s: int = 2) -> list[str]:
         """How every client call of the runner reaches its own server: the socket, as the
@@ -202,45 +297,8 @@ class Server:
             raise RunFailed(f"query {sql!r} failed: {done.stderr.strip()[:300]}")
         return done.stdout
 
-    def wait_until_ready(self, timeout_s: float) -> float:
-        """Poll with a real query until one succeeds; return the moment it did."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RunFailed(
-                    f"mariadbd exited with code {self.process.returncode} while starting. "
-                    f"Last lines of its error log:\n{self.stamper.tail()}"
-                )
-            probe = subprocess.run(
-                [*self._connection_args(self.client, 1), "-N", "-B", "-e", "SELECT 1"],
-                capture_output=True,
-                timeout=30,
-            )
-            if probe.returncode == 0:
-                return self.clock.now()
-            time.sleep(POLL_S)
-        raise RunFailed(
-            f"the server never came back: no successful query within {timeout_s:.0f} s. "
-            f"Last lines of its error log:\n{self.stamper.tail()}"
-        )
-
-    def exited_unasked(self) -> str | None:
-        """How the server ended, if it ended without the runner asking ("was killed by SIGKILL",
-        "exited with status 1"); None while it runs."""
-        if self.process is None or self.process.poll() is None:
-            return None
-        code = self.process.returncode
-        if code < 0:
-            with contextlib.suppress(ValueError):
-                return f"was killed by {signal.Signals(-code).name}"
-            return f"was killed by signal {-code}"
-        return f"exited with status {code}"
-
-    def kill9(self) -> float:
-        moment = self.clock.now()
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        return moment
+    def ready_probe(self) -> list[str]:
+        return [*self._connection_args(self.client, 1), "-N", "-B", "-e", "SELECT 1"]
 
     def shutdown(self, timeout_s: float) -> None:
         """A clean shutdown, waited for on the process itself. The SQL statement, not
@@ -251,31 +309,13 @@ class Server:
             capture_output=True,
             timeout=60,
         )
-        try:
-            self.process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise RunFailed(f"mariadbd did not shut down within {timeout_s:.0f} s") from None
-
-    def stop_if_running(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def slow_shutdown(self, engine: str, timeout_s: float) -> None:
-        """Every change written to the data files before the server stops: InnoDB's slow
-        shutdown (the checkpoint ends up at the end of the log), MyRocks' memtables flushed."""
-        self.query(engine_named(engine).slow_shutdown_sql(), timeout=3600)
-        self.shutdown(timeout_s)
+        self.wait_for_exit(timeout_s)
 
     def binary_version(self) -> str:
         done = subprocess.run(
             [*server_command(self.programs), "--version"], capture_output=True, text=True, timeout=60
         )
         return done.stdout.strip()
-
-    def pairs(self, sql: str, timeout: float = 60) -> dict:
-        """A two-column result (name, value) as a dict."""
-        return dict(line.split("\t", 1) for line in self.query(sql, timeout).splitlines() if "\t" in line)
 
     def global_values(self, kind: str, names) -> dict:
         """SHOW GLOBAL STATUS or VARIABLES (`kind`), only the names asked for (our own constants)."""
@@ -286,19 +326,36 @@ class Server:
         """The server variables in effect, as the server reports them."""
         return self.global_values("VARIABLES", EFFECTIVE_VARIABLES)
 
+    def checksums(self, tables: list[str]) -> dict:
+        """A checksum of each of the workload's tables (in sbtest): equal before and after recovery."""
+        names = ", ".join(f"sbtest.{name}" for name in tables)
+        return self.pairs(f"CHECKSUM TABLE {names}", timeout=3600)
 
-def server_os_user() -> str | None:
+    def sysbench_args(self) -> list[str]:
+        """How sysbench reaches this server, its tables in the schema sbtest."""
+        return [
+            "--db-driver=mysql",
+            f"--mysql-socket={self.socket}",
+            f"--mysql-user={self.account}",
+            "--mysql-db=sbtest",
+            *self.engine.workload_args(),
+        ]
+
+
+def server_os_user(names: tuple[str, ...]) -> str | None:
     """Who the private server runs as where the runner is root: an unprivileged OS user (the
-    packages' mysql, else nobody). None elsewhere: the runner's own user."""
+    first of `names` the host has). None elsewhere: the runner's own user."""
     if os.geteuid() != 0:
         return None
-    for name in ("mysql", "nobody"):
+    for name in names:
         try:
             pwd.getpwnam(name)
         except KeyError:
             continue
         return name
-    raise RunFailed("this host has no unprivileged OS user (mysql or nobody) to run the private server as")
+    raise RunFailed(
+        f"this host has no unprivileged OS user ({' or '.join(names)}) to run the private server as"
+    )
 
 
 def client_account() -> str:

@@ -11,7 +11,6 @@ from importlib import resources
 from pathlib import Path
 
 from .contract import DEFAULT_OPEN_ROWS, SCRIPTED_WORKLOADS, RunFailed
-from .engines import engine as engine_named
 from .processes import find_binary, spawn
 from .server import Server
 
@@ -58,14 +57,10 @@ class Sysbench:
         args = [
             self.binary,
             self.test,
-            "--db-driver=mysql",
-            f"--mysql-socket={self.server.socket}",
-            f"--mysql-user={self.server.account}",
-            "--mysql-db=sbtest",
+            *self.server.sysbench_args(),
             f"--tables={self.workload['tables']}",
             f"--table-size={self.workload['table_size']}",
         ]
-        args += engine_named(self.engine).workload_args()
         if self.workload["name"] == "long_transaction":
             args.append(f"--open-rows={self.workload.get('open_rows') or DEFAULT_OPEN_ROWS}")
         return args

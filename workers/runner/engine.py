@@ -1,0 +1,109 @@
+"""What an engine is to the runner: the base class every engine's class fills in (engines.py holds
+MariaDB's, postgres_engine.py PostgreSQL's, and the registry). Standard library only."""
+
+from pathlib import Path
+
+# Where the system's MariaDB packages put their plugins.
+PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
+
+
+class Engine:
+    name = ""
+    # The server that runs it: "mariadb" (server.py) or "postgresql" (postgres.py).
+    server = "mariadb"
+    # The server options a definition may give its runs, with the values each takes (a tuple
+    # lists them, a range bounds a whole number): the contract's allow-list is their union.
+    options: dict[str, tuple | range] = {}
+    # The workloads it runs (None: every one the contract knows).
+    workloads: tuple[str, ...] | None = None
+    # Whether its server keeps a binary log (binlog_files, log_bin).
+    binary_log = True
+    # Settings under which a power cut corrupts data by design (refused for power_loss).
+    power_loss_refuses: dict[str, object] = {}
+    # its tables' ENGINE= clause, and SHOW ENGINE ... STATUS snapshots kept at each step
+    storage = ""
+    status_of = ("INNODB",)
+    plugin: str | None = None  # the server plugin it needs, loaded at the start
+    # The run's end-of-run counters (metric: status variable) and the status variables sampled
+    # every second during the workload.
+    counters: dict[str, str] = {}
+    sampled_status: tuple[str, ...] = ()
+    # Method defaults a user's server_options override (the run records what was in effect).
+    method_defaults: dict[str, str] = {}
+    # Whether the server's clock stamps its recovery lines (the error log) or a log of its own.
+    own_recovery_log: str | None = None
+
+    def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
+        """buffer_pool_size and redo_log_size as this engine's options on `build` (what
+        `mariadbd --version` printed)."""
+        raise NotImplementedError
+
+    def available(self, programs: dict) -> bool:
+        """Whether a build with these programs (builds.programs) can run it: its server is
+        MariaDB's, with the plugin in its plugin folder (the system's: the packages' folders)."""
+        if not programs.get("server"):
+            return False
+        folders = [programs["plugin_dir"]] if programs.get("plugin_dir") else PLUGIN_DIRS
+        wanted = f"{self.plugin}.so"
+        return self.plugin is None or any(Path(folder, wanted).exists() for folder in folders)
+
+    def slow_shutdown_sql(self) -> str:
+        """What makes the next shutdown leave every change in the data files."""
+        raise NotImplementedError
+
+    def redo_to_replay(self, server, client) -> int:
+        """How much redo recovery would replay if the server were killed now; `client` is an
+        open session (server.session()) for engines that ask the server."""
+        raise NotImplementedError
+
+    def sample_extras(self, datadir: Path) -> dict:
+        """Values read beside the sampled status each second (files on disk)."""
+        return {}
+
+    def at_crash(self, server) -> dict:
+        """What the crash left that recovery will read, kept in the result."""
+        return {}
+
+    def keep_recovery_log(self, datadir: Path, work: Path) -> None:
+        """After recovery: copy the log that recorded it where the engine has one of its own."""
+
+    def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
+        """An open transaction's changes written to the log on disk before the kill (`table`: a
+        name the runner gives it for a table of its own, if it needs one)."""
+
+    def workload_args(self) -> list[str]:
+        """sysbench's arguments that put its tables in this engine."""
+        return []
+
+    def sample_sql(self, end: str) -> str:
+        """One sample: (name, whole number) rows, then a row of `end` alone."""
+        listed = ", ".join(f"'{name}'" for name in self.sampled_status)
+        return f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); SELECT '{end}';\n"
+
+    def read_counters(self, server) -> dict:
+        """The end-of-run counters now (metric: whole number)."""
+        found = server.global_values("STATUS", self.counters.values())
+        by_lower = {k.lower(): v for k, v in found.items()}
+        return {
+            metric: int(by_lower[var.lower()])
+            for metric, var in self.counters.items()
+            if by_lower.get(var.lower(), "").isdigit()
+        }
+
+    def snapshots(self, server) -> dict[str, str]:
+        """The engine's status at a step of the run: file name prefix -> text."""
+        return {
+            f"{storage.lower()}_status": server.query(f"SHOW ENGINE {storage} STATUS", vertical=True)
+            for storage in self.status_of
+        }
+
+    def create_schema_sql(self, name: str) -> str:
+        return f"CREATE DATABASE IF NOT EXISTS {name}"
+
+    def table_clause(self) -> str:
+        """What follows a CREATE TABLE's columns to put the table in this engine."""
+        return f" ENGINE={self.storage}"
+
+    def numbers_sql(self, rows: int) -> str:
+        """A FROM clause of the whole numbers 1..rows in a column `seq`."""
+        return f"sbtest.seq_1_to_{int(rows)}"

@@ -1,0 +1,276 @@
+"""The runner's private PostgreSQL: a cluster of its own made with initdb in the run's datadir,
+started as `postgres -D` with its socket in the run's folder and no TCP port, crashed by killing
+the postmaster and every process of it, by pid. Never the host's own cluster.
+
+As for MariaDB: where the runner runs as root the cluster runs as an unprivileged OS user
+(postgres, else nobody), its only account is the runner's OS user's name, authenticated by the
+connecting process's OS user (peer), and it listens on a socket only the run's folder holds.
+Its log is its stderr, in the run's error.log, each line prefixed with the milliseconds."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
+from .processes import POLL_S, SETPRIV, spawn
+from .server import Server
+
+# The socket's file name is .s.PGSQL.PORT in the run's own folder: a port number, and no TCP.
+PORT = 5432
+DATABASE = "postgres"
+PROGRAMS = ("postgres", "initdb", "psql", "pg_controldata")
+SYSTEM_ROOT = Path("/usr/lib/postgresql")
+# Read back from the running server and kept with the run: requested beside effective.
+EFFECTIVE_SETTINGS = (
+    "server_version",
+    "shared_buffers",
+    "max_wal_size",
+    "min_wal_size",
+    "checkpoint_timeout",
+    "checkpoint_completion_target",
+    "full_page_writes",
+    "wal_compression",
+    "wal_buffers",
+    "wal_level",
+    "wal_segment_size",
+    "recovery_prefetch",
+    "synchronous_commit",
+    "fsync",
+)
+# pg_controldata's lines kept at the crash: where recovery will start reading the WAL.
+CONTROL_FIELDS = {
+    "Database cluster state": "state",
+    "Latest checkpoint location": "checkpoint_lsn",
+    "Latest checkpoint's REDO location": "redo_lsn",
+    "Latest checkpoint's TimeLineID": "timeline",
+    "Time of latest checkpoint": "checkpoint_time",
+}
+
+
+def system_bin() -> str | None:
+    """The newest PostgreSQL installed the Debian way (/usr/lib/postgresql/N/bin) with every
+    program the runner needs; None where there is none."""
+    found = []
+    for folder in SYSTEM_ROOT.glob("*/bin") if SYSTEM_ROOT.is_dir() else []:
+        if folder.parent.name.isdigit() and all((folder / name).is_file() for name in PROGRAMS):
+            found.append((int(folder.parent.name), str(folder)))
+    return max(found)[1] if found else None
+
+
+def postgres_bin(work_dir: Path, build: str) -> Path:
+    """The folder of the build's PostgreSQL programs: the system's, or WORK_DIR/builds/NAME/'s."""
+    if build == SYSTEM_BUILD:
+        found = system_bin()
+        if found is None:
+            raise RunFailed(
+                f"this host has no PostgreSQL: none of {SYSTEM_ROOT}/N/bin holds {', '.join(PROGRAMS)} "
+                "(apt-get install postgresql)"
+            )
+        return Path(found)
+    folder = work_dir / BUILDS_DIR / build / "bin"
+    if not all((folder / name).is_file() for name in PROGRAMS):
+        raise RunFailed(f"server build {build!r} has no PostgreSQL: {folder} lacks {', '.join(PROGRAMS)}")
+    return folder
+
+
+def pg_lsn(text: str) -> int:
+    """'0/1E58DE0' -> its byte position."""
+    high, _, low = text.strip().partition("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+class PostgresServer(Server):
+    """A private PostgreSQL cluster."""
+
+    name = "postgres"
+    os_users = ("postgres", "nobody")
+
+    def __init__(self, work: Path, spec: dict, clock, stamper):
+        super().__init__(work, spec, clock, stamper)
+        if self.os_user and not SETPRIV:
+            raise RunFailed(
+                "PostgreSQL does not run as root: this host needs setpriv (util-linux) to start it"
+            )
+        self.bin = postgres_bin(Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD))
+        self.socket = work / f".s.PGSQL.{PORT}"
+        self.build = self.binary_version()
+        self.own_work_dir()
+
+    def _as_server_user(self, args: list[str], output) -> subprocess.Popen:
+        return spawn(args, as_user=self.os_user, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
+
+    def install(self) -> None:
+        """initdb: the cluster, its superuser the runner's own OS user's name, authenticated by
+        that OS user over the socket (peer), every TCP login refused."""
+        args = [
+            str(self.bin / "initdb"),
+            f"--pgdata={self.datadir}",
+            f"--username={self.account}",
+            "--auth-local=peer",
+            "--auth-host=reject",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",  # the loaded dataset is checkpointed and shut down cleanly before use
+        ]
+        with (self.work / "install.log").open("wb") as log:
+            done = self._as_server_user(args, log).wait(timeout=300)
+        if done != 0:
+            output = (self.work / "install.log").read_text(errors="replace")
+            raise RunFailed(f"initdb failed (exit {done}): {output[-800:]}")
+
+    def server_args(self, loading: bool = False) -> list[str]:
+        params = self.spec["parameters"]
+        settings = {
+            "listen_addresses": "",  # the socket only: no TCP port for anyone on the host
+            "port": PORT,
+            "unix_socket_directories": self.work,
+            "unix_socket_permissions": "0700",
+            "log_destination": "stderr",
+            "logging_collector": "off",
+            "log_line_prefix": "%m [%p] ",
+            "log_timezone": "UTC",
+            "lc_messages": "C",  # the parser reads the English lines
+            "log_checkpoints": "on",
+            "max_connections": 300,
+        }
+        args = [str(self.bin / "postgres"), "-D", str(self.datadir)]
+        for name, value in settings.items():
+            args += ["-c", f"{name}={value}"]
+        for option in self.engine.server_options(
+            params.get("buffer_pool_size", "128M"), params.get("redo_log_size", "96M"), self.build
+        ):
+            args += ["-c", option]
+        for name, value in self.options().items():
+            args += ["-c", f"{name}={value}"]
+        return args
+
+    def start(self, loading: bool = False) -> float:
+        with self.error_log.open("ab") as log:  # the server holds its own descriptor
+            return self.spawn_server(self.server_args(loading), log)
+
+    def _psql(self, connect_timeout_s: int = 2) -> list[str]:
+        conninfo = (
+            f"host={self.work} port={PORT} user={self.account} dbname={DATABASE} "
+            f"connect_timeout={connect_timeout_s}"
+        )
+        return [str(self.bin / "psql"), "-X", "-q", "-A", "-t", "-F", "\t", "-d", conninfo]
+
+    def session(self) -> subprocess.Popen:
+        """An open connection: statements in on stdin, each result's rows out on stdout as soon
+        as it is ready (errors too). A transaction on it stays open while it is connected."""
+        return spawn(
+            self._psql(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+
+    def query(self, sql: str, timeout: float = 60, vertical: bool = False) -> str:
+        args = [*self._psql(), "-v", "ON_ERROR_STOP=1", *(["-x"] if vertical else []), "-c", sql]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RunFailed(f"query {sql!r} failed: {done.stderr.strip()[:300]}")
+        return done.stdout
+
+    def ready_probe(self) -> list[str]:
+        return [*self._psql(1), "-c", "SELECT 1"]
+
+    def kill9(self) -> float:
+        """The crash: the postmaster stopped where it is (it forks no one more), then it and
+        every process it started killed with SIGKILL, and waited for until none is left."""
+        moment = self.clock.now()
+        postmaster = self.process.pid
+        os.kill(postmaster, signal.SIGSTOP)
+        children = children_of(postmaster)
+        os.kill(postmaster, signal.SIGKILL)
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        self.process.wait()
+        deadline = time.monotonic() + 60
+        while any(alive(child) for child in children):
+            if time.monotonic() > deadline:
+                raise RunFailed(f"the killed cluster's processes {children} did not end within 60 s")
+            time.sleep(POLL_S)
+        return moment
+
+    def shutdown(self, timeout_s: float) -> None:
+        """A fast shutdown (SIGINT to the postmaster): sessions ended, a checkpoint, then it exits."""
+        os.kill(self.process.pid, signal.SIGINT)
+        self.wait_for_exit(timeout_s)
+
+    def binary_version(self) -> str:
+        done = subprocess.run(
+            [str(self.bin / "postgres"), "--version"], capture_output=True, text=True, timeout=60
+        )
+        return done.stdout.strip()
+
+    def effective_settings(self) -> dict:
+        listed = ", ".join(f"'{name}'" for name in EFFECTIVE_SETTINGS)
+        return self.pairs(f"SELECT name, current_setting(name) FROM pg_settings WHERE name IN ({listed})")
+
+    def create_workload_schema(self) -> None:
+        """The schema sbtest, first on the database's search path: sysbench's unqualified tables
+        land there, and the runner's statements name them sbtest.NAME as for MariaDB."""
+        self.query("CREATE SCHEMA IF NOT EXISTS sbtest")
+        self.query(f"ALTER DATABASE {DATABASE} SET search_path = sbtest, public")
+
+    def checksums(self, tables: list[str]) -> dict:
+        """An md5 of each table's rows in order: equal before and after recovery."""
+        sql = " UNION ALL ".join(
+            f"SELECT '{name}', md5(string_agg(t::text, ',' ORDER BY t::text)) FROM sbtest.{name} t"
+            for name in tables
+        )
+        return self.pairs(sql, timeout=3600)
+
+    def sysbench_args(self) -> list[str]:
+        return [
+            "--db-driver=pgsql",
+            f"--pgsql-host={self.work}",
+            f"--pgsql-port={PORT}",
+            f"--pgsql-user={self.account}",
+            f"--pgsql-db={DATABASE}",
+        ]
+
+    def control_data(self) -> dict:
+        """The cluster's control file (pg_controldata) as it is now: after the kill, the
+        checkpoint recovery will start from."""
+        done = subprocess.run(
+            [str(self.bin / "pg_controldata"), "-D", str(self.datadir)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+        if done.returncode != 0:
+            return {"error": (done.stderr or done.stdout).strip()[:300]}
+        found = {}
+        for line in done.stdout.splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() in CONTROL_FIELDS:
+                found[CONTROL_FIELDS[name.strip()]] = value.strip()
+        for key in ("checkpoint_lsn", "redo_lsn"):
+            with contextlib.suppress(ValueError):
+                found[f"{key}_bytes"] = pg_lsn(found[key])
+        return found
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is `pid` now (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                # the fields after the command's closing parenthesis: state, ppid, ...
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs still (a zombie does not: it holds no memory and no file)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
