@@ -158,7 +158,9 @@ class Workload:
 @dataclass(frozen=True)
 class CrashPlan:
     method: str = "sigkill"
-    when: str = "after_workload"
+    # A list is a sweep of crash plans ("after_workload" beside "during_workload"), each value a
+    # dimension of the matrix like the values below.
+    when: str | list[str] = "after_workload"
     # during_workload; at_redo_bytes: a size, like "128M". Either may be a list: a sweep, each
     # value a dimension of the matrix (CRASH_SWEEPS names it among a run's parameters).
     after_seconds: int | list[int] | None = None
@@ -174,7 +176,11 @@ CRASH_VALUES = {
 }
 # Crash values that may be swept, and the name each value takes among a run's parameters (the
 # matrix's dimensions: its cells, labels and chart points); run_spec hands it back to the crash plan.
-CRASH_SWEEPS = {"redo_bytes": "crash_redo_bytes", "after_seconds": "crash_after_seconds"}
+CRASH_SWEEPS = {
+    "when": "crash_when",
+    "redo_bytes": "crash_redo_bytes",
+    "after_seconds": "crash_after_seconds",
+}
 
 
 WORKLOAD_CHECKS: dict[str, Callable[[object], object]] = {
@@ -393,7 +399,7 @@ def _check_workload(errors: _Collector, raw: object) -> Workload:
 
 def _check_long_transaction(errors: _Collector, workload: Workload, crash: CrashPlan) -> None:
     """long_transaction's transaction is open only while the workload runs."""
-    if workload.name == "long_transaction" and crash.when not in ("during_workload", "at_redo_bytes"):
+    if workload.name == "long_transaction" and set(whens(crash)) - {"during_workload", "at_redo_bytes"}:
         errors.add(
             "crash.when",
             "long_transaction leaves its transaction open only while it runs: crash during_workload "
@@ -420,16 +426,23 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
         except ValueError as exc:
             errors.add(f"crash.{key}", str(exc))
     crash = CrashPlan(**plan)
-    needed = CRASH_VALUES.get(crash.when)
+    planned = whens(crash)
     for when, key in CRASH_VALUES.items():
-        if key == needed and getattr(crash, key) is None:
+        if when in planned and getattr(crash, key) is None:
             errors.add(f"crash.{key}", f"required with when: {when}")
-        elif key != needed and key in plan:
+        elif when not in planned and key in plan:
             errors.add(f"crash.{key}", f"only used with when: {when}")
-    if crash.when in ("after_workload", "during_transaction"):
+    if len(planned) > 1 and any(isinstance(plan.get(key), list) for key in CRASH_VALUES.values()):
+        errors.add("crash.when", "sweep the crash plans or one plan's value, not both at once")
+    if set(planned) & {"after_workload", "during_transaction"}:
         if workload.events == 0 and workload.time_seconds == 0:
             errors.add("workload.events", "a crash after the workload needs events or time_seconds")
     return crash
+
+
+def whens(crash: CrashPlan) -> list[str]:
+    """The crash plans of a definition: one, or a sweep."""
+    return _as_list(crash.when)
 
 
 def _check_insert_rate(errors: _Collector, workload: Workload, parameters: dict) -> None:
@@ -449,7 +462,7 @@ def _check_redo_target(errors: _Collector, crash: CrashPlan, engines: list[str],
     """InnoDB and PostgreSQL checkpoint before their log is full, so an at_redo_bytes target must
     fit the smallest redo log of the matrix with room to spare, or the run would never crash as
     planned."""
-    if crash.when != "at_redo_bytes" or not crash.redo_bytes:
+    if "at_redo_bytes" not in whens(crash) or not crash.redo_bytes:
         return
     bounded = [ENGINE_REGISTRY[name] for name in engines if ENGINE_REGISTRY[name].reachable_share_of_log]
     if not bounded:
@@ -553,6 +566,8 @@ CHECKED_BEYOND_SCHEMA = (
     "hosts",
     "parameters",
     "crash",
+    "server_options",
+    "workload.name",
     "workload.events",
     "workload.open_rows",
     "non_field_errors",

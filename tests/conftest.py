@@ -149,18 +149,22 @@ def queued_messages(broker, queue: str | None = None) -> int:
 
 
 def runner_processes() -> list[str]:
-    """Command lines of mariadbd/sysbench processes working under the tests' runner directory."""
+    """Command lines of mariadbd, postgres and sysbench processes working under the tests' runner
+    directory (named in their command line, or there as their working folder: PostgreSQL's
+    children retitle themselves "postgres: checkpointer" and so on, in their cluster's datadir)."""
     found = []
+    roots = (str(settings.RUNNER_WORK_DIR), str(settings.RUNNER_DISK_WORK_DIR))
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
+            folder = os.readlink(proc / "cwd")
         except OSError:
             continue
         line = " ".join(a.decode(errors="replace") for a in argv if a)
-        ours = str(settings.RUNNER_WORK_DIR) in line or str(settings.RUNNER_DISK_WORK_DIR) in line
-        if ours and ("mariadbd" in line or "sysbench" in line):
+        ours = any(root in line or folder.startswith(f"{root}/") for root in roots)
+        if ours and any(name in line for name in ("mariadbd", "sysbench", "postgres")):
             found.append(line)
     return found
 

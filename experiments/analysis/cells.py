@@ -55,6 +55,7 @@ PARAMETER_LABELS = {
     "insert_rate": "rate",
     "binlog_files": "binlogs",
     "server_build": "build",
+    "crash_when": "crash",
     "crash_redo_bytes": "crash at redo",
     "crash_after_seconds": "crash after s",
 }

@@ -223,6 +223,24 @@ class PostgresServer(Server):
         )
         return self.pairs(sql, timeout=3600)
 
+    def integrity(self, tables: list[str]) -> list[str]:
+        """amcheck's checks of each table's heap (verify_heapam) and of each of its B-tree indexes
+        against it (bt_index_check, every heap tuple indexed): what they found wrong."""
+        self.query("CREATE EXTENSION IF NOT EXISTS amcheck")
+        found = []
+        for name in tables:
+            heap = f"SELECT blkno, offnum, msg FROM verify_heapam('sbtest.{name}')"
+            found += [f"{name}: {line}" for line in self.query(heap, timeout=3600).splitlines()]
+            indexes = (
+                "SELECT bt_index_check(indexrelid, true) FROM pg_index "
+                f"WHERE indrelid = 'sbtest.{name}'::regclass"
+            )
+            try:
+                self.query(indexes, timeout=3600)
+            except RunFailed as exc:  # amcheck raises on the first inconsistency it meets
+                found.append(f"{name}: {exc}")
+        return found
+
     def sysbench_args(self) -> list[str]:
         return [
             "--db-driver=pgsql",

@@ -1,0 +1,250 @@
+"""PostgreSQL driven by the runner, for real: a cluster of its own (initdb as an unprivileged OS
+user, its socket in the run's folder, no TCP), loaded with sysbench's pgsql driver, crashed by
+killing the postmaster and every process of it, restarted and timed; and the same engine through
+the dashboard, beside InnoDB in one experiment (issue 33's "Done when")."""
+
+import json
+import os
+import pwd
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from experiments.definition import DefinitionError, validate_definition
+from experiments.models import Run
+from workers.runner.contract import RunFailed, RunSpec
+from workers.transports import write_runner
+
+from .conftest import runner_processes, wait_for
+from .test_end_to_end import runner_in_its_workload
+from .test_runner_isolation import _listening_tcp_inodes, _socket_inodes
+
+PSQL = "/usr/lib/postgresql/15/bin/psql"
+
+
+def pg_spec(run_id: int, crash: dict, events: int = 4000, **extra) -> dict:
+    return {
+        "run_id": run_id,
+        "engine": "postgresql",
+        "parameters": {"buffer_pool_size": "64M", "redo_log_size": "256M"},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 2,
+            "table_size": 5000,
+            "threads": 2,
+            "events": events,
+        },
+        "crash": crash,
+        "work_dir": str(settings.RUNNER_WORK_DIR),
+        "start_timeout_s": 120,
+        **extra,
+    }
+
+
+def run_runner(folder: Path, spec: dict) -> dict:
+    """The runner zip run as a transport runs it; its result.json and the bundle's folder."""
+    (folder / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(write_runner(folder)),
+            "--spec",
+            str(folder / "spec.json"),
+            "--out",
+            str(folder / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    result = json.loads((folder / "b" / "result.json").read_text())
+    assert result["status"] == "done", (result.get("error"), done.stderr[-2000:])
+    return result
+
+
+@pytest.mark.mariadb
+def test_a_postgresql_run_kills_its_whole_cluster_replays_the_wal_and_finds_the_data_intact(tmp_path):
+    result = run_runner(tmp_path, pg_spec(3301, {"method": "sigkill", "when": "after_workload"}))
+    log = (tmp_path / "b" / "error.log").read_text()
+    assert "database system was not properly shut down; automatic recovery in progress" in log
+    starts = re.search(r"redo starts at ([0-9A-F]+/[0-9A-F]+)", log).group(1)
+    # the crash left the checkpoint the restart started from (pg_controldata, read after the kill)
+    control = result["control_data_at_crash"]
+    assert control["state"] == "in production" and control["redo_lsn"] <= starts
+    assert result["verified"] is True  # md5 of every table's rows, before the crash and after
+    assert result["counters"]["log_bytes_written"] > 1_000_000  # 4,000 transactions of WAL
+    assert result["server_version"].startswith("PostgreSQL 15.")
+    settings_in_effect = result["effective_settings"]
+    assert (settings_in_effect["shared_buffers"], settings_in_effect["max_wal_size"]) == ("64MB", "256MB")
+    # every process the cluster ever had is gone: the postmaster and its children, each by pid
+    pids = {int(pid) for pid in re.findall(r"^\S+ \S+ UTC \[(\d+)\]", log, re.MULTILINE)}
+    assert len(pids) > 10
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists() and _state(pid) != "Z"]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+@pytest.mark.mariadb
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another OS user (nobody) needs root")
+def test_nobody_else_reaches_the_runs_cluster_and_a_closed_stdin_stops_all_of_it(tmp_path):
+    runner = runner_in_its_workload(
+        tmp_path, pg_spec(3302, {"method": "sigkill", "when": "after_workload"}, events=10_000_000)
+    )
+    try:
+        postmaster = next(
+            int(proc.name)
+            for proc in Path("/proc").iterdir()
+            if proc.name.isdigit()
+            and _cmdline(proc).startswith("/usr/lib/postgresql/")
+            and str(settings.RUNNER_WORK_DIR) in _cmdline(proc)
+        )
+        uid = os.stat(f"/proc/{postmaster}").st_uid
+        assert pwd.getpwuid(uid).pw_name in ("postgres", "nobody")
+        assert "listen_addresses=" in _cmdline(postmaster_path := Path(f"/proc/{postmaster}"))
+        assert not (_socket_inodes(postmaster) & _listening_tcp_inodes())  # no TCP at all
+        folder = Path(re.search(r"unix_socket_directories=(\S+)", _cmdline(postmaster_path)).group(1))
+        assert folder.stat().st_mode & 0o777 == 0o700
+        conninfo = f"host={folder} port=5432 dbname=postgres connect_timeout=5"
+        asked = [PSQL, "-X", "-At", "-d", conninfo, "-c", "SELECT count(*) FROM sbtest.sbtest1"]
+        # the runner's own OS user gets in (the check below could fail)...
+        assert subprocess.run(asked, capture_output=True, text=True).stdout.strip() == "5000"
+        # ...nobody does not, as itself or as root's role: the socket's folder is closed to it
+        for role in ("nobody", "root"):
+            as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+            refused = subprocess.run(
+                [*as_nobody, *asked[:-2], "-U", role, *asked[-2:]], capture_output=True, text=True
+            )
+            assert refused.returncode != 0 and "Permission denied" in refused.stderr, refused.stderr
+    finally:
+        runner.stdin.close()
+        runner.wait(timeout=60)
+    wait_for(lambda: runner_processes() == [], 10, "the cluster's processes to be gone")
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return " ".join(a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0") if a)
+    except OSError:
+        return ""
+
+
+@pytest.mark.mariadb
+def test_a_transaction_open_at_the_kill_is_rolled_back_and_a_redo_target_is_reached(tmp_path):
+    (tmp_path / "open").mkdir()
+    opened = run_runner(
+        tmp_path / "open", pg_spec(3303, {"when": "during_transaction", "open_rows": 20_000}, events=500)
+    )
+    assert opened["crash_plan"] == {"open_rows": 20_000, "rows_left_after_recovery": 0}
+    assert opened["verified"] is True
+    (tmp_path / "redo").mkdir()
+    target = run_runner(
+        tmp_path / "redo", pg_spec(3304, {"when": "at_redo_bytes", "redo_bytes": "12M"}, events=100_000)
+    )
+    plan = target["crash_plan"]
+    assert plan["reached_bytes"] >= plan["target_bytes"] == 12 << 20 and "warning" not in plan
+    log = (tmp_path / "redo" / "b" / "error.log").read_text()
+    starts, done = (
+        int(high, 16) << 32 | int(low, 16)
+        for high, low in re.findall(r"redo (?:starts|done) at ([0-9A-F]+)/([0-9A-F]+)", log)[-2:]
+    )
+    # what recovery replayed is what the runner saw waiting when it killed the cluster
+    assert done - starts >= 12 << 20
+
+
+@pytest.mark.mariadb
+def test_a_power_cut_loses_no_commit_postgresql_acknowledged_with_synchronous_commit_on(tmp_path):
+    spec = pg_spec(
+        3305, {"method": "power_loss", "when": "during_workload", "after_seconds": 1}, events=10**6
+    )
+    result = run_runner(tmp_path, spec)
+    assert result["durability"]["acknowledged_commits"] > 100
+    assert result["durability"]["lost_commits"] == 0
+
+
+def test_settings_that_cannot_survive_a_power_cut_and_what_postgresql_cannot_run_are_refused():
+    spec = pg_spec(1, {"method": "power_loss", "when": "after_workload"}, server_options={"fsync": "off"})
+    with pytest.raises(RunFailed, match="fsync=off cannot survive a power cut"):
+        RunSpec.from_dict(spec)
+    RunSpec.from_dict({**spec, "crash": {"method": "sigkill", "when": "after_workload"}})  # a kill: allowed
+    with pytest.raises(RunFailed, match="not one of postgresql's"):
+        RunSpec.from_dict({**spec, "server_options": {"innodb_doublewrite": 0}})
+    definition = {
+        "name": "pg",
+        "hosts": ["local"],
+        "engines": ["innodb", "postgresql"],
+        "parameters": {"binlog_files": [2]},
+        "server_options": {"fsync": ["on", "off"], "innodb_doublewrite": [0]},
+        "workload": {"name": "tpcc_like", "events": 100},
+        "crash": {"method": "power_loss", "when": "after_workload"},
+    }
+    with pytest.raises(DefinitionError) as refused:
+        validate_definition(definition, ["local"])
+    errors = refused.value.errors
+    assert "tpcc_like does not run on postgresql" in errors["workload.name"][0]
+    assert "postgresql has no binary log" in errors["parameters.binlog_files"][0]
+    assert "fsync=off cannot survive a power cut" in errors["server_options.fsync"][0]
+    only_innodb = {**definition, "engines": ["innodb"], "server_options": {"checkpoint_timeout": [60]}}
+    only_innodb.update(parameters={}, workload={"name": "oltp_insert", "events": 100}, crash={})
+    with pytest.raises(DefinitionError) as refused:
+        validate_definition(only_innodb, ["local"])
+    assert "checkpoint_timeout is an option of PostgreSQL" in refused.value.errors["server_options"][0]
+
+
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_workload(
+    api, staff_api, local_host, celery_worker_process
+):
+    """Issue 33's Done-when: the local host's probe lists postgresql; one experiment with InnoDB
+    and PostgreSQL, one crash after the workload and one during it, 2 repetitions each, finishes
+    every run done with its recovery time, the redo (WAL) replayed and its data verified; explore
+    by engine shows postgresql."""
+    probed = staff_api.post(f"/api/hosts/{local_host.pk}/probe/").json()
+    assert "postgresql" in probed["facts"]["engines"], probed
+    body = {
+        "name": "InnoDB and PostgreSQL, after and during the workload",
+        "hosts": ["local"],
+        "engines": ["innodb", "postgresql"],
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 2,
+            "table_size": 5000,
+            "threads": 2,
+            "events": 20000,
+        },
+        "crash": {"method": "sigkill", "when": ["after_workload", "during_workload"], "after_seconds": 1},
+        "repetitions": 2,
+    }
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    experiment = created.json()["id"]
+    wait_for(
+        lambda: not Run.objects.filter(experiment_id=experiment, status__in=("queued", "running")).exists(),
+        600,
+        "8 runs to finish",
+        interval_s=1,
+    )
+    runs = api.get(f"/api/experiments/{experiment}/").json()["runs"]
+    assert len(runs) == 8 and [r["status"] for r in runs] == ["done"] * 8, [r["error"] for r in runs]
+    cells = sorted((r["engine"], r["parameters"]["crash_when"]) for r in runs)
+    assert cells == sorted(
+        [(e, w) for e in ("innodb", "postgresql") for w in ("after_workload", "during_workload")] * 2
+    )
+    for run in runs:
+        metrics = run["metrics"]
+        assert metrics["recovery_seconds"] > 0 and metrics["redo_bytes"] > 100_000, run
+        assert metrics["downtime_seconds"] >= metrics["ready_seconds"] > 0, run
+        assert metrics["verified"] is True, run
+    postgres = Run.objects.filter(experiment_id=experiment, engine="postgresql")
+    assert all(run.server_version.startswith("PostgreSQL 15.") for run in postgres)
+    explored = api.get("/api/explore/", {"x": "engine", "y": "recovery_seconds"}).json()
+    assert "postgresql" in {x for series in explored["series"] for x in series["x"]}
