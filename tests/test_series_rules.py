@@ -8,6 +8,7 @@ import pytest
 from auditlog.models import LogEntry
 from django.utils import timezone
 
+from experiments.engines import RUNNABLE_ENGINES
 from experiments.models import Experiment, Series, Triage
 from experiments.roles import EXPERIMENTER_GROUP
 from experiments.schedule import ScheduleError, next_after, shortest_gap
@@ -129,7 +130,7 @@ def test_the_series_schema_says_what_the_api_checks():
     # the definition's own schema: its fields, closed, with their enums and ranges
     definition = fields["definition"]
     assert definition["type"] == "object" and definition["additionalProperties"] is False
-    assert definition["properties"]["engines"]["items"]["enum"] == ["innodb", "rocksdb"]
+    assert definition["properties"]["engines"]["items"]["enum"] == list(RUNNABLE_ENGINES)
     assert definition["properties"]["workload"]["properties"]["threads"]["maximum"] == 256
     assert written["additionalProperties"] is False  # the service refuses fields it does not know
 

@@ -35,6 +35,9 @@ MARIADB_PACKAGES = (
     "libaio1t64",
     "libssl3t64",
 )
+# PostgreSQL of another release: its server and client packages, and the libraries they need
+# (read from the release's own package lists, every level down; LLVM, which only JIT loads, left out).
+POSTGRESQL_PACKAGES = ("postgresql-{major}", "postgresql-client-{major}", "libpq5")
 # Debian's architecture: its multiarch folder and its loader's path inside the packages.
 ARCHITECTURES = {
     "amd64": ("x86_64-linux-gnu", "usr/lib64/ld-linux-x86-64.so.2"),
@@ -77,9 +80,12 @@ def _apt_options(root: Path, release: str, mirror: str) -> list[str]:
     ]
 
 
-def fetch_packages(release: str, packages: tuple[str, ...], into: Path) -> list[Path]:
+def fetch_packages(
+    release: str, packages: tuple[str, ...], into: Path, libraries: bool = False
+) -> list[Path]:
     """The .deb files of `packages` in Debian `release`, downloaded into `into` (kept: a second
-    install of the same release reads them again instead of downloading)."""
+    install of the same release reads them again instead of downloading); `libraries`: with the
+    library packages they depend on, at every level."""
     if not RELEASE.match(release):
         raise BuildError(f"{release!r} is not a Debian release name (trixie, forky, ...)")
     into.mkdir(parents=True, exist_ok=True)
@@ -87,9 +93,33 @@ def fetch_packages(release: str, packages: tuple[str, ...], into: Path) -> list[
         old.unlink()
     options = _apt_options(into / "apt", release, settings.DEBIAN_MIRROR)
     _run(["apt-get", *options, "-qq", "update"], f"reading Debian {release}'s package lists")
+    if libraries:
+        packages = library_closure(options, packages)
     # apt-get download writes in its working directory
     _run(["apt-get", *options, "-qq", "download", *packages], f"downloading {' '.join(packages)}", 1800, into)
     return sorted(into.glob("*.deb"))
+
+
+DEPENDS = re.compile(r"^  \|?Depends: ([a-z0-9][a-z0-9.+-]+)$", re.MULTILINE)
+
+
+def library_closure(options: list[str], packages: tuple[str, ...]) -> tuple[str, ...]:
+    """`packages` and every library package they depend on, directly or not (lib*, zlib1g; not
+    LLVM, which only PostgreSQL's JIT loads, on demand)."""
+    found, asking = list(packages), list(packages)
+    while asking:
+        answer = _run(
+            ["apt-cache", *options, "depends", "--no-recommends", "--no-suggests", "--no-enhances",
+             "--no-conflicts", "--no-breaks", "--no-replaces", *asking],
+            f"reading what {' '.join(asking[:3])} depend on",
+        )  # fmt: skip
+        asking = [
+            name
+            for name in dict.fromkeys(DEPENDS.findall(answer))
+            if (name.startswith("lib") or name == "zlib1g") and "llvm" not in name and name not in found
+        ]
+        found += asking
+    return tuple(found)
 
 
 def _strip_set_id_bits(folder: Path) -> None:
@@ -101,8 +131,9 @@ def _strip_set_id_bits(folder: Path) -> None:
                 path.chmod(mode & ~(stat.S_ISUID | stat.S_ISGID))
 
 
-def unpack_debian_build(debs: list[Path], folder: Path, release: str) -> dict:
-    """The packages unpacked into `folder` and the manifest written; returns the manifest."""
+def unpack_debian_build(debs: list[Path], folder: Path, release: str, postgresql: str | None = None) -> dict:
+    """The packages unpacked into `folder` and the manifest written (a MariaDB server's, or with
+    `postgresql` the major version, PostgreSQL's); returns the manifest."""
     architecture = _run(["dpkg", "--print-architecture"], "reading this machine's architecture").strip()
     if architecture not in ARCHITECTURES:
         raise BuildError(
@@ -116,6 +147,18 @@ def unpack_debian_build(debs: list[Path], folder: Path, release: str) -> dict:
         versions.append(f"{package.split(': ', 1)[1]} {version.split(': ', 1)[1]}")
     _strip_set_id_bits(folder)
     libraries = [path for path in (f"usr/lib/{triplet}", f"lib/{triplet}") if (folder / path).is_dir()]
+    if postgresql:
+        return _write_manifest(
+            folder,
+            release,
+            {
+                "format": MANIFEST_FORMAT,
+                "postgres_bin": f"usr/lib/postgresql/{postgresql}/bin",
+                "loader": loader,
+                "library_path": libraries,
+                "source": f"Debian {release}: " + ", ".join(versions),
+            },
+        )
     manifest = {
         "format": MANIFEST_FORMAT,
         "server": "usr/sbin/mariadbd",
@@ -127,24 +170,37 @@ def unpack_debian_build(debs: list[Path], folder: Path, release: str) -> dict:
         "character_sets_dir": "usr/share/mariadb/charsets",
         "source": f"Debian {release}: " + ", ".join(versions),
     }
-    missing = [key for key in ("server", "installer", "loader") if not (folder / manifest[key]).exists()]
+    return _write_manifest(folder, release, manifest)
+
+
+def _write_manifest(folder: Path, release: str, manifest: dict) -> dict:
+    paths = ("server", "installer", "postgres_bin", "loader")
+    missing = [key for key in paths if key in manifest and not (folder / manifest[key]).exists()]
     if missing:
         raise BuildError(f"the packages of Debian {release} hold no {', '.join(missing)} where expected")
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def make_debian_build(release: str, packages: tuple[str, ...] = MARIADB_PACKAGES) -> Path:
+def make_debian_build(release: str, postgresql: str | None = None) -> Path:
     """A build folder made from Debian `release`'s packages, under BUILDS_CACHE_DIR (one per
-    release: made once, installed on as many hosts as asked)."""
+    release and server: made once, installed on as many hosts as asked): MariaDB's, or with
+    `postgresql` (a major version, "17") PostgreSQL's."""
+    if postgresql is not None and not postgresql.isdigit():
+        raise BuildError(f"{postgresql!r} is not a PostgreSQL major version like 17")
     cache = Path(settings.BUILDS_CACHE_DIR)
-    folder = cache / f"debian-{release}"
+    name = f"debian-{release}" + (f"-postgresql-{postgresql}" if postgresql else "")
+    folder = cache / name
     if (folder / MANIFEST).exists():
         return folder
-    debs = fetch_packages(release, packages, cache / f"debian-{release}-packages")
+    if postgresql:
+        packages = tuple(name.format(major=postgresql) for name in POSTGRESQL_PACKAGES)
+        debs = fetch_packages(release, packages, cache / f"{name}-packages", libraries=True)
+    else:
+        debs = fetch_packages(release, MARIADB_PACKAGES, cache / f"{name}-packages")
     cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".debian-{release}-", dir=cache) as partial:
-        unpack_debian_build(debs, Path(partial) / "build", release)
+    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache) as partial:
+        unpack_debian_build(debs, Path(partial) / "build", release, postgresql)
         os.rename(Path(partial) / "build", folder)  # whole or not at all
     folder.chmod(0o755)
     return folder

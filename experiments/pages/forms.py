@@ -79,7 +79,12 @@ class ExperimentForm(forms.Form):
         help_text="power loss mounts a layer over the datadir that drops unsynced writes at the crash "
         "(slower I/O before the crash); the run also counts acknowledged commits lost",
     )
-    crash_when = forms.ChoiceField(choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES))
+    crash_when = forms.MultipleChoiceField(
+        choices=choices(CRASH_WHEN, CRASH_WHEN_NAMES),
+        widget=forms.CheckboxSelectMultiple,
+        initial=["after_workload"],
+        help_text="two or more: each a cell of the matrix, its runs beside the others'",
+    )
     after_seconds = forms.IntegerField(
         required=False, help_text="with 'during the workload': seconds into it"
     )
@@ -124,7 +129,9 @@ class ExperimentForm(forms.Form):
             if line.strip():
                 name, _, values = line.partition("=")
                 options[name.strip()] = [_number_or_text(v) for v in _split(values)]
-        crash = {"method": data.get("crash_method") or "sigkill", "when": data["crash_when"]}
+        whens = data["crash_when"]
+        when = whens[0] if len(whens) == 1 else whens  # two or more: a sweep
+        crash = {"method": data.get("crash_method") or "sigkill", "when": when}
         long_transaction = data["workload"] == "long_transaction"  # its open_rows are the workload's
         for key in ("after_seconds", "redo_bytes", *(() if long_transaction else ("open_rows",))):
             if data.get(key) not in (None, ""):

@@ -18,8 +18,7 @@ from experiments.parsers.errorlog import TRIGGERS, parse_error_log
 from experiments.parsers.innodb_status import parse_innodb_status
 from experiments.parsers.lines import read_lines, stamped_lines, strip_noise
 from experiments.parsers.model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
-from experiments.parsers.postgres_log import HINT as POSTGRES_HINT
-from experiments.parsers.postgres_log import parse_postgres_log
+from experiments.parsers.postgres_log import looks_like_postgres, parse_postgres_log
 from experiments.parsers.rocksdb_log import parse_rocksdb_log
 from experiments.parsers.rocksdb_status import parse_rocksdb_status
 from experiments.parsers.scan import keyword_lines
@@ -59,7 +58,7 @@ def detect_kind(head: list[str]) -> str:
         return "rocksdb_status"
     if re.search(r"^sysbench [0-9.]+|^(?:SQL|OLTP test) statistics:|^\[ [0-9]+s \] thds:", text, re.M):
         return "sysbench_report"
-    if any(_ERROR_LOG_HINT.search(strip_noise(line)) or POSTGRES_HINT.search(line) for line in head):
+    if any(_ERROR_LOG_HINT.search(strip_noise(line)) or looks_like_postgres(line) for line in head):
         return "error_log"  # MySQL's family or PostgreSQL's: the server's own log either way
     return "unknown"
 
@@ -89,7 +88,7 @@ def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool
         head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
         kind = detect_kind(head)
         handle.seek(0)
-        if kind == "error_log" and any(POSTGRES_HINT.search(line) for line in head):
+        if kind == "error_log" and any(looks_like_postgres(line) for line in head):
             parse_postgres_log(parsed, (text for _, text in read_lines(handle, parsed.warn)), local_tz)
             return parsed
         if kind == "error_log":

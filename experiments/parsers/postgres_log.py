@@ -1,7 +1,7 @@
 """PostgreSQL's server log (plain stderr format, the default `log_line_prefix = '%m [%p] '`, or
-`%t` without milliseconds): each start of the server, and of a crash recovery its WAL replay
-("redo starts at" to "redo done at"), the end-of-recovery checkpoint and the moment the server
-accepts connections.
+`%t` without milliseconds; csvlog and jsonlog too): each start of the server, and of a crash
+recovery its WAL replay ("redo starts at" to "redo done at"), the end-of-recovery checkpoint and
+the moment the server accepts connections.
 
 A start after a crash says so ("database system was interrupted", "was not properly shut down;
 automatic recovery in progress"). The redo to replay runs from the LSN redo starts at to the
@@ -10,8 +10,11 @@ PostgreSQL 15 logs its own timing of the replay ("elapsed: 0.21 s") on the "redo
 the phases are the line stamps', milliseconds with `%m`.
 """
 
+import csv
+import itertools
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from experiments.parsers.model import Episode, ParsedFile
@@ -24,6 +27,26 @@ LINE = re.compile(
     r"(?P<message>.*)$"
 )
 HINT = re.compile(r"\[\d+\] (?:LOG|FATAL|PANIC):  (?:starting PostgreSQL|database system )")
+# csvlog: log_time,user,database,pid,...,error_severity,sql_state,message,...
+_FIRST_WORDS = r"(?:starting PostgreSQL|database system )"
+CSV_HINT = re.compile(
+    r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} [^,]+,.*,(?:LOG|FATAL|PANIC),[0-9A-Z]{5},\"" + _FIRST_WORDS
+)
+# jsonlog (PostgreSQL 15+): one object a line
+JSON_HINT = re.compile(
+    r'^\{"timestamp":"\d{4}-.*"error_severity":"(?:LOG|FATAL|PANIC)".*"message":"' + _FIRST_WORDS
+)
+# csvlog's columns, as far as the parser reads them
+CSV_TIME, CSV_PID, CSV_LEVEL, CSV_MESSAGE = 0, 3, 11, 13
+STAMP = re.compile(
+    r"^(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<ms>\d{3}))? (?P<zone>\S+)$"
+)
+
+
+def looks_like_postgres(line: str) -> bool:
+    return bool(HINT.search(line) or CSV_HINT.match(line) or JSON_HINT.match(line))
+
+
 _STARTING = re.compile(r"^starting PostgreSQL (\S+)")
 _LSN = r"([0-9A-F]+)/([0-9A-F]+)"
 _REDO_STARTS = re.compile(rf"^redo starts at {_LSN}")
@@ -50,7 +73,7 @@ def _zone(text: str, local_tz: tzinfo) -> tzinfo:
 
 
 def _moment(parsed: ParsedFile, match: re.Match, local_tz: tzinfo) -> datetime | None:
-    if match.group("runner"):  # the runner's own stamp, when it wrote the line (microseconds)
+    if match.groupdict().get("runner"):  # the runner's own stamp, when it wrote the line (microseconds)
         return datetime.fromtimestamp(float(match.group("runner")), tz=UTC)
     try:
         moment = datetime.fromisoformat(f"{match.group('date')} {match.group('time')}")
@@ -61,16 +84,64 @@ def _moment(parsed: ParsedFile, match: re.Match, local_tz: tzinfo) -> datetime |
     return moment.replace(tzinfo=_zone(match.group("zone"), local_tz))
 
 
+def _stderr_records(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo) -> Iterator[tuple]:
+    for text in lines:
+        if match := LINE.match(text):
+            yield _moment(parsed, match, local_tz), match.group("level"), match.group("message")
+
+
+def _stamped(parsed: ParsedFile, stamp: str, local_tz: tzinfo) -> datetime | None:
+    match = STAMP.match(stamp)
+    if match is None:
+        parsed.warn(f"a record stamped {stamp[:40]!r}, not a date and time")
+        return None
+    return _moment(parsed, match, local_tz)
+
+
+def _csv_records(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo) -> Iterator[tuple]:
+    """csvlog: a record a row, a message with newlines quoted across lines."""
+    for row in csv.reader(f"{line}\n" for line in lines):
+        if len(row) > CSV_MESSAGE:
+            yield _stamped(parsed, row[CSV_TIME], local_tz), row[CSV_LEVEL], row[CSV_MESSAGE]
+        elif row:
+            parsed.warn(f"a csvlog row of {len(row)} columns, not PostgreSQL's")
+
+
+def _json_records(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo) -> Iterator[tuple]:
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if line.strip():
+                parsed.warn(f"a jsonlog line that is no JSON: {line[:60]}")
+            continue
+        if isinstance(record, dict) and isinstance(record.get("message"), str):
+            moment = _stamped(parsed, str(record.get("timestamp", "")), local_tz)
+            yield moment, str(record.get("error_severity", "")), record["message"]
+
+
 def parse_postgres_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinfo = UTC) -> ParsedFile:
+    """The server log in any of its formats, told apart by its first line that is PostgreSQL's."""
+    lines = iter(lines)
+    head = []
+    for line in lines:
+        head.append(line)
+        if looks_like_postgres(line):
+            break
+    everything = itertools.chain(head, lines)
+    if CSV_HINT.match(head[-1] if head else ""):
+        return _parse_records(parsed, _csv_records(parsed, everything, local_tz))
+    if JSON_HINT.match(head[-1] if head else ""):
+        return _parse_records(parsed, _json_records(parsed, everything, local_tz))
+    return _parse_records(parsed, _stderr_records(parsed, everything, local_tz))
+
+
+def _parse_records(parsed: ParsedFile, records: Iterable[tuple]) -> ParsedFile:
+    """(moment, severity, message) records: the starts, recoveries and failures they tell."""
     parsed.kind = "error_log"
     parsed.flavor = "postgresql"
     episode: Episode | None = None
-    for text in lines:
-        match = LINE.match(text)
-        if not match:
-            continue
-        moment = _moment(parsed, match, local_tz)
-        message = match.group("message")
+    for moment, level, message in records:
         if found := _STARTING.match(message):
             episode = Episode(started_at=moment, engine="postgresql", began=True, start_logged=True)
             parsed.episodes.append(episode)
@@ -105,7 +176,7 @@ def parse_postgres_log(parsed: ParsedFile, lines: Iterable[str], local_tz: tzinf
             episode.close_phase("crash_recovery", moment)
             if episode.started_at is not None and moment is not None:
                 episode.open_phase("ready_for_connections", episode.started_at).end = moment
-        elif message.startswith(_FAILED) or match.group("level") == "PANIC":
+        elif message.startswith(_FAILED) or level == "PANIC":
             if episode.ready_at is None:
                 episode.failed = True
                 episode.failure = episode.failure or message[:300]

@@ -310,7 +310,11 @@ def method(experiment, runs: list) -> dict:
             for name, values in (definition.get("server_options") or {}).items()
         ],
         "workload": f"{workload.get('name', '')}: {details}" if details else workload.get("name", ""),
-        "crash": ", ".join(f"{k} {v}" for k, v in _in_order(crash, CRASH_ORDER) if v not in (None, "")),
+        "crash": ", ".join(
+            f"{k} {' / '.join(map(str, v)) if isinstance(v, list) else v}"  # a sweep: each value
+            for k, v in _in_order(crash, CRASH_ORDER)
+            if v not in (None, "")
+        ),
         "repetitions": definition.get("repetitions"),
         "run_count": len(runs),
         "done_count": sum(1 for r in runs if r.status == "done"),

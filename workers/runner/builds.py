@@ -16,8 +16,17 @@ from pathlib import Path
 
 MANIFEST = "recovery-lab-build.json"
 MANIFEST_FORMAT = 1
-# What a manifest names: the server is required, the rest where the build has it.
-MANIFEST_PATHS = ("server", "installer", "loader", "plugin_dir", "lc_messages_dir", "character_sets_dir")
+# What a manifest names: a server (MariaDB's) or PostgreSQL's programs' folder, the rest where the
+# build has it.
+MANIFEST_PATHS = (
+    "server",
+    "postgres_bin",
+    "installer",
+    "loader",
+    "plugin_dir",
+    "lc_messages_dir",
+    "character_sets_dir",
+)
 # The programs mariadb-install-db runs besides the server, each started through the loader.
 INSTALLER_HELPERS = ("my_print_defaults", "resolveip")
 
@@ -26,7 +35,7 @@ class BuildUnusable(Exception):
     """A build folder that cannot be started as it is, with the reason (shown on the hosts page)."""
 
 
-def programs(server: str, **found) -> dict:
+def programs(server: str | None, **found) -> dict:
     """A build's programs and folders: its server, and what else it brings (None: the system's,
     or the server's own default)."""
     return {
@@ -75,7 +84,7 @@ def _from_manifest(base: Path) -> dict:
         raise BuildUnusable(f"{MANIFEST} cannot be read: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise BuildUnusable(f"{MANIFEST}: format {MANIFEST_FORMAT} expected")
-    if "server" not in manifest:
+    if "server" not in manifest and "postgres_bin" not in manifest:
         raise BuildUnusable(f"{MANIFEST} names no server")
     paths = {key: str(_inside(base, manifest[key], key)) for key in MANIFEST_PATHS if key in manifest}
     libraries = manifest.get("library_path", [])
@@ -89,7 +98,8 @@ def _from_manifest(base: Path) -> dict:
     )
     # no client: the host's own speaks to any of these servers over the socket
     return programs(
-        paths["server"],
+        paths.get("server"),
+        postgres_bin=paths.get("postgres_bin"),
         installer=paths.get("installer"),
         plugin_dir=paths.get("plugin_dir"),
         lc_messages_dir=paths.get("lc_messages_dir"),
@@ -135,7 +145,8 @@ def build_options(programs: dict) -> list[str]:
     return [f"--{option}={value}" for option, value in named.items() if value]
 
 
-def _launching_script(path: Path, launcher: list[str], program: str) -> None:
+def launching_script(path: Path, launcher: list[str], program: str) -> None:
+    """A script at `path` that starts `program` through `launcher` (the same process: exec)."""
     quoted = " ".join("'" + part.replace("'", "'\\''") + "'" for part in [*launcher, program])
     path.write_text(f'#!/bin/sh\nexec {quoted} "$@"\n')
     path.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
@@ -152,9 +163,9 @@ def installer_command(programs: dict, shim: Path) -> list[str]:
     prefix = Path(programs["server"]).parent.parent  # .../usr of usr/sbin/mariadbd
     for folder in ("bin", "sbin", "share", "lib/mysql"):
         (shim / folder).mkdir(parents=True, exist_ok=True)
-    _launching_script(shim / "sbin" / "mariadbd", programs["launcher"], programs["server"])
+    launching_script(shim / "sbin" / "mariadbd", programs["launcher"], programs["server"])
     for helper in INSTALLER_HELPERS:
-        _launching_script(shim / "bin" / helper, programs["launcher"], str(prefix / "bin" / helper))
+        launching_script(shim / "bin" / helper, programs["launcher"], str(prefix / "bin" / helper))
     (shim / "share" / "mariadb").symlink_to(prefix / "share" / "mariadb")
     # the plugins one by one: the installer run as root makes PAM's helper in the plugin folder
     # set-uid root, which must not happen to a build's files (installbuild strips such bits)

@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from .builds import BuildUnusable, build_programs, launching_script
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
 from .processes import POLL_S, SETPRIV, spawn
 from .server import Server
@@ -60,8 +61,9 @@ def system_bin() -> str | None:
     return max(found)[1] if found else None
 
 
-def postgres_bin(work_dir: Path, build: str) -> Path:
-    """The folder of the build's PostgreSQL programs: the system's, or WORK_DIR/builds/NAME/'s."""
+def postgres_bin(work_dir: Path, build: str, run_folder: Path) -> Path:
+    """The folder of the build's PostgreSQL programs: the system's, or those of the build in
+    WORK_DIR/builds/NAME/ (through its loader: see shim_folder)."""
     if build == SYSTEM_BUILD:
         found = system_bin()
         if found is None:
@@ -70,10 +72,37 @@ def postgres_bin(work_dir: Path, build: str) -> Path:
                 "(apt-get install postgresql)"
             )
         return Path(found)
-    folder = work_dir / BUILDS_DIR / build / "bin"
-    if not all((folder / name).is_file() for name in PROGRAMS):
-        raise RunFailed(f"server build {build!r} has no PostgreSQL: {folder} lacks {', '.join(PROGRAMS)}")
-    return folder
+    folder = work_dir / BUILDS_DIR / build
+    try:
+        found = build_programs(folder) if folder.is_dir() else None
+    except BuildUnusable as exc:
+        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
+    if not found or not found["postgres_bin"]:
+        raise RunFailed(f"this host has no PostgreSQL build {build!r} under {folder}")
+    bin_folder = Path(found["postgres_bin"])
+    missing = [name for name in PROGRAMS if not (bin_folder / name).is_file()]
+    if missing:
+        raise RunFailed(f"server build {build!r} lacks {', '.join(missing)} in {bin_folder}")
+    return shim_folder(bin_folder, found["launcher"], run_folder) if found["launcher"] else bin_folder
+
+
+def shim_folder(bin_folder: Path, launcher: list[str], run_folder: Path) -> Path:
+    """A build of another release runs through its own loader: scripts of the programs' names
+    that start each through it, told their own path (--argv0), in a folder laid out as the
+    build's (.../usr/lib/postgresql/N/bin beside .../usr/share/postgresql/N and its lib/). initdb
+    then starts this folder's postgres, and postgres finds its share and library folders
+    beside itself, as PostgreSQL finds them relative to where it runs from."""
+    major = bin_folder.parent.name
+    usr = bin_folder.parent.parent.parent.parent  # BUILD/usr of BUILD/usr/lib/postgresql/N/bin
+    shim = run_folder / "postgresql-shim" / "usr"
+    (shim / "lib" / "postgresql" / major / "bin").mkdir(parents=True, exist_ok=True)
+    (shim / "share" / "postgresql").mkdir(parents=True, exist_ok=True)
+    (shim / "share" / "postgresql" / major).symlink_to(usr / "share" / "postgresql" / major)
+    (shim / "lib" / "postgresql" / major / "lib").symlink_to(bin_folder.parent / "lib")
+    shimmed = shim / "lib" / "postgresql" / major / "bin"
+    for name in PROGRAMS:
+        launching_script(shimmed / name, [*launcher, "--argv0", str(shimmed / name)], str(bin_folder / name))
+    return shimmed
 
 
 def pg_lsn(text: str) -> int:
@@ -94,7 +123,8 @@ class PostgresServer(Server):
             raise RunFailed(
                 "PostgreSQL does not run as root: this host needs setpriv (util-linux) to start it"
             )
-        self.bin = postgres_bin(Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD))
+        build = spec["parameters"].get("server_build", SYSTEM_BUILD)
+        self.bin = postgres_bin(Path(spec["work_dir"]), build, work)
         self.socket = work / f".s.PGSQL.{PORT}"
         self.build = self.binary_version()
         self.own_work_dir()

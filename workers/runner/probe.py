@@ -106,6 +106,21 @@ def _server_version(command: list[str]) -> str:
     return line[line.index("Ver ") :][:200]
 
 
+def _postgres_version(command: list[str]) -> str:
+    """'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)', or why it does not start."""
+    try:
+        done = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildUnusable(f"{command[-1]} --version did not run: {exc}") from None
+    line = (done.stdout.strip().splitlines() or [""])[0]
+    if done.returncode != 0 or "(PostgreSQL)" not in line:
+        said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise BuildUnusable(f"{command[-1]} --version failed (exit {done.returncode}): {said[0][:300]}")
+    return line[:200]
+
+
 def _build_engines(programs: dict) -> list[str]:
     """The engines a build can run (each engine's `available`: InnoDB with MariaDB's server,
     MyRocks where its plugin is there, PostgreSQL with its programs)."""
@@ -142,9 +157,12 @@ def server_builds(work_dir: str) -> list[dict]:
             programs = build_programs(base)
             if programs is None:
                 continue
-            version = _server_version(server_command(programs))
-            build = {"name": base.name, "path": programs["server"], "version": version,
-                     "engines": _build_engines(programs)}  # fmt: skip
+            if programs["server"]:
+                path, version = programs["server"], _server_version(server_command(programs))
+            else:
+                path = programs["postgres_bin"]
+                version = _postgres_version([*programs["launcher"], f"{path}/postgres"])
+            build = {"name": base.name, "path": path, "version": version, "engines": _build_engines(programs)}
             if programs["source"]:
                 build["source"] = programs["source"]
         except BuildUnusable as exc:

@@ -110,7 +110,7 @@ class Server:
             if self.process.poll() is not None:
                 raise RunFailed(
                     f"{self.name} exited with code {self.process.returncode} while starting. "
-                    f"Last lines of its log:\n{self.stamper.tail()}"
+                    f"Last lines of its error log:\n{self.stamper.tail()}"
                 )
             probe = subprocess.run(self.ready_probe(), capture_output=True, timeout=30)
             if probe.returncode == 0:
@@ -118,7 +118,7 @@ class Server:
             time.sleep(POLL_S)
         raise RunFailed(
             f"the server never came back: no successful query within {timeout_s:.0f} s. "
-            f"Last lines of its log:\n{self.stamper.tail()}"
+            f"Last lines of its error log:\n{self.stamper.tail()}"
         )
 
     def exited_unasked(self) -> str | None:

@@ -13,9 +13,9 @@ from workers.transports import TransportError
 class Command(BaseCommand):
     help = (
         "Install a server build on a host from another Debian release's packages (MariaDB 11.8: "
-        "--debian trixie), fetched with a sources list of its own and unpacked beside the host's "
-        "own server, never over it; then probe the host so its builds list it. A build of that "
-        "name is replaced."
+        "--debian trixie; PostgreSQL 17: --debian trixie --postgresql 17), fetched with a sources "
+        "list of its own and unpacked beside the host's own server, never over it; then probe the "
+        "host so its builds list it. A build of that name is replaced."
     )
 
     def add_arguments(self, parser):
@@ -23,12 +23,15 @@ class Command(BaseCommand):
         parser.add_argument("name", help="the build's name in definitions, e.g. mariadb-11.8")
         parser.add_argument("--debian", metavar="RELEASE", required=True, help="e.g. trixie (Debian 13)")
         parser.add_argument(
+            "--postgresql", metavar="MAJOR", help="PostgreSQL of that major version (17) instead of MariaDB"
+        )
+        parser.add_argument(
             "--if-missing",
             action="store_true",
             help="do nothing where the host lists a working build of that name",
         )
 
-    def handle(self, *args, host, name, debian, if_missing, **options):
+    def handle(self, *args, host, name, debian, if_missing, postgresql=None, **options):
         if not BUILD_NAME.match(name) or name == SYSTEM_BUILD:
             raise CommandError(
                 f"{name!r}: a build's name is letters, digits and . _ + - (not {SYSTEM_BUILD!r})"
@@ -44,7 +47,7 @@ class Command(BaseCommand):
             self.stdout.write(f"host {host} has build {name} already")
             return
         try:
-            folder = make_debian_build(debian)
+            folder = make_debian_build(debian, postgresql)
             self.stdout.write(f"build made from Debian {debian}'s packages in {folder}")
             transport_for(target).install_build(name, folder)
         except BuildError as exc:
