@@ -451,3 +451,20 @@ def test_a_postgresql_start_that_failed_says_why_and_redo_not_required_is_nothin
     assert failed.failed and failed.failure.startswith("could not read file") and failed.ready_at is None
     assert empty.redo_bytes == 0 and empty.ready_seconds == pytest.approx(0.05)  # a measured zero
     assert empty.started_at.utcoffset().total_seconds() == 3600
+
+
+@pytest.mark.parametrize("name", ["server.log", "server.csv", "server.json"])
+def test_postgresql_s_csvlog_and_jsonlog_tell_the_same_crash_recovery_as_its_stderr_log(name):
+    """One real crash logged in the three formats at once (tests/data/postgresql-15/README.md)."""
+    parsed = parse_path(POSTGRESQL_15 / "crash_three_formats" / name)
+    assert (parsed.kind, parsed.flavor, parsed.warnings) == ("error_log", "postgresql", [])
+    assert [episode.crash_recovery for episode in parsed.episodes] == [False, True]
+    crash = parsed.crash_episodes[0]
+    assert crash.redo_bytes == 0x80A6980 - 0x52B3BA8 == 48_180_696
+    phases = {phase.name: phase.seconds for phase in crash.phases}
+    assert (phases["wal_replay"], phases["recovery_checkpoint"], phases["ready_for_connections"]) == (
+        0.117,
+        0.124,
+        0.406,
+    )
+    assert parsed.server_version == "PostgreSQL 15.20"
