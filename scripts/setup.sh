@@ -60,4 +60,8 @@ fi
 if ! .venv/bin/python manage.py installbuild local mariadb-11.8 --debian trixie --if-missing; then
   echo "== MariaDB 11.8 was not installed: the local host has its own server only"
 fi
+# PostgreSQL 17 the same way, beside the system's PostgreSQL 15, as the build postgresql-17.
+if ! .venv/bin/python manage.py installbuild local postgresql-17 --debian trixie --postgresql 17 --if-missing; then
+  echo "== PostgreSQL 17 was not installed: the local host has its own PostgreSQL only"
+fi
 echo "== setup done"

@@ -425,3 +425,19 @@ def debian_build(local_host):
     call_command("installbuild", "local", DEBIAN_BUILD, "--debian", "trixie", stdout=said)
     yield DEBIAN_BUILD, said.getvalue()
     shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)
+
+
+@pytest.fixture
+def postgresql_17_build(local_host):
+    """PostgreSQL 17 from Debian 13's packages on the tests' local host, as `make setup` installs
+    it on the machine's own (the packages fetched and unpacked once; copied here and probed)."""
+    import io
+
+    from django.core.management import call_command
+
+    said = io.StringIO()
+    call_command(
+        "installbuild", "local", "postgresql-17", "--debian", "trixie", "--postgresql", "17", stdout=said
+    )
+    yield "postgresql-17", said.getvalue()
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)

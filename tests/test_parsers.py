@@ -467,4 +467,6 @@ def test_postgresql_s_csvlog_and_jsonlog_tell_the_same_crash_recovery_as_its_std
         0.124,
         0.406,
     )
+    # from "was interrupted" to "was not properly shut down": the data directory's fsync
+    assert phases["data_directory_sync"] == 0.147
     assert parsed.server_version == "PostgreSQL 15.20"

@@ -248,3 +248,48 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     assert all(run.server_version.startswith("PostgreSQL 15.") for run in postgres)
     explored = api.get("/api/explore/", {"x": "engine", "y": "recovery_seconds"}).json()
     assert "postgresql" in {x for series in explored["series"] for x in series["x"]}
+
+
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_postgresql_15_and_17_run_side_by_side_and_explore_by_version(
+    api, postgresql_17_build, celery_worker_process
+):
+    """Issue 33's two versions: Debian 12's PostgreSQL 15 (the system build) beside 17 from Debian 13's
+    packages (installbuild, started through its own loader), one definition sweeping the build."""
+    name, said = postgresql_17_build
+    assert "postgres (PostgreSQL) 17." in said and "engines postgresql" in said
+    body = {
+        "name": "PostgreSQL 15 against 17",
+        "hosts": ["local"],
+        "engines": ["postgresql"],
+        "parameters": {"server_build": ["system", name]},
+        "workload": {
+            "name": "oltp_write_only",
+            "tables": 2,
+            "table_size": 5000,
+            "threads": 2,
+            "events": 4000,
+        },
+        "crash": {"method": "sigkill", "when": "after_workload"},
+    }
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    experiment = created.json()["id"]
+    wait_for(
+        lambda: not Run.objects.filter(experiment_id=experiment, status__in=("queued", "running")).exists(),
+        300,
+        "2 runs to finish",
+        interval_s=1,
+    )
+    runs = {run.parameters["server_build"]: run for run in Run.objects.filter(experiment_id=experiment)}
+    assert [run.status for run in runs.values()] == ["done", "done"], [r.error for r in runs.values()]
+    assert runs["system"].server_version.startswith("PostgreSQL 15.")
+    assert runs[name].server_version.startswith("PostgreSQL 17.")
+    for run in runs.values():
+        assert run.verified is True and run.redo_bytes > 100_000 and run.recovery_seconds > 0
+        # the startup's fsync of the data directory, before the replay, is one of its phases
+        assert run.phases["data_directory_sync"] > 0 and run.phases["wal_replay"] > 0
+    explored = api.get("/api/explore/", {"x": "server_version", "y": "recovery_seconds"}).json()
+    versions = {x for series in explored["series"] for x in series["x"]}
+    assert any("15." in v for v in versions) and any("17." in v for v in versions), versions

@@ -22,6 +22,7 @@ from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
 PHASE_SEGMENTS = (
     ("redo_scan", "redo scan", "#6baed6"),
     ("redo_apply", "redo apply", "#2171b5"),
+    ("data_directory_sync", "data directory fsync (PostgreSQL)", "#9e9ac8"),
     ("wal_replay", "WAL replay (MyRocks, PostgreSQL)", "#08519c"),
     ("recovery_checkpoint", "end-of-recovery checkpoint (PostgreSQL)", "#54278f"),
     ("binlog_recovery", "binlog / XA recovery", "#fd8d3c"),

@@ -19,6 +19,7 @@ from workers.runner.processes import POLL_S
 PHASE_NAMES = {
     "redo_scan": "redo_scan",
     "redo_apply": "redo_apply",
+    "data_directory_sync": "data_directory_sync",
     "wal_replay": "wal_replay",
     "recovery_checkpoint": "recovery_checkpoint",
     "tokudb_recovery": "redo_apply",

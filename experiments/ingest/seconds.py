@@ -128,6 +128,7 @@ PHASE_LABELS = {
     "crash_recovery": "crash recovery (start to redo applied)",
     "redo_scan": "redo scan",
     "redo_apply": "redo apply",
+    "data_directory_sync": "data directory fsync",
     "wal_replay": "WAL replay",
     "recovery_checkpoint": "end-of-recovery checkpoint",
     "tokudb_recovery": "TokuDB recovery",

@@ -6,6 +6,9 @@ the moment the server accepts connections.
 A start after a crash says so ("database system was interrupted", "was not properly shut down;
 automatic recovery in progress"). The redo to replay runs from the LSN redo starts at to the
 LSN redo is done at; "redo is not required" is a crash recovery with nothing to replay.
+Before the replay, between "was interrupted" and "was not properly shut down", the startup
+process fsyncs every file of the data directory (recovery_init_sync_method = fsync; syncfs syncs
+the file system instead): the phase data_directory_sync.
 PostgreSQL 15 logs its own timing of the replay ("elapsed: 0.21 s") on the "redo done" line;
 the phases are the line stamps', milliseconds with `%m`.
 """
@@ -158,6 +161,12 @@ def _parse_records(parsed: ParsedFile, records: Iterable[tuple]) -> ParsedFile:
             episode.crash_recovery = True
             episode.crash_evidence = episode.crash_evidence or message
             episode.open_phase("crash_recovery", moment)
+            # Between the two lines the startup process fsyncs the whole data directory
+            # (recovery_init_sync_method): a cost that grows with the number of files.
+            if message.startswith(_CRASHED[0]):
+                episode.open_phase("data_directory_sync", moment)
+            else:
+                episode.close_phase("data_directory_sync", moment)
         elif found := _REDO_STARTS.match(message):
             episode.checkpoint_lsn = lsn(found.group(1), found.group(2))
             episode.open_phase("wal_replay", moment)

@@ -1,5 +1,6 @@
 """PostgreSQL as an engine the runner drives (its server: postgres.py). Standard library only."""
 
+import re
 import time
 
 from .engine import Engine
@@ -31,6 +32,8 @@ class PostgreSQL(Engine):
         "synchronous_commit": ("on", "off", "local"),
         "fsync": ("on", "off"),
         "wal_buffers": range(-1, 262143 + 1),  # in 8 kB pages; -1: 1/32 of shared_buffers
+        # how crash recovery first makes the data directory durable: each file, or the file system
+        "recovery_init_sync_method": ("fsync", "syncfs"),
     }
     # Hold the checkpoint back as for InnoDB: none by time, so the WAL since the last one is the
     # workload's, up to max_wal_size (the redo_log_size).
@@ -53,9 +56,6 @@ class PostgreSQL(Engine):
         "wal_lsn": "pg_current_wal_lsn() - '0/0'",
         "checkpoint_redo_lsn": "(SELECT redo_lsn FROM pg_control_checkpoint()) - '0/0'",
         "wal_to_replay": "pg_current_wal_lsn() - (SELECT redo_lsn FROM pg_control_checkpoint())",
-        "buffers_written": (
-            "(SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter)"
-        ),
         **{
             name: f"(SELECT sum({name}) FROM pg_stat_database)"
             for name in ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted", "blks_hit", "blks_read")
@@ -71,14 +71,15 @@ class PostgreSQL(Engine):
     def slow_shutdown_sql(self) -> str:
         return "CHECKPOINT"
 
-    def _values_sql(self, names) -> str:
-        return " UNION ALL ".join(f"SELECT '{name}', ({self.VALUES[name]})::bigint" for name in names)
+    def _values_sql(self, names, build: str = "") -> str:
+        values = {**self.VALUES, "buffers_written": buffers_written_sql(build)}
+        return " UNION ALL ".join(f"SELECT '{name}', ({values[name]})::bigint" for name in names)
 
     def sample_sql(self, end: str) -> str:
         return f"{self._values_sql(self.sampled_status)}; SELECT '{end}';\n"
 
     def read_counters(self, server) -> dict:
-        found = server.pairs(self._values_sql(self.counters.values()))
+        found = server.pairs(self._values_sql(self.counters.values(), server.build))
         return {metric: int(found[name]) for metric, name in self.counters.items() if name in found}
 
     def snapshots(self, server) -> dict[str, str]:
@@ -118,6 +119,15 @@ class PostgreSQL(Engine):
 
     def numbers_sql(self, rows: int) -> str:
         return f"generate_series(1, {int(rows)}) AS seq"
+
+
+def buffers_written_sql(build: str) -> str:
+    """Pages the server wrote to its data files (checkpointer, background writer and backends):
+    pg_stat_io's from PostgreSQL 16, pg_stat_bgwriter's before. `build`: `postgres --version`."""
+    found = re.search(r"\(PostgreSQL\) ([0-9]+)", build)
+    if found and int(found.group(1)) >= 16:
+        return "(SELECT sum(writes) FROM pg_stat_io WHERE object = 'relation')"
+    return "(SELECT buffers_checkpoint + buffers_clean + buffers_backend FROM pg_stat_bgwriter)"
 
 
 def pg_size(size: str) -> str:
