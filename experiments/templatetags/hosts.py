@@ -6,10 +6,14 @@ from django import template
 
 register = template.Library()
 _RELEASE = re.compile(r"Ver (\S+)")
+_POSTGRES = re.compile(r"\(PostgreSQL\) (\S+)")
 
 
 @register.filter
 def server_release(version: str | None) -> str:
-    """'Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu ...' -> '11.8.9-MariaDB-0+deb13u1'."""
+    """'Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu ...' -> '11.8.9-MariaDB-0+deb13u1';
+    'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)' -> 'PostgreSQL 17.12'."""
+    if found := _POSTGRES.search(version or ""):
+        return f"PostgreSQL {found.group(1)}"
     found = _RELEASE.search(version or "")
     return found.group(1) if found else (version or "")

@@ -235,6 +235,10 @@ class PostgresServer(Server):
         )
         return done.stdout.strip()
 
+    def version(self) -> str:
+        """'PostgreSQL 15.20 (Debian 15.20-0+deb12u1)' (VERSION() adds the platform and compiler)."""
+        return f"PostgreSQL {self.query('SHOW server_version').strip()}"
+
     def effective_settings(self) -> dict:
         listed = ", ".join(f"'{name}'" for name in EFFECTIVE_SETTINGS)
         return self.pairs(f"SELECT name, current_setting(name) FROM pg_settings WHERE name IN ({listed})")

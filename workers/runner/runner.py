@@ -78,7 +78,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         progress("starting the server on the loaded dataset", 22)
         times["server_spawned"] = server.start()
         times["server_ready"] = server.wait_until_ready(timeout)
-        result["server_version"] = server.query("SELECT VERSION()").strip()
+        result["server_version"] = server.version()
         result["effective_settings"] = server.effective_settings()
         hold_binlog_files(server, spec["parameters"].get("binlog_files", 0))
         snapshot(server, engine, "before_run", work)

@@ -159,6 +159,10 @@ class Server:
         """A two-column result (name, value) as a dict."""
         return dict(line.split("\t", 1) for line in self.query(sql, timeout).splitlines() if "\t" in line)
 
+    def version(self) -> str:
+        """What the running server says it is ('10.11.19-MariaDB-0+deb12u1')."""
+        return self.query("SELECT VERSION()").strip()
+
     def create_workload_schema(self) -> None:
         """The schema sbtest the workload's tables go in (and every statement of the runner names)."""
         self.query(self.engine.create_schema_sql("sbtest"))

@@ -9,9 +9,9 @@ from experiments import services
 from experiments.models import ExperimentStatus, Transport
 
 DEMO_DEFINITION = {
-    "name": "Demo: redo log size vs recovery, InnoDB vs MyRocks",
+    "name": "Demo: redo log size vs recovery, InnoDB, MyRocks and PostgreSQL",
     "hosts": ["local"],
-    "engines": ["innodb", "rocksdb"],
+    "engines": ["innodb", "rocksdb", "postgresql"],
     "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["64M", "512M"], "insert_rate": [0]},
     "workload": {"name": "oltp_write_only", "tables": 4, "table_size": 20000, "threads": 4, "events": 8000},
     "crash": {"method": "sigkill", "when": "after_workload"},
@@ -60,7 +60,7 @@ class Command(BaseCommand):
             raise CommandError(f"the demo's definition was refused: {exc}") from None
         self.stdout.write(
             f"Experiment {experiment.id} queued: {experiment.runs.count()} runs (each loads, crashes "
-            f"and restarts a private mariadbd); follow them live at {url}{experiment.get_absolute_url()}"
+            f"and restarts a private server); follow them live at {url}{experiment.get_absolute_url()}"
         )
         deadline = time.monotonic() + timeout
         finished = {
