@@ -20,6 +20,7 @@ from workers.runner.contract import RunFailed, RunSpec
 from workers.transports import write_runner
 
 from .conftest import runner_processes, wait_for
+from .factories import UserFactory
 from .test_end_to_end import runner_in_its_workload
 from .test_runner_isolation import _listening_tcp_inodes, _socket_inodes
 
@@ -253,12 +254,18 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
 def test_postgresql_15_and_17_run_side_by_side_and_explore_by_version(
-    api, postgresql_17_build, celery_worker_process
+    api, client, postgresql_17_build, celery_worker_process
 ):
     """Issue 33's two versions: Debian 12's PostgreSQL 15 (the system build) beside 17 from Debian 13's
     packages (installbuild, started through its own loader), one definition sweeping the build."""
     name, said = postgresql_17_build
     assert "postgres (PostgreSQL) 17." in said and "engines postgresql" in said
+    client.force_login(UserFactory(username="boss", is_staff=True))
+    hosts_page = client.get("/hosts/").content.decode()  # each build with its release and engines
+    assert re.search(
+        r">system</span> \(10\.11\.\S+, PostgreSQL 15\.\d+; innodb, rocksdb, postgresql\)", hosts_page
+    )
+    assert re.search(rf">{name}</span> \(PostgreSQL 17\.\d+; postgresql\)", hosts_page), hosts_page
     body = {
         "name": "PostgreSQL 15 against 17",
         "hosts": ["local"],
