@@ -8,7 +8,7 @@
                                                    run the definition, compare it with the baseline,
                                                    fail on a significant slowdown beyond the threshold
 
-The server is RECOVERY_LAB_URL, the token RECOVERY_LAB_TOKEN (`manage.py drf_create_token USER`);
+The server is RECOVERY_LAB_URL, the token RECOVERY_LAB_TOKEN (made on the page /account/token/);
 --url and --token override them. The definition is checked by the server's own rules: a bad one
 is refused with a message per field and nothing is queued.
 
@@ -59,8 +59,8 @@ class Api:
             raise ClientError("no server: set RECOVERY_LAB_URL (e.g. http://127.0.0.1:8000) or pass --url")
         if not token:
             raise ClientError(
-                "no token: set RECOVERY_LAB_TOKEN (`python manage.py drf_create_token USER` on the "
-                "server prints one) or pass --token"
+                "no token: set RECOVERY_LAB_TOKEN (make one on the dashboard's page /account/token/, "
+                "your name at the top right) or pass --token"
             )
         self.url, self.timeout_s, self.retries = url.rstrip("/"), timeout_s, retries
         self.session = requests.Session()

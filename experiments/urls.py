@@ -1,5 +1,6 @@
 from django.urls import path
 
+from experiments.pages.account import account_token
 from experiments.pages.analysis import (
     compare_page,
     compare_report,
@@ -12,6 +13,7 @@ from experiments.pages.analysis import (
 from experiments.pages.experiments import (
     experiment_annotate,
     experiment_cancel,
+    experiment_definition_yaml,
     experiment_detail,
     experiment_import,
     experiment_list,
@@ -34,11 +36,15 @@ from experiments.pages.runs import (
 from experiments.pages.series import change_point_triage, series_detail, series_from_experiment, series_list
 
 urlpatterns = [
+    path("account/token/", account_token, name="account-token"),
     path("experiments/", experiment_list, name="experiment-list"),
     path("experiments/new/", experiment_new, name="experiment-new"),
     path("experiments/import/", experiment_import, name="experiment-import"),
     path("experiments/<int:pk>/", experiment_detail, name="experiment-detail"),
     path("experiments/<int:pk>/report/", experiment_report, name="experiment-report"),
+    path(
+        "experiments/<int:pk>/definition.yaml", experiment_definition_yaml, name="experiment-definition-yaml"
+    ),
     path("experiments/<int:pk>/report.pdf", experiment_report_pdf, name="experiment-report-pdf"),
     path("experiments/<int:pk>/live/", experiment_live, name="experiment-live"),
     path("experiments/<int:pk>/cancel/", experiment_cancel, name="experiment-cancel"),

@@ -46,6 +46,11 @@ def test_experiment_explore_and_compare_pages_on_real_runs(
     page.evaluate("window.notReloaded = true")
     page.wait_for_selector("tr.run-row[data-status=done] >> nth=3", timeout=600_000)
     assert page.evaluate("window.notReloaded") is True  # updated from JSON, not reloaded
+    # the report's sentences are on the page too, brought in with the runs that finished
+    found = page.locator("#experiment-findings ul.findings li").all_inner_texts()
+    assert found and any("MyRocks" in line and "InnoDB" in line for line in found), found
+    page.goto(f"{live_server.url}/experiments/{first.id}/report/")
+    assert page.locator("#findings li").all_inner_texts() == found
     second, _ = services.create_experiment({**DEFINITION, "name": "Browser: engines B"})
 
     # Imported runs join the first experiment: glued excerpts of MySQL 8.0 logs (read as separate

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from experiments import services
@@ -145,6 +146,12 @@ FORMS = [
         lambda w: f"/change-points/{w.change_point.id}/triage/",
         lambda w: {"triage": "acknowledged"},
         lambda w: ChangePoint.objects.get(id=w.change_point.id).triage == "acknowledged",
+    ),
+    Form(
+        "account/token/",
+        lambda w: "/account/token/",
+        lambda w: {"action": "new"},
+        lambda w: Token.objects.filter(user__username="author").exists(),
     ),
     Form(
         "logout/",

@@ -36,6 +36,8 @@ MATRIX = [
     ("post", "logout/", "/logout/", None, (302, 302, 302, 302, 302)),
     ("get", "admin/", "/admin/", None, (302, 302, 302, 302, 200)),
     # pages
+    ("get", "account/token/", "/account/token/", None, READ),
+    ("post", "account/token/", "/account/token/", {"action": "revoke"}, (LOGIN, 302, 302, 302, 302)),
     ("get", "experiments/", "/experiments/", None, READ),
     ("get", "experiments/new/", "/experiments/new/", None, EXPERIMENTER_PAGE),
     ("post", "experiments/new/", "/experiments/new/", {}, EXPERIMENTER_PAGE),  # the form, with errors
@@ -43,6 +45,7 @@ MATRIX = [
     ("post", "experiments/import/", "/experiments/import/", {}, (LOGIN, 403, 400, 400, 400)),  # no file
     ("get", "experiments/<pk>/", "/experiments/{experiment}/", None, READ),
     ("get", "experiments/<pk>/report/", "/experiments/{experiment}/report/", None, READ),
+    ("get", "experiments/<pk>/definition.yaml", "/experiments/{experiment}/definition.yaml", None, READ),
     (
         "get",
         "experiments/<pk>/report.pdf",

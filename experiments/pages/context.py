@@ -138,6 +138,9 @@ def experiment_context(experiment: Experiment) -> dict:
         "in_progress": progress.finished < progress.total,
         "suspect_count": sum(1 for r in runs if r.suspect),
         "excluded_count": sum(1 for r in runs if r.excluded),
+        # the report's sentences, on the page too
+        "findings": findings(rows, cells, axes),
+        "caveats": caveats(runs, cells),
     }
 
 
@@ -156,8 +159,6 @@ def report_context(experiment: Experiment) -> dict:
         line["values"] = [line["values"][i] for i in measured]
     context.update(
         method=method(experiment, context["runs"]),
-        findings=findings(rows, context["cells"], context["axes"]),
-        caveats=caveats(context["runs"], context["cells"]),
         # an experiment that swept the redo at the crash answers the planner's question itself
         sweep_plans=sweep_plans(experiment.pk) if _swept_redo(rows) else [],
         generated_at=timezone.now(),
@@ -212,6 +213,7 @@ def experiment_live_context(experiment: Experiment, request) -> dict:
             "runs": render_to_string("experiments/_runs.html", context, request),
             "summary": render_to_string("experiments/_summary.html", context, request),
             "progress": render_to_string("experiments/_progress.html", context, request),
+            "findings": render_to_string("experiments/_findings.html", context, request),
         },
         "generated_at": timezone.now().isoformat(),
     }

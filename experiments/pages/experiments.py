@@ -23,7 +23,7 @@ from experiments.pages.context import (
     history_choices,
     report_context,
 )
-from experiments.pages.forms import ExperimentForm
+from experiments.pages.forms import ExperimentForm, definition_yaml
 from experiments.roles import (
     FORBIDDEN,
     may_change,
@@ -75,7 +75,12 @@ def experiment_list(request):
 @login_required
 @role_required(may_experiment, FORBIDDEN["experiment"])
 def experiment_new(request):
-    form = ExperimentForm(request.POST or None, host_names=services.active_host_names())
+    """The form; `?from=ID`: filled with that experiment's definition, to run it again."""
+    source = None
+    if request.method != "POST" and request.GET.get("from", "").isdigit():
+        source = get_object_or_404(Experiment, pk=int(request.GET["from"]))
+    initial = ExperimentForm.initial_from(source.definition) if source else None
+    form = ExperimentForm(request.POST or None, initial=initial, host_names=services.active_host_names())
     if request.method == "POST" and form.is_valid():
         try:
             # The form's own key: a double click or a resent POST opens the same experiment.
@@ -92,13 +97,27 @@ def experiment_new(request):
         else:
             return redirect(experiment)
     key = request.POST.get("idempotency_key") or f"form-{uuid.uuid4().hex}"
-    return render(request, "experiments/experiment_new.html", {"form": form, "idempotency_key": key})
+    context = {"form": form, "idempotency_key": key, "source": source}
+    return render(request, "experiments/experiment_new.html", context)
+
+
+@login_required
+def experiment_definition_yaml(request, pk: int):
+    """The definition as the CLI takes it (`recovery-lab run FILE`), to download."""
+    experiment = get_object_or_404(Experiment, pk=pk)
+    response = HttpResponse(definition_yaml(experiment.definition), content_type="application/yaml")
+    response["Content-Disposition"] = f'attachment; filename="experiment-{experiment.pk}.yaml"'
+    return response
 
 
 @login_required
 def experiment_detail(request, pk: int):
     experiment = get_object_or_404(Experiment, pk=pk)
-    context = {**experiment_context(experiment), "can_change": may_change(request.user, experiment)}
+    context = {
+        **experiment_context(experiment),
+        "can_change": may_change(request.user, experiment),
+        "definition_yaml": definition_yaml(experiment.definition),
+    }
     return render(request, "experiments/experiment_detail.html", context)
 
 

@@ -6,6 +6,7 @@ form, the API and imports, and its messages are put back on the matching form fi
 
 import re
 
+import yaml
 from django import forms
 
 from experiments.definition import SERVER_OPTIONS
@@ -29,6 +30,13 @@ def _split(text: str) -> list[str]:
 
 def _number_or_text(text: str):
     return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text) else text
+
+
+def definition_yaml(definition: dict) -> str:
+    """A stored definition as the CLI's file (`recovery-lab run FILE` takes it back), its empty
+    notes left out."""
+    kept = {key: value for key, value in definition.items() if value not in ("", [], {}, None)}
+    return yaml.safe_dump(kept, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
 
 
 class ExperimentForm(forms.Form):
@@ -56,6 +64,11 @@ class ExperimentForm(forms.Form):
         required=False,
         help_text="binary log files the server holds at the crash; 0 = binary log off",
     )
+    server_build = forms.CharField(
+        required=False,
+        help_text="comma-separated builds the hosts list (the hosts page): system, mariadb-11.8; "
+        "blank: the host's installed servers",
+    )
     server_options = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -72,6 +85,9 @@ class ExperimentForm(forms.Form):
         "back to 90% throughput; 0 = off",
     )
     events = forms.IntegerField(initial=8000, help_text="transactions before the crash (after_workload)")
+    time_seconds = forms.IntegerField(
+        required=False, initial=0, help_text="or a workload of this many seconds; 0 = by events"
+    )
     crash_method = forms.ChoiceField(
         choices=choices(CRASH_METHODS, CRASH_METHOD_NAMES),
         initial="sigkill",
@@ -85,11 +101,11 @@ class ExperimentForm(forms.Form):
         initial=["after_workload"],
         help_text="two or more: each a cell of the matrix, its runs beside the others'",
     )
-    after_seconds = forms.IntegerField(
-        required=False, help_text="with 'during the workload': seconds into it"
+    after_seconds = forms.CharField(
+        required=False, help_text="with 'during the workload': seconds into it, comma-separated"
     )
     redo_bytes = forms.CharField(
-        required=False, help_text="with 'when the redo to replay reaches': a size like 128M"
+        required=False, help_text="with 'when the redo to replay reaches': sizes like 128M, comma-separated"
     )
     open_rows = forms.IntegerField(
         required=False,
@@ -102,6 +118,9 @@ class ExperimentForm(forms.Form):
         "parameters.buffer_pool_size": "buffer_pool_size",
         "parameters.redo_log_size": "redo_log_size",
         "parameters.insert_rate": "insert_rate",
+        "parameters.binlog_files": "binlog_files",
+        "parameters.server_build": "server_build",
+        "workload.time_seconds": "time_seconds",
         "workload.name": "workload",
         "workload.tables": "tables",
         "workload.table_size": "table_size",
@@ -133,19 +152,25 @@ class ExperimentForm(forms.Form):
         when = whens[0] if len(whens) == 1 else whens  # two or more: a sweep
         crash = {"method": data.get("crash_method") or "sigkill", "when": when}
         long_transaction = data["workload"] == "long_transaction"  # its open_rows are the workload's
-        for key in ("after_seconds", "redo_bytes", *(() if long_transaction else ("open_rows",))):
-            if data.get(key) not in (None, ""):
-                crash[key] = data[key]
+        for key in ("after_seconds", "redo_bytes"):
+            values = [_number_or_text(v) for v in _split(data.get(key) or "")]
+            if values:
+                crash[key] = values[0] if len(values) == 1 else values  # two or more: a sweep
+        if not long_transaction and data.get("open_rows") not in (None, ""):
+            crash["open_rows"] = data["open_rows"]
+        parameters = {
+            "buffer_pool_size": _split(data["buffer_pool_size"]),
+            "redo_log_size": _split(data["redo_log_size"]),
+            "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
+            "binlog_files": [_number_or_text(v) for v in _split(data["binlog_files"] or "0")],
+        }
+        if _split(data.get("server_build") or ""):
+            parameters["server_build"] = _split(data["server_build"])
         return {
             "name": data["name"],
             "hosts": data["hosts"],
             "engines": data["engines"],
-            "parameters": {
-                "buffer_pool_size": _split(data["buffer_pool_size"]),
-                "redo_log_size": _split(data["redo_log_size"]),
-                "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
-                "binlog_files": [_number_or_text(v) for v in _split(data["binlog_files"] or "0")],
-            },
+            "parameters": parameters,
             "server_options": options,
             "workload": {
                 "name": data["workload"],
@@ -153,6 +178,7 @@ class ExperimentForm(forms.Form):
                 "table_size": data["table_size"],
                 "threads": data["threads"],
                 "events": data["events"],
+                **({"time_seconds": data["time_seconds"]} if data.get("time_seconds") else {}),
                 "warmup_max_seconds": data.get("warmup_max_seconds") or 0,
                 **({"open_rows": data["open_rows"]} if long_transaction and data.get("open_rows") else {}),
             },
@@ -160,6 +186,58 @@ class ExperimentForm(forms.Form):
             "repetitions": data["repetitions"],
             "description": data.get("description") or "",
             "tags": data.get("tags") or "",
+        }
+
+    @staticmethod
+    def initial_from(definition: dict) -> dict:
+        """The form's values for a definition (an experiment's, to run it again): what
+        definition() turns back into the same definition."""
+        parameters, workload = definition.get("parameters", {}), definition.get("workload", {})
+        crash = definition.get("crash", {})
+
+        def listed(values) -> str:
+            return ", ".join(str(v) for v in (values if isinstance(values, list) else [values]))
+
+        whens = crash.get("when", "after_workload")
+        open_rows = workload.get("open_rows") or crash.get("open_rows")
+        return {
+            "name": f"{definition.get('name', '')} (again)"[:200],
+            "description": definition.get("description", ""),
+            "tags": ", ".join(definition.get("tags", [])),
+            "hosts": definition.get("hosts", []),
+            "engines": definition.get("engines", []),
+            **{
+                name: listed(parameters[name])
+                for name in (
+                    "buffer_pool_size",
+                    "redo_log_size",
+                    "insert_rate",
+                    "binlog_files",
+                    "server_build",
+                )
+                if name in parameters
+            },
+            "server_options": "\n".join(
+                f"{name}={listed(values)}" for name, values in definition.get("server_options", {}).items()
+            ),
+            **{
+                name: workload[name]
+                for name in (
+                    "tables",
+                    "table_size",
+                    "threads",
+                    "events",
+                    "time_seconds",
+                    "warmup_max_seconds",
+                )
+                if name in workload
+            },
+            "workload": workload.get("name"),
+            "crash_method": crash.get("method", "sigkill"),
+            "crash_when": whens if isinstance(whens, list) else [whens],
+            **{key: listed(crash[key]) for key in ("after_seconds", "redo_bytes") if key in crash},
+            **({"open_rows": open_rows} if open_rows else {}),
+            "repetitions": definition.get("repetitions", 1),
         }
 
     def add_definition_errors(self, errors: dict[str, list[str]]) -> None:

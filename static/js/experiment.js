@@ -30,6 +30,7 @@
   lab.poll(live.dataset.liveUrl, function (answer) {
     document.getElementById("experiment-progress").innerHTML = answer.fragments.progress;
     document.getElementById("experiment-summary").innerHTML = answer.fragments.summary;
+    document.getElementById("experiment-findings").innerHTML = answer.fragments.findings;
     document.getElementById("experiment-runs").innerHTML = answer.fragments.runs;
     drawAll(answer.figures);
     live.dataset.inProgress = answer.in_progress ? "1" : "0";

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from experiments import services
 from experiments.models import ExperimentStatus, Transport
+from workers.probing import probe_host
 
 DEMO_DEFINITION = {
     "name": "Demo: redo log size vs recovery, InnoDB, MyRocks and PostgreSQL",
@@ -52,7 +53,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Log in as admin / {password}  (change it in /admin/)")
         else:
             self.stdout.write("Log in as admin (the password printed when it was created)")
-        services.register_host("local", Transport.LOCAL)
+        host = services.register_host("local", Transport.LOCAL)
+        # its facts on the hosts page from the start (its servers, builds, engines, disk)
+        probed = probe_host(host.pk)
+        if probed.get("error"):
+            self.stdout.write(f"The probe of this machine failed: {probed['error']}")
         definition = VERSIONS_DEFINITION if versions else DEMO_DEFINITION
         try:
             experiment, _ = services.create_experiment(definition, user=users.objects.get(username="admin"))
