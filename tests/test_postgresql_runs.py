@@ -46,6 +46,20 @@ def pg_spec(run_id: int, crash: dict, events: int = 4000, **extra) -> dict:
     }
 
 
+def run_to_the_end(api, body: dict) -> int:
+    """The experiment created through the API and every one of its runs finished; its id."""
+    created = api.post("/api/experiments/", body, format="json")
+    assert created.status_code == 201, created.content
+    experiment = created.json()["id"]
+    wait_for(
+        lambda: not Run.objects.filter(experiment_id=experiment, status__in=("queued", "running")).exists(),
+        600,
+        "its runs to finish",
+        interval_s=1,
+    )
+    return experiment
+
+
 def run_runner(folder: Path, spec: dict) -> dict:
     """The runner zip run as a transport runs it; its result.json and the bundle's folder."""
     (folder / "spec.json").write_text(json.dumps(spec))
@@ -227,15 +241,7 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
         "crash": {"method": "sigkill", "when": ["after_workload", "during_workload"], "after_seconds": 1},
         "repetitions": 2,
     }
-    created = api.post("/api/experiments/", body, format="json")
-    assert created.status_code == 201, created.content
-    experiment = created.json()["id"]
-    wait_for(
-        lambda: not Run.objects.filter(experiment_id=experiment, status__in=("queued", "running")).exists(),
-        600,
-        "8 runs to finish",
-        interval_s=1,
-    )
+    experiment = run_to_the_end(api, body)
     runs = api.get(f"/api/experiments/{experiment}/").json()["runs"]
     assert len(runs) == 8 and [r["status"] for r in runs] == ["done"] * 8, [r["error"] for r in runs]
     cells = sorted((r["engine"], r["parameters"]["crash_when"]) for r in runs)
@@ -283,15 +289,7 @@ def test_postgresql_15_and_17_run_side_by_side_and_explore_by_version(
         },
         "crash": {"method": "sigkill", "when": "after_workload"},
     }
-    created = api.post("/api/experiments/", body, format="json")
-    assert created.status_code == 201, created.content
-    experiment = created.json()["id"]
-    wait_for(
-        lambda: not Run.objects.filter(experiment_id=experiment, status__in=("queued", "running")).exists(),
-        300,
-        "2 runs to finish",
-        interval_s=1,
-    )
+    experiment = run_to_the_end(api, body)
     runs = {run.parameters["server_build"]: run for run in Run.objects.filter(experiment_id=experiment)}
     assert [run.status for run in runs.values()] == ["done", "done"], [r.error for r in runs.values()]
     assert runs["system"].server_version.startswith("PostgreSQL 15.")

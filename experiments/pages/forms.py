@@ -22,6 +22,7 @@ from experiments.vocabulary import (
     WORKLOADS,
     choices,
 )
+from workers.runner.contract import WORKLOAD_NUMBERS
 
 
 def _split(text: str) -> list[str]:
@@ -222,15 +223,8 @@ class ExperimentForm(forms.Form):
             ),
             **{
                 name: workload[name]
-                for name in (
-                    "tables",
-                    "table_size",
-                    "threads",
-                    "events",
-                    "time_seconds",
-                    "warmup_max_seconds",
-                )
-                if name in workload
+                for name in WORKLOAD_NUMBERS
+                if name in workload and name != "open_rows"  # the crash plan's field shows it
             },
             "workload": workload.get("name"),
             "crash_method": crash.get("method", "sigkill"),

@@ -16,6 +16,8 @@ from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 from .engines import ENGINES
 from .postgres import system_bin as postgres_system_bin
 
+POSTGRES_MARKER = "(PostgreSQL)"  # in `postgres --version`
+
 
 def _first_line(args: list[str]) -> str | None:
     try:
@@ -89,9 +91,11 @@ def power_loss_ready() -> dict:
     return {"ready": not missing, "missing": missing}
 
 
-def _server_version(command: list[str]) -> str:
-    """'Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64': the --version line less
-    the path. A build that cannot start says why instead (BuildUnusable)."""
+def _server_version(command: list[str], marker: str = "Ver ") -> str:
+    """The first line of `command --version` from `marker` on: 'Ver 10.11.19-MariaDB-0+deb12u1 for
+    debian-linux-gnu on x86_64' (the path left out), or with marker '(PostgreSQL)' the whole
+    'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)'. A build that cannot start says why
+    instead (BuildUnusable)."""
     try:
         done = subprocess.run(
             [*command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
@@ -99,26 +103,10 @@ def _server_version(command: list[str]) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildUnusable(f"{command[-1]} --version did not run: {exc}") from None
     line = (done.stdout.strip().splitlines() or [""])[0]
-    if done.returncode != 0 or "Ver " not in line:
-        said = (done.stderr or done.stdout).strip().splitlines()
-        first = said[0][:300] if said else "no output"
-        raise BuildUnusable(f"{command[-1]} --version failed (exit {done.returncode}): {first}")
-    return line[line.index("Ver ") :][:200]
-
-
-def _postgres_version(command: list[str]) -> str:
-    """'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)', or why it does not start."""
-    try:
-        done = subprocess.run(
-            [*command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildUnusable(f"{command[-1]} --version did not run: {exc}") from None
-    line = (done.stdout.strip().splitlines() or [""])[0]
-    if done.returncode != 0 or "(PostgreSQL)" not in line:
+    if done.returncode != 0 or marker not in line:
         said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
         raise BuildUnusable(f"{command[-1]} --version failed (exit {done.returncode}): {said[0][:300]}")
-    return line[:200]
+    return (line if marker == POSTGRES_MARKER else line[line.index(marker) :])[:200]
 
 
 def _build_engines(programs: dict) -> list[str]:
@@ -161,7 +149,7 @@ def server_builds(work_dir: str) -> list[dict]:
                 path, version = programs["server"], _server_version(server_command(programs))
             else:
                 path = programs["postgres_bin"]
-                version = _postgres_version([*programs["launcher"], f"{path}/postgres"])
+                version = _server_version([*programs["launcher"], f"{path}/postgres"], POSTGRES_MARKER)
             build = {"name": base.name, "path": path, "version": version, "engines": _build_engines(programs)}
             if programs["source"]:
                 build["source"] = programs["source"]
