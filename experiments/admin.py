@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from experiments.models import Experiment, Host, Run, RunFile
+from experiments.models import Experiment, Host, Run, RunFile, Series
 
 
 @admin.register(Host)
@@ -12,6 +12,21 @@ class HostAdmin(admin.ModelAdmin):
 class ExperimentAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "status", "created_by", "created_at"]
     list_filter = ["status"]
+
+
+@admin.register(Series)
+class SeriesAdmin(admin.ModelAdmin):
+    """Read and delete here; a series is changed on its page (/series/ID/edit/: its definition is
+    checked there as everywhere), or through PATCH /api/series/ID/."""
+
+    list_display = ["name", "schedule", "enabled", "next_firing_at", "created_by"]
+    list_filter = ["enabled"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Series._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(Run)

@@ -34,6 +34,7 @@ from experiments.pages.runs import (
     run_reparse,
 )
 from experiments.pages.series import change_point_triage, series_detail, series_from_experiment, series_list
+from experiments.pages.series_controls import series_delete, series_edit, series_fire, series_pause
 
 urlpatterns = [
     path("account/token/", account_token, name="account-token"),
@@ -70,6 +71,10 @@ urlpatterns = [
     path("imports/new/", import_new, name="import-new"),
     path("series/", series_list, name="series-list"),
     path("series/<int:pk>/", series_detail, name="series-detail"),
+    path("series/<int:pk>/edit/", series_edit, name="series-edit"),
+    path("series/<int:pk>/pause/", series_pause, name="series-pause"),
+    path("series/<int:pk>/fire/", series_fire, name="series-fire"),
+    path("series/<int:pk>/delete/", series_delete, name="series-delete"),
     path("change-points/<int:pk>/triage/", change_point_triage, name="change-point-triage"),
     path("experiments/<int:pk>/repeat/", series_from_experiment, name="series-from-experiment"),
 ]

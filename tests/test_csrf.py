@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from experiments import services
 from experiments.models import ChangePoint, Experiment, Host, Run, RunStatus, Series
+from experiments.pages.series_controls import SeriesForm
 
 from .factories import (
     ExperimentFactory,
@@ -146,6 +147,30 @@ FORMS = [
         lambda w: f"/change-points/{w.change_point.id}/triage/",
         lambda w: {"triage": "acknowledged"},
         lambda w: ChangePoint.objects.get(id=w.change_point.id).triage == "acknowledged",
+    ),
+    Form(
+        "series/<pk>/edit/",
+        lambda w: f"/series/{w.change_point.series_id}/edit/",
+        lambda w: {**SeriesForm.initial_from(w.change_point.series), "schedule": "@weekly"},
+        lambda w: Series.objects.filter(schedule="@weekly").exists(),
+    ),
+    Form(
+        "series/<pk>/pause/",
+        lambda w: f"/series/{w.change_point.series_id}/pause/",
+        lambda w: {},
+        lambda w: Series.objects.filter(enabled=False).exists(),
+    ),
+    Form(
+        "series/<pk>/fire/",
+        lambda w: f"/series/{w.change_point.series_id}/fire/",
+        lambda w: {},
+        lambda w: Experiment.objects.filter(name__endswith="(fired by hand)").exists(),
+    ),
+    Form(
+        "series/<pk>/delete/",
+        lambda w: f"/series/{w.change_point.series_id}/delete/",
+        lambda w: {},
+        lambda w: not Series.objects.exists(),
     ),
     Form(
         "account/token/",

@@ -57,3 +57,66 @@ def test_a_user_makes_an_api_token_sees_it_once_uses_it_and_revokes_it(page, liv
     assert page.locator("#token-state").inner_text() == "You have no token."
     refused = api.get(f"{live_server.url}/api/experiments/", headers={"Authorization": f"Token {key}"})
     assert refused.status == 401
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_series_owner_edits_pauses_fires_and_deletes_it_from_its_page(
+    page, live_server, local_host, broker, settings
+):
+    from experiments.models import Experiment, Series
+    from experiments.services import series as series_service
+
+    from .test_browser import log_in, screenshot
+    from .test_series import DEFINITION
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"  # mail not configured
+    log_in(page, live_server)  # alice
+    from django.contrib.auth import get_user_model
+
+    alice = get_user_model().objects.get(username="alice")
+    series = series_service.create_series(
+        {"name": "nightly InnoDB", "definition": DEFINITION, "schedule": "@nightly"}, user=alice
+    )
+    page.goto(f"{live_server.url}/series/{series.pk}/")
+    explained = page.locator("#series-explained").inner_text()
+    assert (
+        "A change point is a firing from which" in explained
+        and "to nobody yet: no address is set" in explained
+    )
+    assert "Mail is not configured on this dashboard" in page.locator("#mail-not-configured").inner_text()
+
+    page.click("#series-edit")
+    page.fill("input[name=schedule]", "@weekly")
+    page.fill("textarea[name=alert_emails]", "dba@example.com")
+    definition = page.input_value("textarea[name=definition]")
+    assert "engines:" in definition  # the command line's YAML
+    page.fill("textarea[name=definition]", definition.replace("repetitions: 2", "repetitions: 3"))
+    screenshot(page, "series-edit.png")
+    page.click("text=Save")
+    page.wait_for_url(f"**/series/{series.pk}/")
+    assert page.locator("p.controls code").inner_text() == "@weekly"
+    assert page.locator("#alert-destinations").inner_text() == "dba@example.com"
+    series.refresh_from_db()
+    assert series.definition["repetitions"] == 3
+
+    page.click("#series-pause")
+    assert "(paused)" in page.locator("p.controls").inner_text()
+    assert not Series.objects.get(pk=series.pk).enabled
+    page.click("#series-pause")  # now "Resume"
+    assert Series.objects.get(pk=series.pk).enabled
+
+    page.click("#series-fire")
+    page.wait_for_url("**/experiments/*/")
+    fired = Experiment.objects.get(series=series)
+    assert fired.name.endswith("(fired by hand)") and fired.runs.count() == 3
+    page.goto(f"{live_server.url}/series/{series.pk}/")
+    assert str(fired.pk) in page.locator("#firings").inner_text()
+    screenshot(page, "series-controls.png")
+
+    page.click("#series-delete")
+    assert "The 1 experiment it fired is kept" in page.locator("#delete-consequences").inner_text()
+    page.click("#confirm-delete")
+    page.wait_for_url("**/series/")
+    assert not Series.objects.filter(pk=series.pk).exists()
+    assert Experiment.objects.filter(pk=fired.pk, series=None).exists()

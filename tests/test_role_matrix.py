@@ -102,6 +102,19 @@ MATRIX = [
     ("post", "hosts/<pk>/aa-check/", "/hosts/{host}/aa-check/", {}, (LOGIN, 403, 302, 302, 302)),
     ("get", "series/", "/series/", None, READ),
     ("get", "series/<pk>/", "/series/{series}/", None, READ),
+    # the series' controls: its owner (the author) and admins
+    ("get", "series/<pk>/edit/", "/series/{series}/edit/", None, (LOGIN, 403, 403, 200, 200)),
+    (
+        "post",
+        "series/<pk>/edit/",
+        "/series/{series}/edit/",
+        {},
+        (LOGIN, 403, 403, 200, 200),
+    ),  # the form, with errors
+    ("post", "series/<pk>/pause/", "/series/{series}/pause/", {}, AUTHOR_PAGE),
+    ("post", "series/<pk>/fire/", "/series/{series}/fire/", {}, AUTHOR_PAGE),
+    ("get", "series/<pk>/delete/", "/series/{series}/delete/", None, (LOGIN, 403, 403, 200, 200)),
+    ("post", "series/<pk>/delete/", "/series/{series}/delete/", {}, AUTHOR_PAGE),
     (
         "post",
         "change-points/<pk>/triage/",

@@ -33,11 +33,39 @@ def _number_or_text(text: str):
     return int(text) if re.fullmatch(r"-?[0-9]{1,18}", text) else text
 
 
+# The order a person reads a definition in (the database keeps JSON keys in its own order).
+YAML_ORDER = {
+    "": ("name", "description", "tags", "hosts", "engines", "parameters", "server_options", "workload",
+         "crash", "repetitions"),
+    "parameters": ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files", "server_build"),
+    "workload": ("name", *WORKLOAD_NUMBERS),
+    "crash": ("method", "when", "after_seconds", "redo_bytes", "open_rows"),
+}  # fmt: skip
+
+
+class _Dumper(yaml.SafeDumper):
+    """Mappings as blocks, lists inline: `engines: [innodb, postgresql]`."""
+
+
+_Dumper.add_representer(
+    list, lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+)
+
+
+def _ordered(mapping: dict, order: tuple) -> dict:
+    known = {key: mapping[key] for key in order if key in mapping}
+    return {**known, **{key: value for key, value in mapping.items() if key not in known}}
+
+
 def definition_yaml(definition: dict) -> str:
-    """A stored definition as the CLI's file (`recovery-lab run FILE` takes it back), its empty
-    notes left out."""
+    """A stored definition as the command line's file (`recovery-lab run FILE` takes it back),
+    in reading order, its empty notes left out."""
     kept = {key: value for key, value in definition.items() if value not in ("", [], {}, None)}
-    return yaml.safe_dump(kept, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
+    ordered = _ordered(kept, YAML_ORDER[""])
+    for key in ("parameters", "workload", "crash"):
+        if isinstance(ordered.get(key), dict):
+            ordered[key] = _ordered(ordered[key], YAML_ORDER[key])
+    return yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
 class ExperimentForm(forms.Form):

@@ -1,6 +1,7 @@
 """The recurring series' pages: the list, one series with each metric over its firings and the
 change points found (triaged here), and a series made from an experiment's definition."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -102,6 +103,7 @@ def series_detail(request, pk: int):
     series = get_object_or_404(Series, pk=pk)
     context = series_context(series, request.user)
     context["may_change"] = may_change(request.user, series)
+    context["mail_configured"] = not settings.EMAIL_BACKEND.endswith("console.EmailBackend")
     return render(request, "experiments/series_detail.html", context)
 
 

@@ -3,8 +3,9 @@
 Views, the API, management commands and Celery tasks call them and nothing else writes rows.
 One module per area; each is the only writer of its rows: experiments.py, runs.py (progress,
 ingest, re-parse), hosts.py, dispatch.py (claims, attempts, retries), imports.py (logs of runs
-made elsewhere), archive.py (experiment archives out and in), ssh_keys.py (the dashboard's own
-key) and audit.py (who changed what). The first four are gathered here; import the others from
+made elsewhere), archive.py (experiment archives out and in), series.py and series_controls.py
+(recurring series: fields, firings, alerts; fire now, delete), tokens.py (API tokens),
+ssh_keys.py (the dashboard's own key) and audit.py (who changed what). The first four are gathered here; import the others from
 their modules.
 """
 
