@@ -4,6 +4,8 @@
 PY := .venv/bin/python
 RUN_DIR := .run
 WEB_ADDR ?= 127.0.0.1:8000
+# the processes make start runs know where they are served (SITE_URL follows it unless set)
+export WEB_ADDR
 
 setup:
 	@bash scripts/setup.sh

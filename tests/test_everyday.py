@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 
 from experiments.models import Host
 
-from .factories import UserFactory
+from .factories import HostFactory, UserFactory
 
 
 @pytest.mark.django_db
@@ -120,3 +120,53 @@ def test_a_series_owner_edits_pauses_fires_and_deletes_it_from_its_page(
     page.wait_for_url("**/series/")
     assert not Series.objects.filter(pk=series.pk).exists()
     assert Experiment.objects.filter(pk=fired.pk, series=None).exists()
+
+
+def test_an_installation_s_queue_and_site_url_follow_its_database_and_address():
+    """Left empty in .env: the queue is named after the database (two dashboards sharing one Redis
+    stay apart), the alerts' links after the address make start serves."""
+    import os
+    import subprocess
+    import sys
+
+    from webapp.installation import queue_name
+
+    assert (
+        queue_name({"HOST": "db7.lab", "PORT": 5433, "NAME": "recovery_lab"})
+        == "recovery-lab.db7_lab.5433.recovery_lab"
+    )
+    assert queue_name({"HOST": "", "PORT": "", "NAME": "lab"}) != queue_name(
+        {"HOST": "", "PORT": "", "NAME": "lab2"}
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "CELERY_TASK_DEFAULT_QUEUE": "",
+           "CELERY_ALERTS_QUEUE": "", "DATABASE_URL": "postgres://u@db7:5433/lab", "SITE_URL": "",
+           "WEB_ADDR": "10.0.0.5:8080"}  # fmt: skip
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.CELERY_TASK_DEFAULT_QUEUE, s.CELERY_ALERTS_QUEUE, s.SITE_URL)"
+    )
+    said = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert said.stdout.split() == [
+        "recovery-lab.db7.5433.lab",
+        "recovery-lab.db7.5433.lab-alerts",
+        "http://10.0.0.5:8080",
+    ], said.stderr
+
+
+@pytest.mark.django_db
+def test_the_series_page_says_when_alerts_link_elsewhere_than_where_it_was_opened(client, settings):
+    from experiments.services import series as series_service
+
+    from .test_series import DEFINITION
+
+    HostFactory(name="local")
+    owner = UserFactory(username="owner")
+    series = series_service.create_series(
+        {"name": "n", "definition": DEFINITION, "schedule": "@nightly"}, user=owner
+    )
+    client.force_login(owner)
+    settings.SITE_URL = "http://127.0.0.1:8000"
+    page = client.get(f"/series/{series.pk}/").content.decode()
+    assert 'id="site-url-differs"' in page and "this page was opened at http://testserver" in page
+    settings.SITE_URL = "http://testserver"
+    assert 'id="site-url-differs"' not in client.get(f"/series/{series.pk}/").content.decode()

@@ -12,6 +12,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from webapp.installation import queue_name
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -254,8 +256,11 @@ SPECTACULAR_SETTINGS = {
 }
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
-# One queue per installation sharing a Redis (and per test session or benchmark).
-CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
+# One queue per installation sharing a Redis (and per test session or benchmark): by default
+# named after the installation's database, so two dashboards on one Redis stay apart.
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="") or queue_name(
+    DATABASES["default"]
+)
 # Alerts go on a queue of their own, taken by a worker of their own (`make start`, compose): a
 # slow mail server or webhook never holds a slot a host's driver needs.
 CELERY_ALERTS_QUEUE = env.str("CELERY_ALERTS_QUEUE", default="") or f"{CELERY_TASK_DEFAULT_QUEUE}-alerts"
@@ -275,9 +280,12 @@ CELERY_BEAT_SCHEDULE = {
     "send-alerts": {"task": "workers.tasks.send_pending_notifications_task", "schedule": 300.0},
 }
 
-# Alerts of recurring series: links point at SITE_URL; mail goes through EMAIL_URL
+# Alerts of recurring series: links point at SITE_URL (make start sets it from WEB_ADDR; the
+# series page says when it is not the address the page was opened at); mail goes through EMAIL_URL
 # (smtp://user:password@host:587 with ?tls=True, or consolemail:// to print it).
-SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+SITE_URL = (
+    env.str("SITE_URL", default="") or f"http://{env.str('WEB_ADDR', default='127.0.0.1:8000')}"
+).rstrip("/")
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="recovery-lab@localhost")
 # A mail server that does not answer within this many seconds fails the attempt.

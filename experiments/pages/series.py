@@ -104,6 +104,9 @@ def series_detail(request, pk: int):
     context = series_context(series, request.user)
     context["may_change"] = may_change(request.user, series)
     context["mail_configured"] = not settings.EMAIL_BACKEND.endswith("console.EmailBackend")
+    # alerts link to SITE_URL: said where it matters when the team reaches the page elsewhere
+    opened = request.build_absolute_uri("/").rstrip("/")
+    context["site_url_differs"] = (opened, settings.SITE_URL) if opened != settings.SITE_URL else None
     return render(request, "experiments/series_detail.html", context)
 
 
