@@ -237,3 +237,27 @@ def test_imports_need_a_logged_in_user_and_are_in_the_schema(client, api):
     assert Run.objects.count() == 0
     schema = api.get("/api/schema/")
     assert b"/api/imports/" in schema.content and b"error_log" in schema.content
+
+
+def test_sizes_not_given_stay_unknown_and_every_page_takes_the_run(api, client, user):
+    """Issue 34: an import whose buffer pool and redo log sizes nobody knows stores none (the form
+    no longer fills 128M/512M in), and the pages that chart or group by them leave it out."""
+    body = {**parameters(), "error_log": upload(sample("mysql80_recovery.txt", "A"))}
+    del body["buffer_pool_size"], body["redo_log_size"]
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    (run,) = response.json()["runs"]
+    assert run["parameters"] == {"insert_rate": 500}  # no guess stored as a fact
+    stored = Run.objects.get(pk=run["id"])
+    assert (stored.buffer_pool_bytes, stored.redo_log_bytes) == (None, None)
+    assert run["metrics"]["recovery_seconds"] == pytest.approx(0.523445)  # measured all the same
+    client.force_login(user)
+    experiment = response.json()["experiment"]
+    pages = [f"/experiments/{experiment}/", f"/runs/{run['id']}/", f"/experiments/{experiment}/report/"]
+    pages += ["/explore/?x=redo_log_size&y=recovery_seconds", "/explore/?x=engine&y=recovery_seconds"]
+    for page in pages:
+        assert client.get(page).status_code == 200, page
+    by_log = api.get("/api/explore/", {"x": "redo_log_size", "y": "recovery_seconds"}).json()
+    assert run["id"] not in {i for series in by_log["series"] for i in series.get("run_ids", [])}
+    form = client.get("/imports/new/").content.decode()
+    assert 'name="buffer_pool_size" value="128M"' not in form and "empty: not known" in form

@@ -36,8 +36,12 @@ class ImportSerializer(serializers.Serializer):
     sysbench_report = serializers.FileField(required=False)
     engine = serializers.ChoiceField(choices=Engine.values)
     server_version = serializers.RegexField(SERVER_VERSION, required=False, help_text="e.g. 8.0.36")
-    buffer_pool_size = serializers.RegexField(SIZE_TEXT, help_text="with a unit: 128M, 8G")
-    redo_log_size = serializers.RegexField(SIZE_TEXT, help_text="with a unit: 512M, 2G")
+    buffer_pool_size = serializers.RegexField(
+        SIZE_TEXT, required=False, help_text="with a unit: 128M, 8G; left out: not known"
+    )
+    redo_log_size = serializers.RegexField(
+        SIZE_TEXT, required=False, help_text="with a unit: 512M, 2G; left out: not known"
+    )
     insert_rate = serializers.IntegerField(
         required=False,
         min_value=0,

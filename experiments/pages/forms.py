@@ -279,8 +279,12 @@ class ImportForm(forms.Form):
     error_log = forms.FileField(help_text="the server's error log through the crash recovery")
     engine = forms.ChoiceField(choices=choices(ENGINES))  # imports take every engine, runnable or not
     server_version = forms.CharField(required=False, help_text="empty: read from the log")
-    buffer_pool_size = forms.CharField(initial="128M", help_text="with a unit: 128M, 8G")
-    redo_log_size = forms.CharField(initial="512M", help_text="with a unit: 512M, 2G")
+    buffer_pool_size = forms.CharField(
+        required=False, help_text="with a unit: 128M, 8G; empty: not known (kept unknown, not guessed)"
+    )
+    redo_log_size = forms.CharField(
+        required=False, help_text="with a unit: 512M, 2G; empty: not known (kept unknown, not guessed)"
+    )
     insert_rate = forms.CharField(initial="0", help_text="rows/s the workload ran at; 0 = unthrottled")
     host_label = forms.CharField(help_text="where the run was done, e.g. db7.prod")
     timezone = forms.CharField(initial="UTC", help_text="zone of the log's local times (5.5/5.6, MariaDB)")

@@ -51,8 +51,9 @@ class ImportRejected(DefinitionError):
 @dataclass
 class ImportParameters:
     engine: str
-    buffer_pool_size: str
-    redo_log_size: str
+    # None: not known (never a guess stored as a fact)
+    buffer_pool_size: str | None
+    redo_log_size: str | None
     insert_rate: int
     host_label: str
     server_version: str
@@ -77,9 +78,12 @@ def validate_import(data: dict) -> ImportParameters:
     engine = str(data.get("engine") or "").strip()
     if engine not in Engine.values:
         fail("engine", f"choose one of {', '.join(Engine.values)}")
-    sizes = {}
+    sizes: dict[str, str | None] = {}
     for field in ("buffer_pool_size", "redo_log_size"):
         text = str(data.get(field) or "").strip()
+        if not text:  # not known: it stays unknown
+            sizes[field] = None
+            continue
         try:
             sizes[field] = format_size(parse_size(text))
         except SizeError as exc:
@@ -292,13 +296,19 @@ def _create_run(
         host_label=parameters.host_label,
         engine=parameters.engine,
         parameters={
-            "buffer_pool_size": parameters.buffer_pool_size,
-            "redo_log_size": parameters.redo_log_size,
+            **{
+                name: value
+                for name, value in (
+                    ("buffer_pool_size", parameters.buffer_pool_size),
+                    ("redo_log_size", parameters.redo_log_size),
+                )
+                if value is not None  # an unknown size is left out, not guessed
+            },
             "insert_rate": parameters.insert_rate,
         },
         repetition=crash_index + 1,
-        buffer_pool_bytes=parse_size(parameters.buffer_pool_size),
-        redo_log_bytes=parse_size(parameters.redo_log_size),
+        buffer_pool_bytes=parse_size(parameters.buffer_pool_size) if parameters.buffer_pool_size else None,
+        redo_log_bytes=parse_size(parameters.redo_log_size) if parameters.redo_log_size else None,
         insert_rate=parameters.insert_rate,
         status=RunStatus.DONE,
         imported=True,
