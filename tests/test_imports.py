@@ -261,3 +261,21 @@ def test_sizes_not_given_stay_unknown_and_every_page_takes_the_run(api, client, 
     assert run["id"] not in {i for series in by_log["series"] for i in series.get("run_ids", [])}
     form = client.get("/imports/new/").content.decode()
     assert 'name="buffer_pool_size" value="128M"' not in form and "empty: not known" in form
+
+
+def test_a_recovery_timed_in_whole_seconds_says_so_beside_its_apply_rate(api, client, user):
+    """A MariaDB log stamps whole seconds: the run page shows its recovery and apply rate with that
+    resolution, not as if timed to the millisecond; MySQL 8's microseconds need no such word."""
+    shown = {}
+    for name, log in (
+        ("mariadb", ("mariadb10_11_recovery.txt", "A")),
+        ("mysql8", ("mysql80_recovery.txt", "A")),
+    ):
+        body = {**parameters(), "error_log": upload(sample(*log))}
+        response = api.post("/api/imports/", body, format="multipart")
+        assert response.status_code == 201, response.content
+        client.force_login(user)
+        page = client.get(f"/runs/{response.json()['runs'][0]['id']}/").content.decode()
+        shown[name] = page
+    assert "from whole-second stamps: ±1 s on the recovery" in shown["mariadb"]
+    assert "from whole-second stamps" not in shown["mysql8"]

@@ -24,10 +24,24 @@ def run_annotate(request, pk: int):
     return annotate_page(request, run, run.experiment)
 
 
+# Metrics computed from the recovery's duration: as fine as its lines were timed.
+TIMED_BY_THE_LOG = ("recovery_seconds", "redo_apply_mb_per_s")
+
+
+def _metric_value(run: Run, name: str):
+    """A metric as shown: with the resolution of the log's stamps where the recovery was timed in
+    whole seconds (a server's own log, imported), so 0.523 is not read as milliseconds measured."""
+    value = getattr(run, name)
+    coarsest = max(run.phase_resolution.values(), default=0)
+    if value is None or name not in TIMED_BY_THE_LOG or coarsest < 1:
+        return value
+    return f"{value} (from whole-second stamps: ±{coarsest:g} s on the recovery)"
+
+
 def _run_context(run: Run) -> dict:
     return {
         "run": run,
-        "metrics": [(LABELS[name], name, getattr(run, name)) for name in METRIC_NAMES],
+        "metrics": [(LABELS[name], name, _metric_value(run, name)) for name in METRIC_NAMES],
         "phases": [
             (name, duration_text(seconds, run.phase_resolution.get(name)))
             for name, seconds in run.phases.items()
