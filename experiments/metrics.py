@@ -1,4 +1,4 @@
-"""The metric names of DESIGN.md, shared by the models, the API, exports and charts."""
+"""The metric names of docs/design.md, shared by the models, the API, exports and charts."""
 
 INTEGER_METRICS = (
     "checkpoint_lsn",

@@ -169,7 +169,7 @@ class RunStatus(models.TextChoices):
 
 
 class RunMetrics(models.Model):
-    """The metrics of DESIGN.md (experiments/metrics.py) as real columns: they filter, sort
+    """The metrics of docs/design.md (experiments/metrics.py) as real columns: they filter, sort
     and chart in SQL."""
 
     checkpoint_lsn = models.BigIntegerField(null=True, blank=True)

@@ -134,7 +134,7 @@ def runs_compared() -> None:
         )
 
 
-# Each durability setting under a power cut: the README's table is this output.
+# Each durability setting under a power cut: docs/method.md's table is this output.
 SETTINGS = (
     ("innodb", {"innodb_flush_log_at_trx_commit": 1}),
     ("innodb", {"innodb_flush_log_at_trx_commit": 2}),

@@ -323,7 +323,7 @@ BUILDS_CACHE_DIR = Path(env.str("BUILDS_CACHE_DIR", default="/var/tmp/recovery-l
 DEBIAN_MIRROR = env.str("DEBIAN_MIRROR", default="http://deb.debian.org/debian")
 # Seconds a restarted server may take before the Run fails with "server never came back".
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
-# Runs start from a host's cached copy of their loaded dataset (see the README's "Method").
+# Runs start from a host's cached copy of their loaded dataset (docs/method.md).
 RUNNER_REUSE_DATASETS = env.bool("RUNNER_REUSE_DATASETS", default=True)
 # A run that fails for a passing reason (connection refused or dropped, host busy elsewhere,
 # worker lost) is tried again after RUN_RETRY_BACKOFF_S, doubled at each try, up to

@@ -129,7 +129,7 @@ class ExploreResult:
     series: list[dict] = field(default_factory=list)
 
     def to_json(self) -> bytes:
-        """The answer as DESIGN.md writes it, assembled around the JSON PostgreSQL made."""
+        """The answer as docs/design.md writes it, assembled around the JSON PostgreSQL made."""
         series = ",".join(
             f'{{"name": {json.dumps(s["name"])}, "key": {json.dumps(s["key"])}, '
             f'"x": {s["x"]}, "y": {s["y"]}, "run_ids": {s["run_ids"]}}}'

@@ -1,4 +1,4 @@
-"""From a run's bundle (result.json + raw files) to the metrics of DESIGN.md. No Django.
+"""From a run's bundle (result.json + raw files) to the metrics of docs/design.md. No Django.
 
 The error log the runner stamped line by line is preferred to the raw one: its stamps come from
 the host's monotonic clock with millisecond resolution. Times the runner took itself (the kill,
@@ -15,7 +15,7 @@ from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
 from workers.runner.processes import POLL_S
 
-# Phase names of the parsers -> the names a Run keeps (DESIGN.md, "Metrics of a Run").
+# Phase names of the parsers -> the names a Run keeps (docs/design.md, "Metrics of a Run").
 PHASE_NAMES = {
     "redo_scan": "redo_scan",
     "redo_apply": "redo_apply",
@@ -360,7 +360,7 @@ def _workload_metrics(analysis: RunAnalysis, workload: str | None) -> None:
     report = analysis.parsed.get("sysbench_report.txt")
     if report is None or report.sysbench is None:
         return
-    # An import whose workload is not known follows DESIGN.md's convention of one row.
+    # An import whose workload is not known follows docs/design.md's convention of one row.
     inserts = INSERTS_PER_TRANSACTION.get(workload, 1)
     if report.sysbench.tps is not None:
         analysis.metrics["achieved_insert_rate"] = round(report.sysbench.tps * inserts, 3)

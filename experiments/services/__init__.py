@@ -5,8 +5,8 @@ One module per area; each is the only writer of its rows: experiments.py, runs.p
 ingest, re-parse), hosts.py, dispatch.py (claims, attempts, retries), imports.py (logs of runs
 made elsewhere), archive.py (experiment archives out and in), series.py and series_controls.py
 (recurring series: fields, firings, alerts; fire now, delete), tokens.py (API tokens),
-ssh_keys.py (the dashboard's own key) and audit.py (who changed what). The first four are gathered here; import the others from
-their modules.
+ssh_keys.py (the dashboard's own key) and audit.py (who changed what). The first four are
+gathered here; import the others from their modules.
 """
 
 from experiments.definition import DefinitionError
