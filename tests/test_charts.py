@@ -169,3 +169,27 @@ def test_an_experiment_with_no_finished_run_has_no_chart_yet():
     from experiments.charts.experiment import experiment_figures
 
     assert experiment_figures([], [], []) == {}  # the page says the charts fill in as runs finish
+
+
+def test_a_series_chart_names_its_unit_once():
+    """Issue 34: 'crash recovery (s) (s)' on the series page; the label carries the unit."""
+    from experiments.charts.series import series_chart
+
+    firings = [
+        {"index": i, "scheduled": f"2026-11-0{i} 02:00", "experiment": i, "builds": ["system"],
+         "server_versions": ["10.11.19"], "values": {"recovery_seconds": [0.1 * i]},
+         "medians": {"recovery_seconds": 0.1 * i}}
+        for i in (1, 2, 3)
+    ]  # fmt: skip
+    title = series_chart("recovery_seconds", firings, [])["layout"]["yaxis"]["title"]["text"]
+    assert title == "crash recovery (s)"
+    redo = series_chart(
+        "redo_bytes", [{**f, "values": {"redo_bytes": [1 << 20]}, "medians": {}} for f in firings], []
+    )
+    assert redo["layout"]["yaxis"]["title"]["text"] == "redo to replay"  # the ticks say MiB
+
+
+def test_the_runs_table_never_shows_a_small_replay_as_nothing():
+    from experiments.templatetags.units import mib
+
+    assert [mib(v) for v in (None, 0, 44_800, 700_000, 268_435_456)] == ["-", "0", "0.0427", "0.668", "256.0"]

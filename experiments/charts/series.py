@@ -82,7 +82,8 @@ def series_chart(metric: str, firings: list[dict], change_points: list[dict]) ->
         "layout": base_layout(
             label,
             xaxis={"title": {"text": "firing (scheduled for, UTC)"}, "type": "category", "automargin": True},
-            yaxis=axis_layout(label + (f" ({unit})" if unit and unit != "B" else ""), unit, ys),
+            # the label says its unit already ("crash recovery (s)"); bytes' ticks say theirs
+            yaxis=axis_layout(label, unit, ys),
             shapes=shapes,
             annotations=annotations,
             showlegend=True,

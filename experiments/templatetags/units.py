@@ -9,7 +9,11 @@ register = template.Library()
 
 @register.filter
 def mib(size_bytes) -> str:
-    """268435456 -> '256.0'; a tenth of a MiB shows (MyRocks at 200 rows/s replays less than one)."""
+    """268435456 -> '256.0'; under one MiB three significant figures, so a small replay is not
+    shown as 0.0 (MyRocks at 200 rows/s replays a few KiB): 44800 -> '0.0427'; none -> '0'."""
     if size_bytes is None:
         return "-"
-    return f"{size_bytes / MIB:,.1f}"
+    value = size_bytes / MIB
+    if value == 0:
+        return "0"
+    return f"{value:.3g}" if value < 1 else f"{value:,.1f}"
