@@ -1,6 +1,9 @@
 """Figures from plain rows, without a database: what each chart draws and how it reads."""
 
+import math
+
 import numpy as np
+import pytest
 
 from experiments.analysis.cells import ROW_FIELDS, build_cells
 from experiments.charts.experiment import parameter_chart, phase_chart, redo_fit_chart
@@ -193,3 +196,24 @@ def test_the_runs_table_never_shows_a_small_replay_as_nothing():
     from experiments.templatetags.units import mib
 
     assert [mib(v) for v in (None, 0, 44_800, 700_000, 268_435_456)] == ["-", "0", "0.0427", "0.668", "256.0"]
+
+
+def test_a_straight_fit_on_log_axes_is_drawn_as_the_curve_it_is_there():
+    """Issue 34: the fit on log-log axes was a segment between its ends; now points evenly spaced
+    on the log scale, each on the fitted line."""
+    from experiments.charts.explore import explore_figure
+
+    xs = [1e6, 1e7, 1e8, 1e9]
+    result = {
+        "count": 4, "x": "redo_bytes", "y": "recovery_seconds", "x_kind": "numeric", "x_title": "redo",
+        "y_title": "recovery", "x_unit": "B",
+        "y_unit": "s", "group": "engine",
+        "series": [{"name": "InnoDB", "key": "innodb", "x": xs, "y": [0.11, 0.2, 1.1, 10.0],
+                    "run_ids": [1, 2, 3, 4]}],
+        "fits": [{"series": "InnoDB", "slope": 1e-8, "intercept": 0.1, "r2": 0.99, "n": 4, "reads_as": ""}],
+    }  # fmt: skip
+    figure = explore_figure(result)
+    fit = next(trace for trace in figure["data"] if "fit" in trace.get("name", ""))
+    assert figure["layout"]["xaxis"]["type"] == "log" and len(fit["x"]) == 41
+    assert fit["x"][20] == pytest.approx(math.sqrt(1e6 * 1e9))  # evenly on the log scale
+    assert fit["y"] == pytest.approx([1e-8 * x + 0.1 for x in fit["x"]])  # on the line

@@ -14,6 +14,7 @@ from experiments.charts.layout import (
     axis_value,
     base_layout,
     colour,
+    fit_grid,
 )
 from experiments.units import MIB
 from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
@@ -198,8 +199,7 @@ def apply_rate_text(fit: stats.LineFit) -> str:
 
 
 def _fit_traces(name: str, engine: str, index: int, fit: stats.LineFit, xs, ys) -> list[dict]:
-    low_x, high_x = min(xs), max(xs)
-    grid = [low_x + (high_x - low_x) * i / 40 for i in range(41)]
+    grid = fit_grid(xs)
     lower, upper = fit.band(grid, xs, ys)
     colour_ = colour(engine, index)
     line = [fit.slope * x + fit.intercept for x in grid]

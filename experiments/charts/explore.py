@@ -1,7 +1,7 @@
 """The explore page's figure: any metric against any parameter or metric, grouped, with fits."""
 
 from experiments.analysis.cells import ENGINE_NAMES
-from experiments.charts.layout import WEBGL_FROM_POINTS, axis_layout, base_layout, colour
+from experiments.charts.layout import WEBGL_FROM_POINTS, axis_layout, base_layout, colour, fit_grid
 
 
 def explore_figure(result: dict) -> dict:
@@ -42,7 +42,7 @@ def explore_figure(result: dict) -> dict:
         numeric = [x for x in series["x"] if x is not None]
         if len(numeric) < 2:
             continue
-        ends = [min(numeric), max(numeric)]
+        ends = fit_grid(numeric)  # the fitted curve, as log axes show it
         traces.append(
             {
                 "type": "scatter",

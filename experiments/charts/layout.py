@@ -52,6 +52,18 @@ def axis_layout(title: str, unit: str, values: list, categorical: bool = False) 
     return axis
 
 
+def fit_grid(values: list, points: int = 41) -> list[float]:
+    """Where to draw a fitted line across `values`: evenly spaced, or evenly on a logarithmic
+    scale where the axis is one (axis_layout's rule), so a straight fit drawn on log axes is the
+    curve it is there, not a segment between its ends."""
+    numeric = [v for v in values if v is not None]
+    low, high = min(numeric), max(numeric)
+    if stats.spans_decades(numeric) and low > 0:
+        ratio = (high / low) ** (1 / (points - 1))
+        return [low * ratio**i for i in range(points)]
+    return [low + (high - low) * i / (points - 1) for i in range(points)]
+
+
 def base_layout(title: str, **extra) -> dict:
     return {
         "title": {"text": title, "font": {"size": 15}},
