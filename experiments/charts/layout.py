@@ -64,10 +64,21 @@ def fit_grid(values: list, points: int = 41) -> list[float]:
     return [low + (high - low) * i / (points - 1) for i in range(points)]
 
 
+# The legend above the plot, under the title: the figure's top margin grows to hold it, so it
+# never meets the x axis' ticks and title (below the plot it did, when they were long or the plot
+# short: issue 34).
+LEGEND_ABOVE = {"orientation": "h", "yref": "paper", "y": 1.02, "yanchor": "bottom", "x": 0}
+
+
+def chart_title(text: str) -> dict:
+    """The title at the top of the figure, above the legend whatever the legend's height."""
+    return {"text": text, "font": {"size": 15}, "yref": "container", "y": 0.99, "yanchor": "top"}
+
+
 def base_layout(title: str, **extra) -> dict:
     return {
-        "title": {"text": title, "font": {"size": 15}},
-        "legend": {"orientation": "h", "y": -0.22},
+        "title": chart_title(title),
+        "legend": LEGEND_ABOVE,
         "margin": {"t": 45, "r": 20, "b": 40, "l": 60},
         "height": 430,
         "uirevision": "keep",  # live updates keep the user's zoom and hidden traces

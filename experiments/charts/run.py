@@ -3,7 +3,7 @@ the restart after it, as a timeline beside the clean start. Plotly figure dicts 
 `samples` and `timeline` (experiments/ingest/seconds.py); no Django."""
 
 from experiments import units
-from experiments.charts.layout import PALETTE, base_layout
+from experiments.charts.layout import LEGEND_ABOVE, PALETTE, base_layout
 from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, is_sample, series_of
 
 IN_MIB = 1 / units.MIB  # bytes -> MiB, as the servers' settings count
@@ -97,7 +97,7 @@ def samples_chart(samples: dict, crash_method: str = "") -> dict:
             xaxis={"title": {"text": "seconds since the workload started"}, "anchor": f"y{len(panels)}"},
             shapes=shapes,
             annotations=notes,
-            legend={"orientation": "h", "y": -0.08},
+            legend=LEGEND_ABOVE,
             **layout_axes,
         ),
     }
@@ -227,7 +227,7 @@ def timeline_chart(timeline: dict) -> dict:
                 "categoryarray": rows[::-1],
                 "automargin": True,
             },
-            legend={"orientation": "h", "y": -0.25},
+            legend=LEGEND_ABOVE,
         ),
     }
 
