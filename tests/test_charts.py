@@ -217,3 +217,23 @@ def test_a_straight_fit_on_log_axes_is_drawn_as_the_curve_it_is_there():
     assert figure["layout"]["xaxis"]["type"] == "log" and len(fit["x"]) == 41
     assert fit["x"][20] == pytest.approx(math.sqrt(1e6 * 1e9))  # evenly on the log scale
     assert fit["y"] == pytest.approx([1e-8 * x + 0.1 for x in fit["x"]])  # on the line
+
+
+def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_spreads_their_labels():
+    """Issue 34: an imported crash of 86 s (no workload measured) stretched the trade-off's axis
+    and pressed the live cells against zero; close points' labels hid each other."""
+    from experiments.charts.experiment import tradeoff_chart
+
+    rows = [
+        row(i, recovery_seconds=0.1 + 0.01 * i, workload_tps=2000.0, log_bytes_written=10 << 20,
+            parameters={"buffer_pool_size": "128M", "redo_log_size": log, "insert_rate": 0})
+        for i, log in enumerate(["64M", "64M", "64M", "512M", "512M", "512M"], start=1)
+    ] + [
+        row(9, recovery_seconds=86.0, imported=True, host_label="db7.prod",
+            parameters={"buffer_pool_size": "8G", "redo_log_size": "2G", "insert_rate": 0})
+    ]  # fmt: skip
+    figure = tradeoff_chart(build_cells(rows))
+    plotted = {x for trace in figure["data"] for x in trace["x"]}
+    assert plotted and max(plotted) < 1  # the imported 86 s is not on it
+    tps = next(trace for trace in figure["data"] if trace["name"] == "InnoDB: TPS")
+    assert tps["textposition"] == ["top center", "bottom center"]  # neighbours' labels apart
