@@ -90,7 +90,7 @@ def hover_text(row: dict) -> str:
     return text
 
 
-def _scalar(value):
+def scalar_key(value):
     """A stored value as a key: scalars as they are, anything else (which no definition makes,
     but a stored row may hold) as its JSON text, so no value can fail a page."""
     if value is None or isinstance(value, str | int | float | bool):
@@ -102,8 +102,8 @@ def cell_key(row: dict) -> tuple:
     return (
         row["host_label"],
         row["engine"],
-        tuple(sorted((k, _scalar(v)) for k, v in row["parameters"].items())),
-        tuple(sorted((k, _scalar(v)) for k, v in row["server_options"].items())),
+        tuple(sorted((k, scalar_key(v)) for k, v in row["parameters"].items())),
+        tuple(sorted((k, scalar_key(v)) for k, v in row["server_options"].items())),
     )
 
 

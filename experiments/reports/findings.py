@@ -11,6 +11,7 @@ from experiments.analysis.cells import (
     PARAMETER_ORDER,
     Cell,
     analysable,
+    scalar_key,
     settings_text,
 )
 from experiments.analysis.compare import compare_engines, finding_sentence
@@ -115,9 +116,10 @@ def _order(axis: str, value) -> tuple:
 
 
 def _axis_value(row: dict, axis: str):
+    """The row's value on an axis, as a key (a stored list or object as its JSON text)."""
     if axis in row["parameters"]:
-        return row["parameters"][axis]
-    return row["server_options"].get(axis)
+        return scalar_key(row["parameters"][axis])
+    return scalar_key(row["server_options"].get(axis))
 
 
 def _without(row: dict, axis: str) -> dict:
