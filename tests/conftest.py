@@ -62,6 +62,15 @@ def _end_quiet_phase() -> None:
         handle.close()  # closing the file releases its flock
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A process's quiet phase also ends when its next test is not quiet or it has none yet (a
+    pytest-xdist process waiting for work): held until the process exits, it kept the other
+    process's heavy tests waiting for nothing."""
+    if nextitem is None or nextitem.get_closest_marker("quiet") is None:
+        _end_quiet_phase()
+
+
 @pytest.fixture(autouse=True)
 def _servers_share_the_machine(request):
     """`make test` runs two pytest-xdist processes, so two tests that start a real mariadbd may run
