@@ -297,7 +297,8 @@ def test_postgresql_15_and_17_run_side_by_side_and_explore_by_version(
     for run in runs.values():
         assert run.verified is True and run.redo_bytes > 100_000 and run.recovery_seconds > 0
         # the startup's fsync of the data directory, before the replay, is one of its phases
-        assert "data_directory_sync" in run.phases and run.phases["wal_replay"] > 0  # 0: under 5 ms in memory
+        # measured, each: in memory a phase may be under the 5 ms the stamps resolve (it reads 0)
+        assert {"data_directory_sync", "wal_replay", "recovery_checkpoint"} <= set(run.phases)
     explored = api.get("/api/explore/", {"x": "server_version", "y": "recovery_seconds"}).json()
     versions = {x for series in explored["series"] for x in series["x"]}
     assert any("15." in v for v in versions) and any("17." in v for v in versions), versions

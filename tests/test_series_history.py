@@ -95,7 +95,11 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     # (about 150 KB here), so three times the inserts give a little under three times the redo
     before = statistics.median(r.log_bytes_written for r in runs[: written.firing_index - 1])
     after = statistics.median(r.log_bytes_written for r in runs[written.firing_index - 1 :])
-    assert written.ratio_low <= after / before <= written.ratio_high, (written.ratio_low, after / before)
+    # (the interval is kept to 3 decimals: a ratio at its very edge, 2.5877 against 2.588, is in it)
+    assert written.ratio_low - 0.001 <= after / before <= written.ratio_high + 0.001, (
+        written.ratio_low,
+        after / before,
+    )
     assert 0.75 * FACTOR <= written.ratio <= FACTOR, [r.log_bytes_written for r in runs]
     assert any("workload.events: 2000 -> 6000" in line for line in written.differences), written.differences
     # the redo to replay steps there too; it also depends on where InnoDB's last checkpoint fell, so
