@@ -21,7 +21,8 @@ from experiments.units import binary_bytes
 SERIES_PER_PAGE = 25
 
 
-def _lines(text: str) -> list[str]:
+def listed_lines(text: str) -> list[str]:
+    """Addresses typed one per line or comma-separated."""
     return [line.strip() for line in text.replace(",", "\n").splitlines() if line.strip()]
 
 
@@ -137,8 +138,8 @@ def series_from_experiment(request, pk: int):
         "name": request.POST.get("name", ""),
         "definition": experiment.definition,
         "schedule": request.POST.get("schedule", ""),
-        "alert_emails": _lines(request.POST.get("alert_emails", "")),
-        "alert_webhooks": _lines(request.POST.get("alert_webhooks", "")),
+        "alert_emails": listed_lines(request.POST.get("alert_emails", "")),
+        "alert_webhooks": listed_lines(request.POST.get("alert_webhooks", "")),
     }
     try:
         data["alert_threshold"] = float(request.POST.get("alert_threshold_percent", "10")) / 100

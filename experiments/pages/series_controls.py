@@ -11,13 +11,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 from experiments.definition import DefinitionError
 from experiments.models import Series
 from experiments.pages.forms import definition_yaml
+from experiments.pages.series import listed_lines
 from experiments.roles import require_change
 from experiments.services import series as series_service
 from experiments.services.series_controls import delete_series, fire_now
-
-
-def _lines(text: str) -> list[str]:
-    return [line.strip() for line in text.replace(",", "\n").splitlines() if line.strip()]
 
 
 class SeriesForm(forms.Form):
@@ -64,8 +61,8 @@ class SeriesForm(forms.Form):
             "schedule": data["schedule"],
             "enabled": data["enabled"],
             "alert_threshold": data["alert_threshold"],
-            "alert_emails": _lines(data["alert_emails"]),
-            "alert_webhooks": _lines(data["alert_webhooks"]),
+            "alert_emails": listed_lines(data["alert_emails"]),
+            "alert_webhooks": listed_lines(data["alert_webhooks"]),
             "definition": definition,
         }
 
