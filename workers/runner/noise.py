@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .processes import STARTED
+from .processes import STARTED, stat_fields
 
 TICKS = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
@@ -47,12 +47,8 @@ def _cpu_line() -> list[float]:
 
 def _process_seconds(pid: str | int) -> float:
     """utime + stime + cutime + cstime of a process (its reaped children included); 0 once gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = text.rsplit(")", 1)[1].split()  # the command name may hold spaces
-    return sum(int(value) for value in fields[11:15]) / TICKS
+    fields = stat_fields(pid)
+    return sum(int(value) for value in fields[11:15]) / TICKS if fields else 0.0
 
 
 def _own_seconds() -> float:

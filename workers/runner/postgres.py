@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .builds import BuildUnusable, build_programs, launching_script
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
-from .processes import POLL_S, SETPRIV, spawn
+from .processes import POLL_S, SETPRIV, spawn, stat_fields
 from .server import Server
 
 # The socket's file name is .s.PGSQL.PORT in the run's own folder: a port number, and no TCP.
@@ -311,18 +311,12 @@ def children_of(pid: int) -> list[int]:
     """The processes whose parent is `pid` now (from /proc)."""
     found = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                # the fields after the command's closing parenthesis: state, ppid, ...
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
+        if entry.name.isdigit() and (fields := stat_fields(entry.name)) and int(fields[1]) == pid:
+            found.append(int(entry.name))
     return found
 
 
 def alive(pid: int) -> bool:
     """Whether a process runs still (a zombie does not: it holds no memory and no file)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")

@@ -133,6 +133,15 @@ def hold_work_dir(base: Path) -> None:
     HELD.append(handle)
 
 
+def stat_fields(pid: str | int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (which may hold spaces): state, ppid, ...;
+    None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def find_binary(*names: str) -> str:
     for name in names:
         path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
