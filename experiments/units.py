@@ -95,13 +95,19 @@ def binary_ticks(values: list, log: bool = False, most: int = 8) -> tuple[list[f
         first, last = math.floor(math.log2(low)), math.ceil(math.log2(high))
         every = max(1, math.ceil((last - first + 1) / most))
         ticks = [2.0**k for k in range(first, last + 1, every)]
-    else:  # steps of 1, 2, 2.5 or 5 of one unit, the unit of the step, all labelled in it
+    else:  # steps of 1, 2, 2.5 or 5 of one unit, all labelled in it
         raw = high / (most - 2)
-        unit, power = next(((u, p) for u, p in _BINARY_UNITS if raw >= 1024**p), ("B", 0))
-        raw /= 1024**power
-        magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
-        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-        count = math.floor(high / 1024**power / step) + 2
+        power = next((p for _, p in _BINARY_UNITS if raw >= 1024**p), 0)
+        while True:
+            scaled = raw / 1024**power
+            magnitude = 10 ** math.floor(math.log10(scaled)) if scaled > 0 else 1
+            step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= scaled)
+            count = math.floor(high / 1024**power / step) + 2
+            # counting past 1000 of a unit ("2500 KiB", "1000 MiB"): label in the next one up
+            if step * (count - 1) < 1000 or power == _BINARY_UNITS[0][1]:
+                break
+            power += 1
+        unit = next((u for u, p in _BINARY_UNITS if p == power), "B")
         ticks = [step * i * 1024**power for i in range(count)]
         return ticks, ["0"] + [f"{step * i:g} {unit}" for i in range(1, count)]
     return ticks, [binary_bytes(t) for t in ticks]  # powers of two: whole numbers of a unit

@@ -56,6 +56,36 @@ def test_no_apply_rate_is_claimed_where_redo_hardly_varies():
     assert len(figure["data"]) == 1 and "no apply rate" in figure["data"][0]["name"]
 
 
+def test_a_significant_slope_is_no_apply_rate_where_redo_hardly_differs_or_the_line_goes_below_zero():
+    """The demo's six MyRocks runs, all at 5.6 MiB: a slope of R² 0.83 read "apply rate 0.2 MiB/s",
+    28 s for what took 0.08 s. A steep line whose intercept is far below zero says as little."""
+    from experiments.analysis import stats
+
+    xs = [5.60, 5.61, 5.62, 5.63, 5.64, 5.66]
+    ys = [0.078, 0.081, 0.084, 0.085, 0.088, 0.132]
+    fit = stats.fit_line(xs, ys)
+    assert fit.slope_ci[0] > 0  # significant...
+    assert "nearly the same redo" in stats.why_no_rate(fit, xs, ys)  # ...and still no rate
+    figure = redo_fit_chart(
+        [
+            row(i, redo_bytes=int(x * 2**20), recovery_seconds=y)
+            for i, (x, y) in enumerate(zip(xs, ys, strict=True))
+        ]
+    )
+    assert [t["name"] for t in figure["data"]] == [
+        "InnoDB (no apply rate: the runs replayed nearly the same redo (within 20%): too narrow a range)"
+    ]
+    steep = [10, 12, 14, 16, 18, 20]
+    below = [-1 + 0.1 * x + d for x, d in zip(steep, [0.01, -0.01, 0.0, 0.02, -0.02, 0.0], strict=True)]
+    assert stats.why_no_rate(stats.fit_line(steep, below), steep, below).startswith(
+        "the line would put a recovery of no redo at -0.99 s"
+    )
+    wide = [10, 50, 100, 200, 300, 400]
+    fine = [0.1 + x / 150 for x in wide]
+    fine[0] += 0.005
+    assert stats.why_no_rate(stats.fit_line(wide, fine), wide, fine) == ""
+
+
 def test_a_parameter_chart_has_a_series_per_engine_and_other_varied_setting():
     rows = []
     for i, (engine, rate, log) in enumerate(
@@ -75,10 +105,21 @@ def test_a_parameter_chart_has_a_series_per_engine_and_other_varied_setting():
         )
     figure = parameter_chart(rows, "redo_log_size", ["redo_log_size", "insert_rate", "engine"])
     names = {t["name"] for t in figure["data"] if t.get("showlegend") is not False}
-    assert "MyRocks · rate 2000: crash recovery" in names and len(names) == 8  # 2 engines x 2 rates x 2
+    # a legend entry per series (its colour), and a key of the two symbols: 2 engines x 2 rates + 2
+    assert names == {
+        "InnoDB · rate 0", "InnoDB · rate 2000", "MyRocks · rate 0", "MyRocks · rate 2000",
+        "crash recovery", "kill to first query",
+    }  # fmt: skip
+    grouped = [t["name"] for t in figure["data"] if t.get("legendgroup") == "MyRocks · rate 2000"]
+    assert grouped == [
+        "MyRocks · rate 2000",
+        "MyRocks · rate 2000: crash recovery, median and 95% CI",
+        "MyRocks · rate 2000: kill to first query",
+        "MyRocks · rate 2000: kill to first query, median and 95% CI",
+    ]  # one click on the entry hides or shows the series' both metrics
     xaxis = figure["layout"]["xaxis"]
     # binary units, as the servers' settings count (Plotly's own byte ticks are SI: "268M")
-    assert xaxis["ticktext"][1:] and all(t.endswith(" MiB") for t in xaxis["ticktext"][1:]), xaxis["ticktext"]
+    assert xaxis["ticktext"][1:] and all(t.endswith(" GiB") for t in xaxis["ticktext"][1:]), xaxis["ticktext"]
     assert max(xaxis["tickvals"]) >= 1 << 30 and "(bytes)" not in xaxis["title"]["text"]
     assert "type" not in figure["layout"]["xaxis"]  # 64M to 1G: not two decades
 
@@ -222,7 +263,7 @@ def test_a_straight_fit_on_log_axes_is_drawn_as_the_curve_it_is_there():
 def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_spreads_their_labels():
     """Issue 34: an imported crash of 86 s (no workload measured) stretched the trade-off's axis
     and pressed the live cells against zero; close points' labels hid each other."""
-    from experiments.charts.experiment import tradeoff_chart
+    from experiments.charts.tradeoff import tradeoff_chart
 
     rows = [
         row(i, recovery_seconds=0.1 + 0.01 * i, workload_tps=2000.0, log_bytes_written=10 << 20,
@@ -237,3 +278,47 @@ def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_spreads_t
     assert plotted and max(plotted) < 1  # the imported 86 s is not on it
     tps = next(trace for trace in figure["data"] if trace["name"] == "InnoDB: TPS")
     assert tps["textposition"] == ["top center", "bottom center"]  # neighbours' labels apart
+    # pages counted and all zero (the checkpoint held back): no axis of pages
+    assert "yaxis3" not in figure["layout"]
+
+
+def test_trade_off_labels_go_above_the_higher_points_and_below_the_lower():
+    """The demo's InnoDB cells: 4,350 TPS at log 512M and 3,950 at 64M, at the same recovery;
+    labels in turn by recovery put 512M's below its point and onto 64M's label."""
+    from experiments.charts.tradeoff import label_positions
+
+    assert label_positions([3950.0, 4350.0]) == ["bottom center", "top center"]
+    assert label_positions([4350.0, 3950.0, 4100.0]) == ["top center", "bottom center", "top center"]
+    assert label_positions([None, 5.0]) == ["bottom center", "top center"]
+
+
+def test_byte_ticks_are_in_one_unit_and_never_count_past_1000_of_it():
+    """Issue 34: the series page's redo axis read "500 KiB ... 2500 KiB" beside "2.38 MiB" in its
+    table; 900 MiB read "1000 MiB"."""
+    from experiments.units import binary_ticks
+
+    assert binary_ticks([0, 2.44 * 2**20])[1] == ["0", "0.5 MiB", "1 MiB", "1.5 MiB", "2 MiB", "2.5 MiB"]
+    assert binary_ticks([0, 900 * 2**20])[1][-1] == "1 GiB"
+    assert binary_ticks([0, 48 * 2**20])[1][-1] == "50 MiB"
+    for high in (300, 5000, 3 * 2**20, 700 * 2**20, 5 * 2**30, 700 * 2**40):
+        ticks, labels = binary_ticks([0, high])
+        units = {label.split()[1] for label in labels[1:]}
+        assert len(units) == 1 and all(float(label.split()[0]) < 1000 for label in labels[1:]), labels
+        assert ticks[-1] >= high
+
+
+def test_the_series_charts_say_bytes_by_their_ticks_and_the_apply_rate_in_mib_per_second():
+    from experiments.charts.series import series_chart
+
+    firings = [
+        {"index": i, "scheduled": f"2026-11-0{i} 02:00", "experiment": i, "builds": ["system"],
+         "server_versions": ["10.11"], "values": {"redo_bytes": [v], "redo_apply_mb_per_s": [100.0]},
+         "medians": {"redo_bytes": v, "redo_apply_mb_per_s": 100.0}}
+        for i, v in ((1, 942 * 1024), (2, 2.38 * 2**20))
+    ]  # fmt: skip
+    redo = series_chart("redo_bytes", firings, [])
+    assert redo["layout"]["title"]["text"] == "redo to replay"
+    assert redo["layout"]["yaxis"]["ticktext"][-1].endswith(" MiB")
+    rate = series_chart("redo_apply_mb_per_s", firings, [])
+    assert rate["layout"]["title"]["text"] == "redo apply (MiB/s)"
+    assert rate["data"][0]["y"] == [pytest.approx(95.367, abs=0.001)] * 2  # 100 MB/s

@@ -24,6 +24,7 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
+from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
 from experiments.models import Experiment
@@ -213,19 +214,30 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
                     "intercept": group["intercept"],
                     "r2": group["r2"],
                     "n": group["n"],
-                    "reads_as": fit_reading(query, group["slope"]),
+                    "reads_as": fit_reading(query, group),
                 }
             )
     return result
 
 
-def fit_reading(query: Query, slope: float) -> str:
+def fit_reading(query: Query, group: dict) -> str:
     """A slope of seconds per byte reads better upside down: the bytes handled per second (for
-    redo against recovery, the apply rate)."""
+    redo against recovery, the apply rate), where the runs can carry one (stats.why_no_rate);
+    else why not."""
     x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
-    if x_unit == "B" and UNITS.get(query.y) == "s" and slope > 0:
-        return f"{1 / slope / MIB:,.1f} MiB/s"
-    return ""
+    if x_unit != "B" or UNITS.get(query.y) != "s":
+        return ""
+    # the arrays come as JSON text (the page and API send them on as they are)
+    pairs = [
+        (x, y)
+        for x, y in zip(json.loads(group["xs"]), json.loads(group["ys"]), strict=True)
+        if x is not None and y is not None
+    ]
+    xs, ys = [float(x) for x, _ in pairs], [float(y) for _, y in pairs]
+    refusal = stats.why_no_rate(stats.fit_line(xs, ys), xs, ys)
+    if refusal:
+        return f"no rate: {refusal}"
+    return f"{1 / group['slope'] / MIB:,.1f} MiB/s"
 
 
 def _group_names(group: str, keys: list) -> dict:

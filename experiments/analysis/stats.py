@@ -278,6 +278,27 @@ def fit_line(x_values: Sequence[float], y_values: Sequence[float]) -> LineFit | 
     )
 
 
+# A rate read from a line (bytes per second = 1 / slope) needs the bytes to differ: runs whose
+# largest volume is within this share of it from their smallest replayed nearly the same.
+NARROW_SPAN = 0.2
+
+
+def why_no_rate(fit: LineFit | None, xs: Sequence[float], ys: Sequence[float]) -> str:
+    """Why the line through (volume, seconds) points may not be read as a rate (1 / slope), or ''
+    when it may. A significant slope is not enough: six MyRocks runs at 5.6 MiB (the demo) gave
+    one of R² 0.83 that read "0.2 MiB/s", which would take 28 s to replay what took 0.08 s."""
+    if fit is None:
+        return "fewer than three runs, or one volume"
+    if fit.slope_ci is None or fit.slope_ci[0] <= 0:
+        return "recovery does not grow with redo beyond the noise here"
+    low, high = min(xs), max(xs)
+    if high - low < NARROW_SPAN * high:
+        return f"the runs replayed nearly the same redo (within {NARROW_SPAN:.0%}): too narrow a range"
+    if fit.intercept < -0.5 * float(np.median(ys)):
+        return f"the line would put a recovery of no redo at {fit.intercept:.2g} s"
+    return ""
+
+
 def _band(at: Sequence[float], xs: np.ndarray, ys: np.ndarray) -> tuple[list[float], list[float]]:
     """Lower and upper 95% bounds of the fitted line at the points `at`: numpy's polyfit gives
     the coefficients' covariance, scipy the t quantile."""

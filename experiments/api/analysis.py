@@ -47,7 +47,10 @@ class ExploreFitSerializer(serializers.Serializer):
     intercept = serializers.FloatField()
     r2 = serializers.FloatField(allow_null=True)
     n = serializers.IntegerField()
-    reads_as = serializers.CharField(help_text="bytes over seconds as MiB/s (the apply rate), else empty")
+    reads_as = serializers.CharField(
+        help_text="bytes over seconds as MiB/s (the apply rate); 'no rate: WHY' where the runs cannot "
+        "carry one"
+    )
 
 
 class ExploreResultSerializer(serializers.Serializer):

@@ -16,6 +16,7 @@ from experiments.charts.layout import (
     colour,
     fit_grid,
 )
+from experiments.charts.tradeoff import tradeoff_chart
 from experiments.units import MIB
 from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
 
@@ -56,6 +57,7 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
         setting = " · ".join(f"{_short(o)} {v}" for o, v in zip(others, key[1:], strict=True) if v != "")
         label = ENGINE_NAMES.get(engine, engine) + (f" · {setting}" if setting else "")
         colour_key = engine if not others else f"series-{index}"
+        shown = False  # one legend entry per series (its colour); the symbols' key says which metric
         for metric, symbol, what in SERIES:
             points = [r for r in series[key] if r[metric] is not None]
             if not points:
@@ -64,10 +66,15 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
             xs_all += xs
             ys_all += ys
             name = f"{label}: {what}"
-            traces.append(_points(name, colour_key, xs, ys, points, symbol, index))
-            traces.append(_medians(name, colour_key, xs, ys, index, categorical))
+            trace = _points(name, colour_key, xs, ys, points, symbol, index, group_name=label)
+            trace["showlegend"] = not shown
+            if not shown:
+                trace["name"] = label
+            shown = True
+            traces.append(trace)
+            traces.append(_medians(name, colour_key, xs, ys, index, categorical, group_name=label))
     return {
-        "data": traces,
+        "data": traces + _symbol_key() if traces else [],
         "layout": base_layout(
             f"Recovery and downtime against {AXIS_TITLES.get(axis, axis).split(' (')[0]}"
             + (" (medians pool the other settings)" if pooled else ""),
@@ -99,13 +106,30 @@ def _setting(row: dict, axis: str) -> str:
     return "" if value is None else str(value)
 
 
-def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dict:
+def _symbol_key() -> list[dict]:
+    """Legend entries that only say what each symbol means (no data): every series is drawn with
+    both, so its own entry needs only its colour, and the legend halves."""
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": what,
+            "x": [None],
+            "y": [None],
+            "hoverinfo": "skip",
+            "marker": {"color": "#555", "size": 8, "symbol": symbol, "line": {"width": 1.5, "color": "#555"}},
+        }
+        for _, symbol, what in SERIES
+    ]
+
+
+def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int, group_name: str = "") -> dict:
     colour_ = colour(group, index)
     return {
         "type": "scatter",
         "mode": "markers",
         "name": name,
-        "legendgroup": name,
+        "legendgroup": group_name or name,
         "x": xs,
         "y": ys,
         "customdata": [r["id"] for r in rows],
@@ -122,7 +146,7 @@ def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int) -> dic
     }
 
 
-def _medians(name: str, group: str, xs, ys, index: int, categorical: bool) -> dict:
+def _medians(name: str, group: str, xs, ys, index: int, categorical: bool, group_name: str = "") -> dict:
     by_x: dict = defaultdict(list)
     for x, y in zip(xs, ys, strict=True):
         by_x[x].append(y)
@@ -137,7 +161,7 @@ def _medians(name: str, group: str, xs, ys, index: int, categorical: bool) -> di
         "type": "scatter",
         "mode": "markers" if categorical else "lines+markers",  # no line between categories
         "name": f"{name}, median and 95% CI",
-        "legendgroup": name,
+        "legendgroup": group_name or name,
         "showlegend": False,
         "x": keys,
         "y": [s.median for s in summaries],
@@ -173,12 +197,13 @@ def redo_fit_chart(rows: list[dict]) -> dict:
         ys_all += ys
         name = ENGINE_NAMES.get(engine, engine)
         fit = stats.fit_line(xs, ys)
-        if fit is not None and fit.slope_ci[0] > 0:
+        refusal = stats.why_no_rate(fit, xs, ys)
+        if not refusal:
             traces.append(_points(name, engine, xs, ys, points, "circle", index))
             traces += _fit_traces(name, engine, index, fit, xs, ys)
         else:
             # A line through points whose redo hardly differs would give an apply rate out of noise.
-            note = " (no apply rate: recovery does not grow with redo beyond the noise here)" if fit else ""
+            note = f" (no apply rate: {refusal})" if fit else ""
             traces.append(_points(name + note, engine, xs, ys, points, "circle", index))
     return {
         "data": traces,
@@ -276,7 +301,8 @@ def phase_chart(cells: list[Cell]) -> dict:
             barmode="stack",
             height=max(300, 80 + 40 * len(order)),
             legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "traceorder": "normal"},
-            xaxis={"title": {"text": "seconds"}, "rangemode": "tozero"},
+            # automargin: in the PDF's narrower page the title sat on the ticks' labels
+            xaxis={"title": {"text": "seconds"}, "rangemode": "tozero", "automargin": True},
             yaxis={
                 "type": "category",
                 "categoryorder": "array",
@@ -301,92 +327,6 @@ def _bar(name: str, rows: list[str], values: list[float], colour_: str, pattern:
     if pattern:
         bar["marker"]["pattern"] = {"shape": pattern}
     return bar
-
-
-def tradeoff_chart(cells: list[Cell]) -> dict:
-    """The throughput side of a bigger log: workload TPS (left) and log / page writes (right)
-    against recovery time, a point per cell labelled with its redo log size."""
-    traces = []
-    # Only cells whose running side was measured (an imported production crash of 86 s, with no
-    # workload, stretched the axis and pressed every live cell against zero: issue 34).
-    measured = [
-        c
-        for c in cells
-        if c.median("recovery_seconds") is not None
-        and (c.median("workload_tps") is not None or c.median("log_bytes_written") is not None)
-    ]
-    for index, engine in enumerate(sorted({c.engine for c in measured})):
-        mine = sorted((c for c in measured if c.engine == engine), key=lambda c: c.median("recovery_seconds"))
-        recovery = [c.median("recovery_seconds") for c in mine]
-        text = [f"log {c.parameters.get('redo_log_size', '?')}" for c in mine]
-        name = ENGINE_NAMES.get(engine, engine)
-        common = {
-            "mode": "markers+text",
-            "type": "scatter",
-            "x": recovery,
-            "text": text,
-            # neighbours' labels above and below in turn, so close points do not hide each other's
-            "textposition": ["top center" if i % 2 == 0 else "bottom center" for i in range(len(mine))],
-            "legendgroup": name,
-            "marker": {"color": colour(engine, index), "size": 10, "opacity": 0.8},
-        }
-        traces.append(
-            {
-                **common,
-                "name": f"{name}: TPS",
-                "y": [c.median("workload_tps") for c in mine],
-                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:.0f} TPS<extra></extra>",
-            }
-        )
-        writes = [c.median("log_bytes_written") for c in mine]
-        writes = [w / MIB if w is not None else None for w in writes]
-        traces.append(
-            {
-                **common,
-                "name": f"{name}: log bytes written",
-                "xaxis": "x2",
-                "yaxis": "y2",
-                "y": writes,
-                "marker": {**common["marker"], "symbol": "diamond"},
-                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:,.1f} MiB written<extra></extra>",
-            }
-        )
-        pages = [c.median("pages_written") for c in mine]
-        if any(p is not None for p in pages):
-            traces.append(
-                {
-                    **common,
-                    "name": f"{name}: pages written",
-                    "xaxis": "x2",
-                    "yaxis": "y3",
-                    "y": pages,
-                    "marker": {**common["marker"], "symbol": "x"},
-                    "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:,} pages<extra></extra>",
-                }
-            )
-    all_recovery = [c.median("recovery_seconds") for c in measured]
-    return {
-        "data": traces,
-        "layout": base_layout(
-            "What a bigger log buys while running, and costs at recovery",
-            xaxis={"domain": [0, 0.42], **axis_layout("crash recovery (s)", "s", all_recovery)},
-            yaxis={"title": {"text": "workload TPS"}, "rangemode": "tozero"},
-            xaxis2={"domain": [0.55, 0.93], **axis_layout("crash recovery (s)", "s", all_recovery)},
-            yaxis2={
-                "anchor": "x2",
-                "title": {"text": "log written (MiB)"},
-                "rangemode": "tozero",
-            },
-            yaxis3={
-                "anchor": "x2",
-                "overlaying": "y2",
-                "side": "right",
-                "title": {"text": "pages written"},
-                "rangemode": "tozero",
-                "showgrid": False,
-            },
-        ),
-    }
 
 
 def experiment_figures(rows: list[dict], cells: list[Cell], axes: list[str]) -> dict[str, dict]:

@@ -1,7 +1,14 @@
 """The explore page's figure: any metric against any parameter or metric, grouped, with fits."""
 
 from experiments.analysis.cells import ENGINE_NAMES
-from experiments.charts.layout import WEBGL_FROM_POINTS, axis_layout, base_layout, colour, fit_grid
+from experiments.charts.layout import (
+    WEBGL_FROM_POINTS,
+    axis_layout,
+    base_layout,
+    colour,
+    fit_grid,
+    shown_title,
+)
 
 
 def explore_figure(result: dict) -> dict:
@@ -61,7 +68,8 @@ def explore_figure(result: dict) -> dict:
     return {
         "data": traces,
         "layout": base_layout(
-            f"{result['y_title']} against {result['x_title']}",
+            f"{shown_title(result['y_title'], result['y_unit'])} against "
+            f"{shown_title(result['x_title'], result['x_unit'])}",
             height=560,
             boxmode="group",
             xaxis=axis_layout(result["x_title"], result["x_unit"], [] if categorical else all_x, categorical),

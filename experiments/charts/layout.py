@@ -31,6 +31,12 @@ def colour(name: str, index: int) -> str:
     return ENGINE_COLOURS.get(name) or PALETTE[index % len(PALETTE)]
 
 
+def shown_title(title: str, unit: str) -> str:
+    """An axis' name as a chart says it: bytes are drawn in binary units by their ticks ("32 MiB"),
+    so "(bytes)" is dropped, on the axis and in the chart's title alike."""
+    return title.replace(" (bytes)", "") if unit == "B" else title
+
+
 def axis_layout(title: str, unit: str, values: list, categorical: bool = False) -> dict:
     """Title, binary ticks for bytes ("32 MiB", as the servers' settings count), and a log scale
     where values span over two decades."""
@@ -44,7 +50,7 @@ def axis_layout(title: str, unit: str, values: list, categorical: bool = False) 
     else:
         axis["rangemode"] = "tozero"
     if unit == "B":  # the ticks say the unit
-        axis["title"]["text"] = title.replace(" (bytes)", "")
+        axis["title"]["text"] = shown_title(title, unit)
         ticks, labels = binary_ticks(values, log=log)
         if ticks:  # no values: Plotly's own (an empty axis)
             axis.update(tickmode="array", tickvals=ticks, ticktext=labels)

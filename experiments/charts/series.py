@@ -1,8 +1,12 @@
 """The series page's figures: each metric over the firings (every run a point, the firing's median
 a line), with the change points found drawn where they fall and the medians before and after."""
 
-from experiments.charts.layout import PALETTE, axis_layout, base_layout
+from experiments.charts.layout import PALETTE, axis_layout, base_layout, shown_title
 from experiments.metrics import LABELS, UNITS
+from experiments.units import MB_PER_MIB
+
+# Stored in the API's decimal unit, shown as every page shows it (MiB/s, as the servers count).
+SHOWN_AS = {"redo_apply_mb_per_s": (MB_PER_MIB, "redo apply (MiB/s)")}
 
 WORSE, BETTER = "#d62728", "#2ca02c"
 
@@ -13,17 +17,18 @@ def _when(firing: dict) -> str:
 
 def series_chart(metric: str, firings: list[dict], change_points: list[dict]) -> dict:
     """`firings`: Firing.as_dict() with their 1-based `index`; `change_points`: rows of one metric."""
-    label, unit = LABELS.get(metric, metric), UNITS.get(metric, "")
+    unit = UNITS.get(metric, "")
+    scale, label = SHOWN_AS.get(metric, (1, shown_title(LABELS.get(metric, metric), unit)))
     xs, ys, texts, median_x, median_y = [], [], [], [], []
     for firing in firings:
         facts = f"build {', '.join(firing['builds']) or '-'} · {', '.join(firing['server_versions']) or '-'}"
         for value in firing["values"].get(metric, []):
             xs.append(_when(firing))
-            ys.append(value)
+            ys.append(value * scale if value is not None else None)
             texts.append(f"firing {firing['index']} · experiment {firing['experiment']}<br>{facts}")
         if firing["medians"].get(metric) is not None:
             median_x.append(_when(firing))
-            median_y.append(firing["medians"][metric])
+            median_y.append(firing["medians"][metric] * scale)
     by_index = {f["index"]: f for f in firings}
     shapes, annotations, traces = [], [], []
     for point in change_points:
