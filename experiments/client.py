@@ -7,6 +7,11 @@
     recovery-lab gate DEFINITION --baseline ID --max-slowdown 10%
                                                    run the definition, compare it with the baseline,
                                                    fail on a significant slowdown beyond the threshold
+    recovery-lab predict --server mysql://USER:PASSWORD@HOST:PORT --lab-host NAME [--rto 30s]
+                                                   a live server's downtime if it crashed now and at
+                                                   the worst its redo capacity allows, from the lab
+    recovery-lab exporter --server ... --lab-host NAME --listen HOST:PORT
+                                                   the same as Prometheus metrics, read at each scrape
 
 The server is RECOVERY_LAB_URL, the token RECOVERY_LAB_TOKEN (made on the page /account/token/);
 --url and --token override them. The definition is checked by the server's own rules: a bad one
@@ -17,6 +22,10 @@ call significant, beyond the threshold); 2 nothing could be decided (bad definit
 unreachable or refusing the token, no run finished, no cell matching the baseline, too few runs
 for an interval); 3 `run
 --wait` / `wait`: the experiment finished but some of its runs failed.
+predict: 0 the worst case within --rto (or none given), 2 the worst case over --rto, 3 no answer
+(the server unreadable, the lab without comparable runs, the dashboard unreachable).
+The live server's address may come from RECOVERY_LAB_SERVER instead of --server (a password on a
+command line is visible to every user of the machine).
 """
 
 import argparse
@@ -33,6 +42,8 @@ import yaml
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from experiments import production
+from experiments.live import LiveError, parse_server_url
 from workers.runner.contract import SYSTEM_BUILD
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
@@ -556,7 +567,57 @@ def parser() -> argparse.ArgumentParser:
     series_ = commands.add_parser("series", help="a recurring series' change points")
     series_.add_argument("series", type=int)
     series_.add_argument("--json", action="store_true", help="the API's answer as it is")
+    predict = commands.add_parser("predict", help="a live server's downtime if it crashed, from the lab")
+    exporter = commands.add_parser("exporter", help="predict as Prometheus metrics, read at each scrape")
+    for command in (predict, exporter):
+        command.add_argument(
+            "--server",
+            default=os.environ.get("RECOVERY_LAB_SERVER", ""),
+            help="mysql://USER:PASSWORD@HOST:PORT, mariadb://..., postgresql://USER@HOST:PORT/DB "
+            "(or RECOVERY_LAB_SERVER); read only",
+        )
+        command.add_argument("--lab-host", required=True, help="the lab host whose runs answer")
+        command.add_argument(
+            "--engine", choices=("innodb", "rocksdb", "postgresql"), help="innodb unless postgresql://"
+        )
+        command.add_argument("--rto", type=parse_seconds, help="recovery time objective, e.g. 30s or 2m")
+        command.add_argument("--read-timeout", type=float, default=5.0, help="seconds a read may take (5)")
+        command.add_argument("--rocksdb-wal-dir", default="", help="MyRocks: its WAL folder, on this host")
+    predict.add_argument(
+        "--startup-probe", type=parse_seconds, help="a Kubernetes startupProbe budget, e.g. 60s"
+    )
+    predict.add_argument("--json", action="store_true", help="the server's facts and the lab's answer")
+    exporter.add_argument("--listen", default="127.0.0.1:9433", help="HOST:PORT of /metrics (127.0.0.1:9433)")
+    exporter.add_argument(
+        "--fit-refresh",
+        type=float,
+        default=600.0,
+        help="seconds between asking the dashboard for the fit (600)",
+    )
     return main_parser
+
+
+def parse_seconds(text: str) -> float:
+    """'30', '30s', '2m', '1.5h': seconds."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", text or "")
+    if not match:
+        raise argparse.ArgumentTypeError(f"a duration like 30s, 2m or 1.5h, not {text!r}")
+    value = float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+    if value <= 0:
+        raise argparse.ArgumentTypeError("a duration above zero")
+    return value
+
+
+def command_live(api: Api, args, out) -> int:
+    if not args.server:
+        raise ClientError(
+            "no live server: pass --server mysql://USER:PASSWORD@HOST:PORT or set RECOVERY_LAB_SERVER"
+        )
+    url = parse_server_url(args.server)
+    args.engine = args.engine or ("postgresql" if url.scheme == "postgresql" else "innodb")
+    if args.command == "predict":
+        return production.command_predict(api, args, out, url)
+    return production.command_exporter(api, args, out, url)
 
 
 COMMANDS = {
@@ -566,6 +627,8 @@ COMMANDS = {
     "export": command_export,
     "gate": command_gate,
     "series": command_series,
+    "predict": command_live,
+    "exporter": command_live,
 }
 
 
@@ -573,9 +636,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](Api(args.url, args.token, retries=args.retries), args, sys.stdout)
-    except ClientError as exc:
+    except (ClientError, LiveError) as exc:
         print(f"recovery-lab: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return production.EXIT_NO_ANSWER if args.command == "predict" else EXIT_ERROR
     except KeyboardInterrupt:
         return 130
 

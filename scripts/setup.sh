@@ -64,4 +64,17 @@ fi
 if ! .venv/bin/python manage.py installbuild local postgresql-17 --debian trixie --postgresql 17 --if-missing; then
   echo "== PostgreSQL 17 was not installed: the local host has its own PostgreSQL only"
 fi
+# Prometheus for the exporter's test (a real server scrapes it and evaluates the alert rule of
+# docs/prometheus/): Debian's build unpacked into .cache/, since installing the package would start
+# a system service. Offline, the test says what is missing.
+if [ ! -x .cache/prometheus/usr/bin/prometheus ]; then
+  echo "== unpacking Debian's prometheus into .cache/prometheus"
+  download=$(mktemp -d)
+  if (cd "$download" && apt-get download -q prometheus >/dev/null 2>&1); then
+    mkdir -p .cache/prometheus && dpkg-deb -x "$download"/prometheus_*.deb .cache/prometheus
+  else
+    echo "== prometheus could not be downloaded: the exporter's Prometheus test will say so"
+  fi
+  rm -rf "$download"
+fi
 echo "== setup done"

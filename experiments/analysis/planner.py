@@ -323,7 +323,7 @@ def write_rate_of(run: Run) -> float:
     return round(run.log_bytes_written / seconds / 1e6, 3)
 
 
-def _runs(data: dict):
+def matching_runs(data: dict):
     runs = Run.objects.filter(
         status=RunStatus.DONE,
         suspect=False,
@@ -359,7 +359,7 @@ def _shape(workload: dict) -> str:
 def plan_from(data: dict) -> tuple[Plan, list[Point]]:
     """The plan for a validated form's data, and the runs' points it stands on (for the chart);
     PlanRefused says why there is none."""
-    runs = _runs(data)
+    runs = matching_runs(data)
     rows = list(
         runs.filter(redo_bytes__isnull=False, downtime_seconds__isnull=False)
         .order_by("id")

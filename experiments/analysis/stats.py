@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy import stats
 
+from experiments.prediction import NARROW_SPAN
+
 CONFIDENCE = 0.95
 MIN_REPETITIONS = 3
 # An interval wider than this share of the median says the spread swamps the value.
@@ -278,9 +280,8 @@ def fit_line(x_values: Sequence[float], y_values: Sequence[float]) -> LineFit | 
     )
 
 
-# A rate read from a line (bytes per second = 1 / slope) needs the bytes to differ: runs whose
-# largest volume is within this share of it from their smallest replayed nearly the same.
-NARROW_SPAN = 0.2
+# A rate read from a line (bytes per second = 1 / slope) needs the bytes to differ (NARROW_SPAN:
+# runs whose largest volume is within this share of it from their smallest replayed nearly the same).
 
 
 def why_no_rate(fit: LineFit | None, xs: Sequence[float], ys: Sequence[float]) -> str:

@@ -7,6 +7,7 @@ from experiments.api.analysis import CompareView, ExploreView, PlannerView
 from experiments.api.experiments import ExperimentViewSet
 from experiments.api.hosts import HostViewSet
 from experiments.api.imports import ImportView
+from experiments.api.predict import PredictView
 from experiments.api.runs import RunViewSet
 from experiments.api.series import ChangePointViewSet, SeriesViewSet
 
@@ -22,5 +23,6 @@ urlpatterns = [
     path("explore/", ExploreView.as_view(), name="api-explore"),
     path("compare/", CompareView.as_view(), name="api-compare"),
     path("planner/", PlannerView.as_view(), name="api-planner"),
+    path("predict/", PredictView.as_view(), name="api-predict"),
     path("", include(router.urls)),
 ]

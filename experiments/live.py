@@ -1,0 +1,238 @@
+"""A live server, read for `recovery-lab predict` and `recovery-lab exporter`: its version, buffer
+pool, the redo it would replay if it crashed now and the most its redo capacity lets that grow to.
+
+Read-only and bounded: a session marked read only, SHOW and SELECT statements only, a connect
+and read timeout on every call. The credentials stay in this process (the dashboard is asked with
+the version and redo volumes only). No Django.
+
+What each engine calls its redo to replay (the checkpoint age) and its bound:
+- InnoDB on MariaDB: the status Innodb_checkpoint_age, bounded by Innodb_checkpoint_max_age
+  (where InnoDB forces a checkpoint, about 80% of the log).
+- InnoDB on MySQL 8.0.30+: Innodb_redo_log_current_lsn less Innodb_redo_log_checkpoint_lsn;
+  older: SHOW ENGINE INNODB STATUS' "Log sequence number" less "Last checkpoint at". Bounded by
+  the redo capacity (innodb_redo_log_capacity, or innodb_log_file_size x innodb_log_files_in_group;
+  InnoDB checkpoints before it, so it is an upper bound).
+- MyRocks: the WAL files on disk, which SQL does not show: read from the WAL folder when
+  predict runs on the database host (--rocksdb-wal-dir). Bounded by rocksdb_max_total_wal_size.
+- PostgreSQL: pg_current_wal_lsn() less the last checkpoint's redo location, bounded by
+  max_wal_size (a soft limit: a burst can pass it before the checkpoint it triggers ends).
+"""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+DEFAULT_PORTS = {"mysql": 3306, "mariadb": 3306, "postgresql": 5432, "postgres": 5432}
+ENGINES_OF = {"mysql": ("innodb", "rocksdb"), "mariadb": ("innodb", "rocksdb"), "postgresql": ("postgresql",)}
+INNODB_STATUS = (
+    "Innodb_checkpoint_age",
+    "Innodb_checkpoint_max_age",
+    "Innodb_redo_log_current_lsn",
+    "Innodb_redo_log_checkpoint_lsn",
+)
+INNODB_SETTINGS = (
+    "innodb_buffer_pool_size",
+    "innodb_log_file_size",
+    "innodb_log_files_in_group",
+    "innodb_redo_log_capacity",
+)
+ROCKSDB_SETTINGS = ("rocksdb_max_total_wal_size", "rocksdb_block_cache_size")
+_LSN = re.compile(r"^(Log sequence number|Last checkpoint at)\s+(\d+)", re.M)
+
+
+class LiveError(Exception):
+    """The live server could not be read, said in one line."""
+
+
+@dataclass
+class ServerUrl:
+    scheme: str  # mysql or postgresql
+    host: str
+    port: int
+    user: str
+    password: str = field(repr=False, default="")
+    database: str = ""
+
+    @property
+    def name(self) -> str:
+        """How the server is named in output and metric labels: never with its credentials."""
+        return f"{self.host}:{self.port}"
+
+
+def parse_server_url(text: str) -> ServerUrl:
+    """mysql://USER:PASSWORD@HOST:PORT (mariadb:// too) or postgresql://USER:PASSWORD@HOST:PORT/DB;
+    a host of a path ('%2Frun%2Fmysqld') is a socket folder or file."""
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise LiveError(f"not a server address: {exc}") from None
+    scheme = {"mariadb": "mysql", "postgres": "postgresql"}.get(parts.scheme, parts.scheme)
+    if scheme not in ("mysql", "postgresql"):
+        raise LiveError(
+            f"a server address starts with mysql://, mariadb:// or postgresql://, not {parts.scheme or 'nothing'}://"
+        )
+    host = unquote(parts.hostname or "")
+    if not host:
+        raise LiveError("the server address names no host: mysql://USER:PASSWORD@HOST:PORT")
+    return ServerUrl(
+        scheme=scheme,
+        host=host,
+        port=port or DEFAULT_PORTS[scheme],
+        user=unquote(parts.username or ""),
+        password=unquote(parts.password or ""),
+        database=parts.path.lstrip("/"),
+    )
+
+
+@dataclass
+class ServerState:
+    server: str
+    engine: str
+    version: str
+    redo_to_replay: int
+    worst_redo: int | None  # None: the server sets no bound
+    bound: str  # what sets worst_redo, in words
+    buffer_pool_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def read_server(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = "") -> ServerState:
+    if engine not in ENGINES_OF[url.scheme]:
+        raise LiveError(f"a {url.scheme}:// server runs {' or '.join(ENGINES_OF[url.scheme])}, not {engine}")
+    if url.scheme == "postgresql":
+        return _read_postgresql(url, timeout_s)
+    return _read_mysql(url, engine, timeout_s, wal_dir)
+
+
+def _read_mysql(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str) -> ServerState:
+    import pymysql
+
+    socket = url.host if url.host.startswith("/") else None
+    try:
+        connection = pymysql.connect(
+            host=None if socket else url.host,
+            unix_socket=socket,
+            port=url.port,
+            user=url.user,
+            password=url.password,
+            connect_timeout=timeout_s,
+            read_timeout=timeout_s,
+            write_timeout=timeout_s,
+        )
+    except pymysql.MySQLError as exc:
+        raise LiveError(f"cannot connect to {url.name}: {exc.args[-1] if exc.args else exc}") from None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET SESSION TRANSACTION READ ONLY")
+            cursor.execute("SELECT VERSION()")
+            version = cursor.fetchone()[0]
+            if engine == "rocksdb":
+                cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s)", ROCKSDB_SETTINGS)
+                return _mysql_rocksdb(url, version, _named(cursor.fetchall()), wal_dir)
+            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_STATUS)
+            status = _named(cursor.fetchall())
+            cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_SETTINGS)
+            settings = _named(cursor.fetchall())
+            if "innodb_checkpoint_age" in status:  # MariaDB
+                redo = int(status["innodb_checkpoint_age"])
+            elif "innodb_redo_log_current_lsn" in status:  # MySQL 8.0.30+
+                redo = int(status["innodb_redo_log_current_lsn"]) - int(
+                    status["innodb_redo_log_checkpoint_lsn"]
+                )
+            else:
+                cursor.execute("SHOW ENGINE INNODB STATUS")
+                lsn = dict(_LSN.findall(cursor.fetchone()[2]))
+                if len(lsn) < 2:
+                    raise LiveError(f"{url.name}: SHOW ENGINE INNODB STATUS gave no log sequence numbers")
+                redo = int(lsn["Log sequence number"]) - int(lsn["Last checkpoint at"])
+            if "innodb_checkpoint_max_age" in status:
+                worst, bound = int(status["innodb_checkpoint_max_age"]), "Innodb_checkpoint_max_age"
+            elif int(settings.get("innodb_redo_log_capacity") or 0):
+                worst, bound = (
+                    int(settings["innodb_redo_log_capacity"]),
+                    "innodb_redo_log_capacity (an upper bound)",
+                )
+            else:
+                files = int(settings.get("innodb_log_files_in_group") or 1)
+                worst = int(settings["innodb_log_file_size"]) * files
+                bound = "innodb_log_file_size x innodb_log_files_in_group (an upper bound)"
+            return ServerState(
+                url.name, engine, version, redo, worst, bound, int(settings["innodb_buffer_pool_size"])
+            )
+    except pymysql.MySQLError as exc:
+        raise LiveError(f"{url.name}: {exc.args[-1] if exc.args else exc}") from None
+    finally:
+        connection.close()
+
+
+def _named(rows) -> dict[str, str]:
+    return {name.lower(): value for name, value in rows}
+
+
+def _mysql_rocksdb(url: ServerUrl, version: str, settings: dict, wal_dir: str) -> ServerState:
+    if "rocksdb_max_total_wal_size" not in settings:
+        raise LiveError(f"{url.name} has no MyRocks (rocksdb_max_total_wal_size is not a variable there)")
+    if not wal_dir:
+        raise LiveError(
+            "MyRocks does not report the size of its live WAL over SQL: run predict on the database "
+            "host with --rocksdb-wal-dir (the datadir's .rocksdb folder, or rocksdb_wal_dir)"
+        )
+    folder = Path(wal_dir)
+    try:
+        redo = sum(path.stat().st_size for path in folder.glob("*.log"))
+    except OSError as exc:
+        raise LiveError(f"cannot read the WAL folder {folder}: {exc.strerror}") from None
+    limit = int(settings["rocksdb_max_total_wal_size"] or 0)
+    return ServerState(
+        url.name,
+        "rocksdb",
+        version,
+        redo,
+        limit or None,
+        "rocksdb_max_total_wal_size" if limit else "none: rocksdb_max_total_wal_size is 0 (unbounded)",
+        int(settings.get("rocksdb_block_cache_size") or 0) or None,
+    )
+
+
+def _read_postgresql(url: ServerUrl, timeout_s: float) -> ServerState:
+    import psycopg
+
+    try:
+        connection = psycopg.connect(
+            host=url.host,
+            port=url.port,
+            user=url.user or None,
+            password=url.password or None,
+            dbname=url.database or "postgres",
+            connect_timeout=max(1, round(timeout_s)),
+            options=f"-c default_transaction_read_only=on -c statement_timeout={int(timeout_s * 1000)}",
+            autocommit=True,
+        )
+    except psycopg.Error as exc:
+        raise LiveError(f"cannot connect to {url.name}: {str(exc).strip().splitlines()[0]}") from None
+    try:
+        version, in_recovery, redo, worst, buffers = connection.execute(
+            "SELECT current_setting('server_version'), pg_is_in_recovery(), "
+            "CASE WHEN pg_is_in_recovery() THEN NULL "
+            "ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint())) END, "
+            "pg_size_bytes(current_setting('max_wal_size')), pg_size_bytes(current_setting('shared_buffers'))"
+        ).fetchone()
+    except psycopg.Error as exc:
+        raise LiveError(f"{url.name}: {str(exc).strip().splitlines()[0]}") from None
+    finally:
+        connection.close()
+    if in_recovery:
+        raise LiveError(
+            f"{url.name} is a standby (in recovery): a crash there replays what its primary sends"
+        )
+    return ServerState(
+        url.name,
+        "postgresql",
+        f"PostgreSQL {version}",
+        int(redo),
+        int(worst),
+        "max_wal_size (a soft limit)",
+        int(buffers),
+    )

@@ -1,0 +1,142 @@
+"""The downtime a crash would cause now, from a lab's fit: what GET /api/predict/ answers and what
+`recovery-lab predict` and `recovery-lab exporter` compute at every read of a live server.
+
+Plain Python (no Django, no scipy): the command-line client imports it, and the dashboard hands
+it the t quantile with the fit. The fit is the planner's (experiments/analysis/planner.py): kill
+to first query against redo replayed, least squares over the lab's runs on one host, engine and
+server release; a prediction is the line at the redo the live server would replay, with the 95%
+*prediction* interval of one crash there (not of the mean line).
+"""
+
+import math
+import re
+from dataclasses import asdict, dataclass
+
+# Beyond this many times the largest redo the lab replayed, a line says nothing: refused.
+EXTRAPOLATION_LIMIT = 2.0
+# Runs whose largest redo is within this share of it from their smallest replayed nearly the same:
+# their line says nothing of another volume (nor is its slope a rate: analysis/stats.py).
+NARROW_SPAN = 0.2
+# systemd stops a unit whose start takes longer (DefaultTimeoutStartSec) unless the unit sets
+# TimeoutStartSec (MariaDB's own unit sets 900 s and extends it while InnoDB recovers).
+SYSTEMD_DEFAULT_START_TIMEOUT_S = 90.0
+
+
+@dataclass(frozen=True)
+class Prediction:
+    redo_bytes: int
+    typical_seconds: float | None = None
+    low_seconds: float | None = None
+    high_seconds: float | None = None
+    extrapolated: bool = False
+    refused: str = ""  # why there is no prediction at this redo
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A least-squares line of downtime (s) against redo replayed (bytes) and what its prediction
+    interval needs."""
+
+    intercept: float
+    slope: float
+    residual: float  # the runs' standard deviation about the line (s)
+    n: int
+    mean_redo: float
+    sxx: float  # sum of squared deviations of the runs' redo from their mean
+    t: float  # the two-sided 95% quantile of Student's t with n - 2 degrees of freedom
+    measured_redo: tuple[int, int]
+
+    def at(self, redo_bytes: int) -> Prediction:
+        low_measured, high_measured = self.measured_redo
+        if redo_bytes < 0:
+            return Prediction(redo_bytes, refused="a negative redo volume")
+        if redo_bytes > EXTRAPOLATION_LIMIT * high_measured:
+            return Prediction(
+                redo_bytes,
+                refused=(
+                    f"{_mib(redo_bytes)} is more than {EXTRAPOLATION_LIMIT:g} times the largest redo the lab "
+                    f"replayed ({_mib(high_measured)}): measure runs near it (a crash.at_redo_bytes target)"
+                ),
+            )
+        inside = low_measured <= redo_bytes <= high_measured
+        if not inside and high_measured - low_measured < NARROW_SPAN * high_measured:
+            return Prediction(
+                redo_bytes,
+                refused=(
+                    f"the lab's runs replayed {_mib(low_measured)} to {_mib(high_measured)} only: too "
+                    "narrow a range to tell what another volume takes; measure runs at several redo targets"
+                ),
+            )
+        typical = self.intercept + self.slope * redo_bytes
+        spread = (
+            self.t * self.residual * math.sqrt(1 + 1 / self.n + (redo_bytes - self.mean_redo) ** 2 / self.sxx)
+        )
+        return Prediction(
+            redo_bytes,
+            typical_seconds=round(max(typical, 0.0), 6),
+            low_seconds=round(max(typical - spread, 0.0), 6),
+            high_seconds=round(max(typical + spread, 0.0), 6),
+            extrapolated=not inside,
+        )
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["measured_redo"] = list(self.measured_redo)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Fit":
+        fields = {name: data[name] for name in cls.__dataclass_fields__}
+        fields["measured_redo"] = tuple(int(v) for v in data["measured_redo"])
+        return cls(**fields)
+
+
+_MARIADB = re.compile(r"^(\d+\.\d+)\.\d+.*MariaDB", re.I)
+_POSTGRESQL = re.compile(r"^PostgreSQL (\d+)")
+_MYSQL = re.compile(r"^(\d+\.\d+)\.\d+")
+
+
+def release_of(version: str) -> tuple[str, str] | None:
+    """The server and release series a version string names, as the lab groups its runs:
+    '10.11.19-MariaDB-0+deb12u1' -> ('MariaDB', '10.11'); '8.0.36' -> ('MySQL', '8.0');
+    'PostgreSQL 15.20 (Debian ...)' -> ('PostgreSQL', '15') (the runner and predict both name
+    PostgreSQL's version so)."""
+    text = (version or "").strip()
+    for server, pattern in (("MariaDB", _MARIADB), ("PostgreSQL", _POSTGRESQL), ("MySQL", _MYSQL)):
+        if match := pattern.match(text):
+            return server, match.group(1)
+    return None
+
+
+def orchestrator_verdicts(worst: Prediction, startup_probe_seconds: float | None = None) -> list[str]:
+    """What the worst case means for what restarts the server: systemd's start timeout, and a
+    Kubernetes startupProbe's budget (failureThreshold x periodSeconds) if given."""
+    if worst.high_seconds is None:
+        return []
+    high = worst.high_seconds
+    lines = []
+    budgets = [("systemd's default start timeout", SYSTEMD_DEFAULT_START_TIMEOUT_S)]
+    if startup_probe_seconds:
+        budgets.append((f"a startupProbe of {startup_probe_seconds:g} s", startup_probe_seconds))
+    for name, budget in budgets:
+        if high > budget:
+            lines.append(
+                f"{name} would kill this server during recovery at the worst case "
+                f"(up to {high:.3g} s, over {budget:g} s)"
+            )
+        else:
+            lines.append(
+                f"{name} leaves {budget - high:.3g} s to spare at the worst case (up to {high:.3g} s)"
+            )
+    if high > SYSTEMD_DEFAULT_START_TIMEOUT_S:
+        lines.append(
+            "(a unit may set TimeoutStartSec: MariaDB's own sets 900 s and extends it while InnoDB recovers)"
+        )
+    return lines
+
+
+def _mib(size: float) -> str:
+    return f"{size / 2**20:,.1f} MiB"
