@@ -183,6 +183,13 @@ MATRIX = [
         None,
         (401, 422, 422, 422, 422),  # let in, and told two runs do not make a plan
     ),
+    (
+        "get",
+        "api/predict/",
+        "/api/predict/?host=local&engine=innodb&server_version=10.11.19-MariaDB&redo_bytes=1000",
+        None,
+        (401, 422, 422, 422, 422),  # let in, and told the lab has no run of MariaDB 10.11 to predict from
+    ),
 ]
 
 
