@@ -193,3 +193,20 @@ def test_the_answer_names_what_it_stands_on_can_be_limited_and_says_when_workloa
     assert re.search(r"up to [0-9.,]+ (MiB|GiB) of redo to replay", sentences), sentences
     assert " MB " not in sentences and "GB" not in sentences
     assert api.get("/api/planner/", {**query, "buffer_pool_size": "lots"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_answer_holds_the_worst_case_against_systemd_and_a_startup_probe(client, user):
+    """Issue 35: the suggested log keeps a crash under the target, so the target is the worst
+    case; a target of 120 s outlasts systemd's default start timeout and a 60 s startupProbe."""
+    make_runs()
+    client.force_login(user)
+    query = {"host": "db7", "engine": "innodb", "target_downtime_seconds": 120, "startup_probe_seconds": 60}
+    page = client.get("/planner/", query).content.decode()
+    assert (
+        "With that log, systemd&#x27;s default start timeout would kill this server during recovery at the "
+        "worst case (up to 120 s, over 90 s)." in page
+    )
+    assert "With that log, a startupProbe of 60 s would kill this server during recovery" in page
+    calm = client.get("/planner/", {**query, "target_downtime_seconds": 6, "startup_probe_seconds": ""})
+    assert "With that log, systemd&#x27;s default start timeout leaves 84 s to spare" in calm.content.decode()

@@ -290,7 +290,7 @@ def why_no_rate(fit: LineFit | None, xs: Sequence[float], ys: Sequence[float]) -
     one of R² 0.83 that read "0.2 MiB/s", which would take 28 s to replay what took 0.08 s."""
     if fit is None:
         return "fewer than three runs, or one volume"
-    if fit.slope_ci is None or fit.slope_ci[0] <= 0:
+    if fit.slope_ci is None or not fit.slope_ci[0] > 0:  # nan too (runs of one value)
         return "recovery does not grow with redo beyond the noise here"
     low, high = min(xs), max(xs)
     if high - low < NARROW_SPAN * high:

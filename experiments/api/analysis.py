@@ -16,13 +16,8 @@ from experiments.analysis.compare import (
     parse_ignored,
 )
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
-from experiments.analysis.planner import (
-    MAX_TARGET_SECONDS,
-    MAX_WRITE_MB_PER_S,
-    PlannerForm,
-    PlanRefused,
-    plan_from,
-)
+from experiments.analysis.planner import PlanRefused, plan_from
+from experiments.analysis.planner_form import MAX_TARGET_SECONDS, MAX_WRITE_MB_PER_S, PlannerForm
 from experiments.api.common import CSVRenderer, wants_csv
 from experiments.api.csv import explore_csv
 from experiments.definition import BUILD_NAME
@@ -173,6 +168,11 @@ class PlannerView(APIView):
                 description="redo written per second",
             ),
             OpenApiParameter("rate_run", ID, description="take the write rate from this run"),
+            OpenApiParameter(
+                "startup_probe_seconds",
+                {"type": "number", "minimum": 1, "maximum": MAX_TARGET_SECONDS},
+                description="a Kubernetes startupProbe budget, held against the worst case",
+            ),
             OpenApiParameter(
                 "experiments",
                 {"type": "array", "items": ID, "maxItems": 20},

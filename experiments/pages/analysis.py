@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from experiments.analysis.compare import comparison, parse_experiment_ids, parse_ignored
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore, title
-from experiments.analysis.planner import PlannerForm, PlanRefused, plan_from
+from experiments.analysis.planner import PlanRefused, plan_from
+from experiments.analysis.planner_form import PlannerForm
 from experiments.charts.compare import compare_chart
 from experiments.charts.explore import explore_figure
 from experiments.charts.planner import planner_chart

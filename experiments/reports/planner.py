@@ -10,6 +10,7 @@ from django.db.models import Max
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.models import Run, RunStatus
+from experiments.prediction import Prediction, orchestrator_verdicts
 from experiments.units import binary_bytes
 
 
@@ -45,6 +46,13 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
             f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
             f"the log's capacity{filled}."
         )
+        # The log keeps every crash under the target at 95%: the worst case is the target, held
+        # against what restarts the server (experiments.prediction)
+        worst = Prediction(plan["log_size_suggestion"], high_seconds=target)
+        sentences += [
+            f"With that log, {line}."
+            for line in orchestrator_verdicts(worst, question.get("startup_probe_seconds"))
+        ]
     if plan["seconds_of_writes"] is not None:
         sentences.append(
             f"At {binary_bytes(plan['write_mb_per_s'] * 1e6)}/s of redo "
