@@ -43,7 +43,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from experiments import production
-from experiments.live import LiveError, parse_server_url
+from experiments.live import DEFAULT_ENGINE_OF, LiveError, parse_server_url
 from workers.runner.contract import SYSTEM_BUILD
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
@@ -614,7 +614,7 @@ def command_live(api: Api, args, out) -> int:
             "no live server: pass --server mysql://USER:PASSWORD@HOST:PORT or set RECOVERY_LAB_SERVER"
         )
     url = parse_server_url(args.server)
-    args.engine = args.engine or ("postgresql" if url.scheme == "postgresql" else "innodb")
+    args.engine = args.engine or DEFAULT_ENGINE_OF[url.scheme]
     if args.command == "predict":
         return production.command_predict(api, args, out, url)
     return production.command_exporter(api, args, out, url)

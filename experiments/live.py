@@ -24,7 +24,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 DEFAULT_PORTS = {"mysql": 3306, "mariadb": 3306, "postgresql": 5432, "postgres": 5432}
-ENGINES_OF = {"mysql": ("innodb", "rocksdb"), "mariadb": ("innodb", "rocksdb"), "postgresql": ("postgresql",)}
+# The engine a server address means unless --engine says otherwise.
+DEFAULT_ENGINE_OF = {"mysql": "innodb", "postgresql": "postgresql"}
+# MyRocks: the one engine whose redo to replay is files SQL does not show.
+ENGINE_OF_WAL_FILES = "rocksdb"
+FILE_WAL_ENGINES = (ENGINE_OF_WAL_FILES,)
 INNODB_STATUS = (
     "Innodb_checkpoint_age",
     "Innodb_checkpoint_max_age",
@@ -69,7 +73,7 @@ def parse_server_url(text: str) -> ServerUrl:
     except ValueError as exc:
         raise LiveError(f"not a server address: {exc}") from None
     scheme = {"mariadb": "mysql", "postgres": "postgresql"}.get(parts.scheme, parts.scheme)
-    if scheme not in ("mysql", "postgresql"):
+    if scheme not in DEFAULT_ENGINE_OF:
         raise LiveError(
             f"a server address starts with mysql://, mariadb:// or postgresql://, not {parts.scheme or 'nothing'}://"
         )
@@ -99,11 +103,11 @@ class ServerState:
 
 
 def read_server(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = "") -> ServerState:
-    if engine not in ENGINES_OF[url.scheme]:
-        raise LiveError(f"a {url.scheme}:// server runs {' or '.join(ENGINES_OF[url.scheme])}, not {engine}")
-    if url.scheme == "postgresql":
-        return _read_postgresql(url, timeout_s)
-    return _read_mysql(url, engine, timeout_s, wal_dir)
+    scheme, read = READERS.get(engine, (None, None))
+    if scheme != url.scheme:
+        runs = " or ".join(name for name, (its, _) in READERS.items() if its == url.scheme)
+        raise LiveError(f"a {url.scheme}:// server runs {runs}, not {engine}")
+    return read(url, engine, timeout_s, wal_dir)
 
 
 def _read_mysql(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str) -> ServerState:
@@ -128,7 +132,7 @@ def _read_mysql(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str) -> 
             cursor.execute("SET SESSION TRANSACTION READ ONLY")
             cursor.execute("SELECT VERSION()")
             version = cursor.fetchone()[0]
-            if engine == "rocksdb":
+            if engine in FILE_WAL_ENGINES:
                 cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s)", ROCKSDB_SETTINGS)
                 return _mysql_rocksdb(url, version, _named(cursor.fetchall()), wal_dir)
             cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_STATUS)
@@ -187,7 +191,7 @@ def _mysql_rocksdb(url: ServerUrl, version: str, settings: dict, wal_dir: str) -
     limit = int(settings["rocksdb_max_total_wal_size"] or 0)
     return ServerState(
         url.name,
-        "rocksdb",
+        ENGINE_OF_WAL_FILES,
         version,
         redo,
         limit or None,
@@ -196,7 +200,7 @@ def _mysql_rocksdb(url: ServerUrl, version: str, settings: dict, wal_dir: str) -
     )
 
 
-def _read_postgresql(url: ServerUrl, timeout_s: float) -> ServerState:
+def _read_postgresql(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str) -> ServerState:
     import psycopg
 
     try:
@@ -229,10 +233,18 @@ def _read_postgresql(url: ServerUrl, timeout_s: float) -> ServerState:
         )
     return ServerState(
         url.name,
-        "postgresql",
+        engine,
         f"PostgreSQL {version}",
         int(redo),
         int(worst),
         "max_wal_size (a soft limit)",
         int(buffers),
     )
+
+
+# Each engine: the address scheme that reaches its server, and what reads it.
+READERS = {
+    "innodb": ("mysql", _read_mysql),
+    ENGINE_OF_WAL_FILES: ("mysql", _read_mysql),
+    "postgresql": ("postgresql", _read_postgresql),
+}

@@ -20,10 +20,15 @@ MONITOR_PASSWORD = "s3cret:/@pass"  # characters a URL has to escape
 @dataclass
 class LiveMariaDB:
     log_file_size: str = "48M"
+    extra_options: tuple[str, ...] = ()
     port: int = field(default_factory=free_port)
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="recovery-lab-live-")))
     server: subprocess.Popen | None = None
     load: subprocess.Popen | None = None
+
+    @property
+    def datadir(self) -> Path:
+        return self.root / "data"
 
     @property
     def socket(self) -> Path:
@@ -43,7 +48,7 @@ class LiveMariaDB:
              f"--innodb-log-file-size={self.log_file_size}", "--innodb-buffer-pool-size=128M",
              # as the lab's runs: the checkpoint held back, so the checkpoint age follows the writes
              "--innodb-max-dirty-pages-pct=99", "--innodb-max-dirty-pages-pct-lwm=0",
-             "--innodb-adaptive-flushing-lwm=70", "--innodb-flush-log-at-trx-commit=2"],
+             "--innodb-adaptive-flushing-lwm=70", "--innodb-flush-log-at-trx-commit=2", *self.extra_options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 60

@@ -251,7 +251,10 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     for run in runs:
         metrics = run["metrics"]
         assert "ended before the planned crash" not in (run["error"] or ""), run  # its warnings
-        assert metrics["recovery_seconds"] > 0 and metrics["redo_bytes"] > 100_000, run
+        # >= 0: InnoDB's recovery of ~1 MiB can start and end between two stamps of the log
+        # (a CI run beside a loaded server measured 0.0); measured it must be
+        assert metrics["recovery_seconds"] is not None and metrics["recovery_seconds"] >= 0, run
+        assert metrics["redo_bytes"] > 100_000, run
         assert metrics["downtime_seconds"] >= metrics["ready_seconds"] > 0, run
         assert metrics["verified"] is True, run
     postgres = Run.objects.filter(experiment_id=experiment, engine="postgresql")

@@ -17,13 +17,14 @@ from rest_framework.authtoken.models import Token
 from experiments import services
 from experiments.analysis.planner import plan_from
 from experiments.client import parse_seconds
-from experiments.live import LiveError, parse_server_url
+from experiments.live import LiveError, parse_server_url, read_server
 from experiments.models import Run, RunStatus
 from experiments.prediction import Fit, orchestrator_verdicts, release_of
 from tests.factories import RunFactory
 
 from .conftest import wait_for
 from .live_mariadb import LiveMariaDB
+from .postgres import create_cluster, remove_cluster
 from .sshd import free_port
 from .test_gate import CLIENT, artifact
 from .test_planner import make_runs
@@ -221,6 +222,45 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_exporter_has():
         n for rule in rules["groups"][0]["rules"] for n in re.findall(r"recovery_lab_\w+", rule["expr"])
     }
     assert in_rules <= exported, in_rules - exported
+
+
+@pytest.mark.mariadb
+def test_myrocks_wal_is_read_from_its_folder_and_refused_without_it():
+    """MyRocks shows no live WAL size over SQL: predict reads its files on the database host."""
+    live = LiveMariaDB(extra_options=("--plugin-load-add=ha_rocksdb", "--rocksdb-max-total-wal-size=64M"))
+    try:
+        live.start()
+        live.sql("CREATE TABLE sbtest.t (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=ROCKSDB")
+        live.sql("INSERT INTO sbtest.t SELECT seq, REPEAT('x', 200) FROM sbtest.seq_1_to_20000")
+        url = parse_server_url(live.url())
+        with pytest.raises(LiveError, match="run predict on the database host with --rocksdb-wal-dir"):
+            read_server(url, "rocksdb", 5)
+        state = read_server(url, "rocksdb", 5, wal_dir=str(live.datadir / "#rocksdb"))
+        assert state.redo_to_replay > 20000 * 200  # the rows are in the WAL, not yet in an SST
+        assert (state.worst_redo, state.bound) == (64 * 2**20, "rocksdb_max_total_wal_size")
+        with pytest.raises(LiveError, match="runs innodb or rocksdb, not postgresql"):
+            read_server(url, "postgresql", 5)
+    finally:
+        live.stop()
+
+
+def test_a_postgresql_server_is_read_by_a_monitoring_role():
+    """A cluster of the test's own: the WAL since the last checkpoint, bounded by max_wal_size."""
+    cluster = create_cluster()
+    try:
+        with cluster.connect("postgres") as admin:
+            admin.execute("CREATE ROLE monitor LOGIN IN ROLE pg_monitor")
+            admin.execute(
+                "CREATE TABLE t AS SELECT g, repeat('x', 200) AS v FROM generate_series(1, 20000) g"
+            )
+        state = read_server(
+            parse_server_url(f"postgresql://monitor@127.0.0.1:{cluster.port}/postgres"), "postgresql", 5
+        )
+        assert release_of(state.version)[0] == "PostgreSQL" and state.engine == "postgresql"
+        assert state.redo_to_replay > 20000 * 200 and state.worst_redo == 2**30  # max_wal_size's default
+        assert state.buffer_pool_bytes == 128 * 2**20
+    finally:
+        remove_cluster(cluster)
 
 
 LAB = {
