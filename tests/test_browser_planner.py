@@ -80,6 +80,7 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     target = max(longest, first["band"]["upper"][0] * 1.1)
     page.fill("input[name=target_downtime_seconds]", f"{target:.3f}")
     page.fill("input[name=write_mb_per_s]", "20")
+    page.fill("input[name=startup_probe_seconds]", "60")
     page.click("#planner-form button[type=submit]")
     page.wait_for_selector("#planner-answer, #planner-refused")
     refused = page.locator("#planner-refused")
@@ -87,6 +88,11 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     sentences = page.locator("#planner-sentences").inner_text()
     assert f"from 6 runs of experiment #{experiment.id}." in sentences
     assert "At 19.1 MiB/s of redo (20 MB/s as given) that log holds" in sentences
+    # what restarts the server, held against the worst case: the target the log keeps crashes under
+    assert (
+        f"With that log, a startupProbe of 60 s leaves {60 - float(f'{target:.3f}'):.3g} s to spare"
+        in sentences
+    )
     # the chart shows the six runs the answer stands on, and the URL is a permalink of the question
     page.wait_for_function("() => document.getElementById('planner-chart').data !== undefined")
     screenshot(page, "planner.png")

@@ -1,7 +1,7 @@
 """The planner's figure: downtime against redo replayed, with the runs, the fitted line and its band."""
 
 from experiments.charts.layout import axis_layout, base_layout
-from experiments.units import MIB
+from experiments.units import MIB, binary_bytes
 
 
 def planner_chart(plan: dict, points: list) -> dict:
@@ -54,7 +54,8 @@ def planner_chart(plan: dict, points: list) -> dict:
                 "mode": "lines",
                 "x": [low, low, None, best, best],
                 "y": [0, target, None, 0, target],
-                "name": f"answer {best:,.0f} MiB (size for {low:,.0f} MiB)",
+                # as the sentences say them: "49.7 MiB", the interval's low end the size to plan for
+                "name": f"answer {binary_bytes(best * MIB)} (size for {binary_bytes(low * MIB)})",
                 "line": {"color": "#2ca02c", "dash": "dot"},
             },
         ],

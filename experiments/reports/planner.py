@@ -46,13 +46,6 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
             f"target with 95% confidence: the checkpoint age, which is the redo to replay, never exceeds "
             f"the log's capacity{filled}."
         )
-        # The log keeps every crash under the target at 95%: the worst case is the target, held
-        # against what restarts the server (experiments.prediction)
-        worst = Prediction(plan["log_size_suggestion"], high_seconds=target)
-        sentences += [
-            f"With that log, {line}."
-            for line in orchestrator_verdicts(worst, question.get("startup_probe_seconds"))
-        ]
     if plan["seconds_of_writes"] is not None:
         sentences.append(
             f"At {binary_bytes(plan['write_mb_per_s'] * 1e6)}/s of redo "
@@ -60,6 +53,12 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
             f"{plan['seconds_of_writes']:g} s of writes: the page cleaner must keep the checkpoint "
             "within that."
         )
+    if plan["log_size_suggestion"]:
+        # The log keeps every crash under the target at 95%: the worst case is the target, held
+        # against what restarts the server (experiments.prediction)
+        worst = Prediction(plan["log_size_suggestion"], high_seconds=target)
+        probe = question.get("startup_probe_seconds")
+        sentences += [f"With that log, {line}." for line in orchestrator_verdicts(worst, probe)]
     for row in plan["page_writes"]:
         rate = f", {row['pages_per_second']:,.0f} pages/s at that rate" if row["pages_per_second"] else ""
         sentences.append(
