@@ -82,10 +82,10 @@ class LiveMariaDB:
         return ["sysbench", "oltp_insert", "--db-driver=mysql", f"--mysql-socket={self.socket}",
                 "--mysql-user=root", "--tables=2", "--table-size=5000", *args]  # fmt: skip
 
-    def start_load(self, rate: int = 2000) -> None:
+    def start_load(self, rate: int = 2000, threads: int = 2) -> None:
         subprocess.run(self.sysbench("prepare"), check=True, capture_output=True, timeout=120)
         self.load = subprocess.Popen(
-            self.sysbench("--threads=2", f"--rate={rate}", "--time=600", "run"),
+            self.sysbench(f"--threads={threads}", f"--rate={rate}", "--time=600", "run"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
 

@@ -146,12 +146,15 @@ def test_gate_passes_another_build_of_the_same_settings_and_names_the_version_ch
 
 @pytest.mark.browser
 @pytest.mark.mariadb
+@pytest.mark.quiet
 @pytest.mark.django_db(transaction=True)
 def test_gate_fails_ten_times_the_redo_with_exit_1_and_its_run_page_shows_why(
     live_server, local_host, celery_worker_process, user, tmp_path, page
 ):
-    """Not quiet: ten times the redo is a slowdown beside whatever else the machine does (both
-    sides are measured in the same conditions)."""
+    """Quiet again: beside the power cuts' FUSE layers (a fresh-clone CI run, 2026-11-27) all six
+    runs were disturbed, 0.057 s against 0.345 s came out 5.95x with an interval of 1.03-34x,
+    and the gate rightly called it no significant difference. A verdict on a ratio of times is
+    measured alone, like the other gate test's."""
     token = Token.objects.create(user=user).key
     baseline_id = run_baseline(live_server, token, tmp_path)
     # ten times (five was called "no significant difference" in a full suite: recoveries of 50-150

@@ -301,18 +301,19 @@ def fetch(url: str) -> str:
 def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
     live_server, local_host, celery_worker_process, user, tmp_path
 ):
-    experiment, _ = services.create_experiment(LAB)
-    runs = Run.objects.filter(experiment=experiment)
-    wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "six lab runs")
-    assert runs.filter(status=RunStatus.DONE).count() == 6, list(runs.values("status", "error"))
-    token = Token.objects.create(user=user).key
-
+    # The live server loads while the lab's runs are made: a light, steady load (400 rows/s on one
+    # thread), as a production server's, that leaves the CPU to the runs of the tests beside this.
     live = LiveMariaDB()
     processes: list[subprocess.Popen] = []
     try:
         live.start()
-        live.start_load()
-        wait_for(lambda: live.checkpoint_age() > 2 * 2**20, 60, "2 MiB of checkpoint age on the live server")
+        live.start_load(rate=400, threads=1)
+        experiment, _ = services.create_experiment(LAB)
+        runs = Run.objects.filter(experiment=experiment)
+        wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "six lab runs")
+        assert runs.filter(status=RunStatus.DONE).count() == 6, list(runs.values("status", "error"))
+        token = Token.objects.create(user=user).key
+        wait_for(lambda: live.checkpoint_age() > 2**20, 60, "1 MiB of checkpoint age on the live server")
 
         over = client(live_server, token, live.url(), "predict", "--lab-host", "local", "--rto", "1ms",
                       "--startup-probe", "60s")  # fmt: skip
@@ -322,7 +323,7 @@ def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
                         r"\(95% prediction interval ([0-9.]+)-([0-9.]+) s\)", over.stdout, re.M)  # fmt: skip
         assert now, over.stdout
         redo_mib, typical, low, high = map(float, now.groups())
-        assert redo_mib >= 2 and low <= typical <= high
+        assert redo_mib >= 1 and low <= typical <= high
         assert re.search(
             r"^worst case +3[0-9.]+ MiB \(Innodb_checkpoint_max_age\) -> downtime", over.stdout, re.M
         )
@@ -369,7 +370,7 @@ def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
         }
         assert 0 < samples[("recovery_lab_predicted_downtime_seconds", "typical")][1] <= high
         assert samples[("recovery_lab_up", "")][1] == 1 and samples[("recovery_lab_fit_runs", "")][1] == 6
-        assert samples[("recovery_lab_redo_to_replay_bytes", "")][1] > 2 * 2**20
+        assert samples[("recovery_lab_redo_to_replay_bytes", "")][1] > 2**20
         assert samples[("recovery_lab_predicted_worst_downtime_seconds", "high")][1] > high
         assert 0 <= samples[("recovery_lab_fit_age_seconds", "")][1] < 600
 
