@@ -88,9 +88,13 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
     assert [r.rows_inserted for r in runs] == [EVENTS] * (STEP_AT - 1) + [EVENTS * FACTOR] * (
         FIRINGS - STEP_AT + 1
     )
-    # the redo the workload wrote steps once, at the firing where the work changed
-    written = ChangePoint.objects.get(series=series, metric="log_bytes_written")
-    assert abs(written.firing_index - STEP_AT) <= 1 and written.worse
+    # the redo the workload wrote steps at the firing where the work changed; the redo of a run's
+    # own background work (purge, flushing) may shift it again by a few per cent (x1.07 at the
+    # next firing in a CI run, 2026-11-27): the machine's, under the alert threshold, alerting no one
+    points = list(ChangePoint.objects.filter(series=series, metric="log_bytes_written"))
+    (written,) = [p for p in points if abs(p.firing_index - STEP_AT) <= 1 and p.ratio > 2]
+    assert written.worse
+    assert all(max(p.ratio, 1 / p.ratio) < 1.25 for p in points if p != written), points
     # its ratio holds the runs' own: each run writes a fixed part of redo besides its inserts
     # (about 150 KB here), so three times the inserts give a little under three times the redo
     before = statistics.median(r.log_bytes_written for r in runs[: written.firing_index - 1])
@@ -123,7 +127,7 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
         "(() => { const c = document.getElementById('series-log_bytes_written-chart');"
         " return {points: c.data[0].y.length, lines: c.layout.shapes.length}; })()"
     )
-    assert drawn == {"points": FIRINGS, "lines": 1}
+    assert drawn == {"points": FIRINGS, "lines": len(points)}
     screenshot(page, "series.png")
     # triaged on the page: expected, with the reason
     row.locator("select[name=triage]").select_option("expected")
