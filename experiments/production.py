@@ -215,13 +215,15 @@ def command_exporter(api, args, out, url: ServerUrl) -> int:
     if not port.isdigit():
         raise LiveError(f"--listen takes HOST:PORT, not {args.listen}")
     collector = LiveCollector(api, url, args)
-    collector.refresh()  # the first fit before the first scrape (its error is logged, not fatal)
     registry = CollectorRegistry()
     registry.register(collector)
+    # serving first: a dashboard away at start (the client retries for about a minute) delays the
+    # predictions, not the server's own metrics (recovery_lab_up, the redo to replay)
     server, _ = start_http_server(int(port), addr=host or "127.0.0.1", registry=registry)
     out.write(f"recovery-lab exporter: metrics of {url.name} on http://{args.listen}/metrics\n")
     out.flush()
     try:
+        collector.refresh()  # its error is logged, not fatal: the next refresh tries again
         collector.refresh_forever()
     finally:
         server.shutdown()
