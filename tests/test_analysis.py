@@ -9,6 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from experiments import services
+from experiments.analysis import stats
 from experiments.ingest.bundle import impossible_values
 from experiments.models import Run, RunStatus
 from experiments.units import format_size
@@ -427,3 +428,36 @@ def test_redo_flushed_before_the_kill_but_not_replayed_is_reported_and_buffered_
     assert any(
         "committed work may be missing" in w for w in warnings_with(crash_lsn + 80_000, crash_lsn + 500)
     )
+
+
+@pytest.mark.django_db
+def test_explore_reads_a_rate_where_the_charts_would_and_refuses_it_where_they_would(api):
+    """The explore fit's 'reads as' comes from PostgreSQL's sums of squares, range and median (its
+    points stay JSON text): it says what stats.why_no_rate says of the same points in Python."""
+    cases = {
+        "innodb": [(10 + 40 * i, 0.1 + (10 + 40 * i) / 150 + 0.003 * (-1) ** i) for i in range(6)],  # a rate
+        # the demo's MyRocks: a significant slope over nearly one volume
+        "rocksdb": list(
+            zip([5.60, 5.61, 5.62, 5.63, 5.64, 5.66], [0.078, 0.081, 0.084, 0.085, 0.088, 0.132], strict=True)
+        ),
+        "postgresql": [(8 + 4 * i, 0.2 + 0.01 * ((i * 7) % 5)) for i in range(6)],  # flat: noise
+    }
+    for engine, points in cases.items():
+        for mib, seconds in points:
+            RunFactory(
+                status=RunStatus.DONE, engine=engine, redo_bytes=int(mib * 2**20), recovery_seconds=seconds
+            )
+    body = api.get("/api/explore/", {"x": "redo_bytes", "y": "recovery_seconds", "group": "engine"}).json()
+    said = {fit["series"]: fit["reads_as"] for fit in body["fits"]}
+    for series in body["series"]:
+        xs, ys = series["x"], series["y"]
+        refusal = stats.why_no_rate(stats.fit_line(xs, ys), xs, ys)
+        if refusal:
+            assert said[series["name"]] == f"no rate: {refusal}", series["name"]
+        else:
+            assert said[series["name"]].endswith(" MiB/s"), series["name"]
+    assert said["InnoDB"].endswith(" MiB/s")
+    assert (
+        said["MyRocks"] == "no rate: the runs replayed nearly the same redo (within 20%): too narrow a range"
+    )
+    assert said["PostgreSQL"] == "no rate: recovery does not grow with redo beyond the noise here"

@@ -8,7 +8,7 @@ regr_r2), so 100,000 runs never become 100,000 Python objects.
 import json
 from dataclasses import dataclass, field
 
-from django.contrib.postgres.aggregates import RegrIntercept, RegrR2, RegrSlope
+from django.contrib.postgres.aggregates import RegrIntercept, RegrR2, RegrSlope, RegrSXX, RegrSXY, RegrSYY
 from django.db.models import (
     Aggregate,
     BigIntegerField,
@@ -16,6 +16,9 @@ from django.db.models import (
     CharField,
     Count,
     F,
+    FloatField,
+    Max,
+    Min,
     QuerySet,
     TextField,
     Value,
@@ -112,6 +115,14 @@ def title(name: str) -> str:
     return AXIS_TITLES.get(name) or LABELS.get(name, name)
 
 
+class Median(Aggregate):
+    """The median of a group, in PostgreSQL (percentile_cont), as numpy's median of the same values."""
+
+    function = "percentile_cont"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
 class JsonAggText(Aggregate):
     """json_agg(...) handed over as text: the points go from PostgreSQL into the response as
     they are, never becoming Python numbers (parsing and re-encoding 200,000 of them would cost
@@ -160,6 +171,15 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
     if numeric_x:
         aggregates.update(
             slope=RegrSlope("_y", "_x"), intercept=RegrIntercept("_y", "_x"), r2=RegrR2("_y", "_x")
+        )
+    if reads_as_rate(query):  # what stats.why_no_rate_of looks at, from the same rows
+        aggregates.update(
+            sxx=RegrSXX("_y", "_x"),
+            syy=RegrSYY("_y", "_x"),
+            sxy=RegrSXY("_y", "_x"),
+            x_low=Min("_x"),
+            x_high=Max("_x"),
+            y_median=Median("_y"),
         )
     # Runs crashed by a power cut are a series of their own in any grouping (the layer slows the
     # workload before the crash; they answer a durability question): "_m" splits them off.
@@ -220,21 +240,22 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
     return result
 
 
+def reads_as_rate(query: Query) -> bool:
+    """Seconds against bytes: a slope that reads better upside down, as bytes handled per second."""
+    x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
+    return x_unit == "B" and UNITS.get(query.y) == "s"
+
+
 def fit_reading(query: Query, group: dict) -> str:
     """A slope of seconds per byte reads better upside down: the bytes handled per second (for
-    redo against recovery, the apply rate), where the runs can carry one (stats.why_no_rate);
-    else why not."""
-    x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
-    if x_unit != "B" or UNITS.get(query.y) != "s":
+    redo against recovery, the apply rate), where the runs can carry one (stats.why_no_rate_of,
+    from the group's sums of squares, range and median taken in SQL); else why not."""
+    if not reads_as_rate(query):
         return ""
-    # the arrays come as JSON text (the page and API send them on as they are)
-    pairs = [
-        (x, y)
-        for x, y in zip(json.loads(group["xs"]), json.loads(group["ys"]), strict=True)
-        if x is not None and y is not None
-    ]
-    xs, ys = [float(x) for x, _ in pairs], [float(y) for _, y in pairs]
-    refusal = stats.why_no_rate(stats.fit_line(xs, ys), xs, ys)
+    slope_ci = stats.slope_interval(group["slope"], group["n"], group["sxx"], group["syy"], group["sxy"])
+    refusal = stats.why_no_rate_of(
+        slope_ci, group["intercept"], group["x_low"], group["x_high"], group["y_median"]
+    )
     if refusal:
         return f"no rate: {refusal}"
     return f"{1 / group['slope'] / MIB:,.1f} MiB/s"

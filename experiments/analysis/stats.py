@@ -289,15 +289,34 @@ def why_no_rate(fit: LineFit | None, xs: Sequence[float], ys: Sequence[float]) -
     when it may. A significant slope is not enough: six MyRocks runs at 5.6 MiB (the demo) gave
     one of R² 0.83 that read "0.2 MiB/s", which would take 28 s to replay what took 0.08 s."""
     if fit is None:
+        return why_no_rate_of(None, 0.0, 0.0, 0.0, 0.0)
+    return why_no_rate_of(fit.slope_ci, fit.intercept, min(xs), max(xs), float(np.median(ys)))
+
+
+def why_no_rate_of(
+    slope_ci: tuple[float, float] | None, intercept: float, low: float, high: float, median_y: float
+) -> str:
+    """why_no_rate from the numbers it looks at, for a caller that has them from SQL (explore:
+    its points stay JSON text). `slope_ci` None: no line (fewer than three runs, or one volume)."""
+    if slope_ci is None:
         return "fewer than three runs, or one volume"
-    if fit.slope_ci is None or not fit.slope_ci[0] > 0:  # nan too (runs of one value)
+    if not slope_ci[0] > 0:  # nan too (runs of one value)
         return "recovery does not grow with redo beyond the noise here"
-    low, high = min(xs), max(xs)
     if high - low < NARROW_SPAN * high:
         return f"the runs replayed nearly the same redo (within {NARROW_SPAN:.0%}): too narrow a range"
-    if fit.intercept < -0.5 * float(np.median(ys)):
-        return f"the line would put a recovery of no redo at {fit.intercept:.2g} s"
+    if intercept < -0.5 * median_y:
+        return f"the line would put a recovery of no redo at {intercept:.2g} s"
     return ""
+
+
+def slope_interval(slope: float, n: int, sxx: float, syy: float, sxy: float) -> tuple[float, float] | None:
+    """The slope's 95% interval from the sums of squares (PostgreSQL's regr_sxx, regr_syy,
+    regr_sxy), as fit_line's: None where there is no line (n < 3, or x does not vary)."""
+    if n < 3 or not sxx > 0:
+        return None
+    residual = max(syy - slope * sxy, 0.0) / (n - 2)
+    half = stats.t.ppf((1 + CONFIDENCE) / 2, n - 2) * math.sqrt(residual / sxx)
+    return (slope - half, slope + half)
 
 
 def _band(at: Sequence[float], xs: np.ndarray, ys: np.ndarray) -> tuple[list[float], list[float]]:
