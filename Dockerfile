@@ -20,9 +20,12 @@ RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev --compile-bytecode \
 RUN SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))') \
     python manage.py collectstatic --noinput -v 0
 # Web, worker, beat and the PDF's Chromium run as an unprivileged user (Chromium keeps its
-# sandbox). The worker's runs go to /var/tmp/recovery-lab, which compose's volume mounts.
+# sandbox). The worker's runs go to /var/lib/recovery-lab/work and its builds' cache beside it,
+# its own and writable by nobody else (the runner refuses them otherwise); compose mounts a volume.
 RUN useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin recovery \
- && mkdir -p /var/tmp/recovery-lab && chown recovery: /var/tmp/recovery-lab
+ && mkdir -p /var/lib/recovery-lab/work /var/lib/recovery-lab/builds \
+ && chown recovery: /var/lib/recovery-lab /var/lib/recovery-lab/work /var/lib/recovery-lab/builds \
+ && chmod 755 /var/lib/recovery-lab /var/lib/recovery-lab/work /var/lib/recovery-lab/builds
 USER recovery
 EXPOSE 8000
 # Run alone, the image serves gunicorn directly; compose puts nginx in front (the proxy service).

@@ -316,10 +316,10 @@ if SSH_KEY_SECRET:
 SSH_CONNECT_TIMEOUT_S = env.int("SSH_CONNECT_TIMEOUT_S", default=15)
 
 # Where the local transport lets the host runner work (datadirs, bundles).
-RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/tmp/recovery-lab"))
+RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/lib/recovery-lab/work"))
 # Server builds made from another Debian release's packages (`manage.py installbuild`): made once
 # here, copied to each host's builds folder. The mirror they come from.
-BUILDS_CACHE_DIR = Path(env.str("BUILDS_CACHE_DIR", default="/var/tmp/recovery-lab-builds"))
+BUILDS_CACHE_DIR = Path(env.str("BUILDS_CACHE_DIR", default="/var/lib/recovery-lab/builds"))
 DEBIAN_MIRROR = env.str("DEBIAN_MIRROR", default="http://deb.debian.org/debian")
 # Seconds a restarted server may take before the Run fails with "server never came back".
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)

@@ -9,6 +9,7 @@ folder then goes to a host's WORK_DIR/builds/NAME/ through the host's transport,
 is probed again so its builds list it. `manage.py installbuild` is the one command.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -20,6 +21,12 @@ from pathlib import Path
 from django.conf import settings
 
 from workers.runner.builds import MANIFEST, MANIFEST_FORMAT
+from workers.runner.files import UnsafeFolder, own_folder, untrusted_in
+
+# Every file of a build as it was unpacked (its SHA-256, or where a link points), written beside
+# the manifest at unpack time and checked before the build is copied to a host: a cached build
+# that changed since, or that no unpack of ours made, is refused by name.
+HASHES = "recovery-lab-build.sha256.json"
 
 RELEASE = re.compile(r"^[a-z][a-z0-9-]{1,30}$")
 # What a MariaDB server of another release needs beside the host's libraries: the server, its
@@ -179,7 +186,56 @@ def _write_manifest(folder: Path, release: str, manifest: dict) -> dict:
     if missing:
         raise BuildError(f"the packages of Debian {release} hold no {', '.join(missing)} where expected")
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    (folder / HASHES).write_text(json.dumps(file_hashes(folder), indent=0, sort_keys=True) + "\n")
     return manifest
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """Each file of `folder` (the hashes' own file left out): its SHA-256, or "link:TARGET"."""
+    found = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = Path(root) / name
+            relative = str(path.relative_to(folder))
+            if relative == HASHES:
+                continue
+            if path.is_symlink():
+                found[relative] = f"link:{os.readlink(path)}"
+                continue
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                while chunk := handle.read(2**20):
+                    digest.update(chunk)
+            found[relative] = digest.hexdigest()
+    return found
+
+
+def verify_build(folder: Path) -> None:
+    """A cached build as it was unpacked, or BuildError naming it and what differs: root
+    copies it to hosts and runs its loader and server."""
+    unsafe = untrusted_in(folder)
+    if unsafe:
+        raise BuildError(
+            f"refusing the cached build {folder}: {unsafe}, not root, so another user could have "
+            "changed it. Remove it; installbuild then unpacks the packages again."
+        )
+    try:
+        expected = json.loads((folder / HASHES).read_text())
+    except (OSError, ValueError):
+        raise BuildError(
+            f"refusing the cached build {folder}: it has no {HASHES} (no unpack of this version of "
+            "Recovery Lab made it). Remove it; installbuild then unpacks the packages again."
+        ) from None
+    found = file_hashes(folder)
+    changed = sorted(name for name in expected.keys() & found.keys() if expected[name] != found[name])
+    added, missing = sorted(found.keys() - expected.keys()), sorted(expected.keys() - found.keys())
+    for what, names in (("changed", changed), ("added", added), ("missing", missing)):
+        if names:
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            raise BuildError(
+                f"refusing the cached build {folder}: {names[0]}{more} {what} since it was unpacked. "
+                "Remove it; installbuild then unpacks the packages again."
+            )
 
 
 def make_debian_build(release: str, postgresql: str | None = None) -> Path:
@@ -188,17 +244,20 @@ def make_debian_build(release: str, postgresql: str | None = None) -> Path:
     `postgresql` (a major version, "17") PostgreSQL's."""
     if postgresql is not None and not postgresql.isdigit():
         raise BuildError(f"{postgresql!r} is not a PostgreSQL major version like 17")
-    cache = Path(settings.BUILDS_CACHE_DIR)
+    try:
+        cache = own_folder(Path(settings.BUILDS_CACHE_DIR), "builds' cache", "BUILDS_CACHE_DIR")
+    except UnsafeFolder as exc:
+        raise BuildError(str(exc)) from None
     name = f"debian-{release}" + (f"-postgresql-{postgresql}" if postgresql else "")
     folder = cache / name
-    if (folder / MANIFEST).exists():
+    if folder.exists() or folder.is_symlink():
+        verify_build(folder)
         return folder
     if postgresql:
         packages = tuple(name.format(major=postgresql) for name in POSTGRESQL_PACKAGES)
         debs = fetch_packages(release, packages, cache / f"{name}-packages", libraries=True)
     else:
         debs = fetch_packages(release, MARIADB_PACKAGES, cache / f"{name}-packages")
-    cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache) as partial:
         unpack_debian_build(debs, Path(partial) / "build", release, postgresql)
         os.rename(Path(partial) / "build", folder)  # whole or not at all

@@ -16,6 +16,7 @@ from django.conf import settings
 from experiments.models import Host
 from experiments.services import Bundle
 from workers.runner.contract import BUILDS_DIR, RunSpec
+from workers.runner.files import UnsafeFolder, own_folder
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,
@@ -64,14 +65,23 @@ def close_on_cancel(process: subprocess.Popen, cancelled: threading.Event | None
         process.stdin.close()
 
 
+def work_dir() -> Path:
+    """This machine's work directory, made root's (or this user's) and writable by nobody else,
+    or refused: the runner is started from it, as root on a benchmark host."""
+    try:
+        return own_folder(settings.RUNNER_WORK_DIR, "work directory", "RUNNER_WORK_DIR")
+    except UnsafeFolder as exc:
+        raise TransportError(str(exc), permanent=True) from None
+
+
 class LocalTransport:
     def __init__(self, host: Host):
         self.host = host
 
     def install_build(self, name: str, folder: Path) -> None:
         """A build folder copied to this machine's builds/NAME/, whole or not at all."""
-        builds = settings.RUNNER_WORK_DIR / BUILDS_DIR
-        builds.mkdir(parents=True, exist_ok=True)
+        builds = work_dir() / BUILDS_DIR
+        builds.mkdir(mode=0o755, exist_ok=True)
         partial = builds / f".{name}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(folder, partial, symlinks=True)
@@ -80,8 +90,7 @@ class LocalTransport:
 
     def probe(self) -> dict:
         """This machine's facts, read by the runner itself."""
-        settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="probe-", dir=settings.RUNNER_WORK_DIR) as tmp:
+        with tempfile.TemporaryDirectory(prefix="probe-", dir=work_dir()) as tmp:
             runner = write_runner(Path(tmp))
             done = subprocess.run(
                 [sys.executable, str(runner), "--probe", str(settings.RUNNER_WORK_DIR)],
@@ -100,8 +109,7 @@ class LocalTransport:
         cancelled: threading.Event | None = None,
         on_sample: SampleCallback | None = None,
     ) -> Bundle:
-        settings.RUNNER_WORK_DIR.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="bundle-", dir=settings.RUNNER_WORK_DIR) as tmp:
+        with tempfile.TemporaryDirectory(prefix="bundle-", dir=work_dir()) as tmp:
             folder = Path(tmp)
             spec_path = folder / "spec.json"
             spec_path.write_text(replace(spec, work_dir=str(settings.RUNNER_WORK_DIR)).to_json())

@@ -176,6 +176,10 @@ def analyse_run(
             metrics[key] = durability[key]
     analysis.server_version = result.get("server_version") or analysis.server_version
     analysis.suspect_reasons = parser_failures(analysis.parsed)
+    # the server's OS user put a link or a device where the runner reads: the files are not the run's
+    analysis.suspect_reasons += [
+        f"the runner refused a file of the server's folder: {why}" for why in result.get("refused_files", [])
+    ]
     # an engine's own log is stamped by its own clock, not the server's
     same_clock = not kind.own_log_file
     analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=same_clock)

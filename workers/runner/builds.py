@@ -14,6 +14,8 @@ import os
 import stat
 from pathlib import Path
 
+from .files import untrusted_in
+
 MANIFEST = "recovery-lab-build.json"
 MANIFEST_FORMAT = 1
 # What a manifest names: a server (MariaDB's) or PostgreSQL's programs' folder, the rest where the
@@ -112,7 +114,13 @@ def _from_manifest(base: Path) -> dict:
 def build_programs(base: Path) -> dict | None:
     """A server build's programs under `base`: None when it holds no server. A program it
     lacks (the client, the installer) is the system's. Raises BuildUnusable for a manifest that
-    does not hold."""
+    does not hold, and for a folder another user could have changed (root runs its programs)."""
+    unsafe = untrusted_in(base)
+    if unsafe:
+        raise BuildUnusable(
+            f"not used: {unsafe}, so another user could change what root runs. Remove the build "
+            "and install it again (manage.py installbuild)"
+        )
     if (base / MANIFEST).exists():
         return _from_manifest(base)
     server = _program(base, ("bin", "sbin", "libexec"), ("mariadbd", "mysqld"))

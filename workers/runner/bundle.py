@@ -1,15 +1,19 @@
-"""The bundle: the raw files a run leaves for the dashboard, copied out of the work directory."""
+"""The bundle: the raw files a run leaves for the dashboard, copied out of the run's folder (root's)
+and the server's error log out of the server's folder, as regular files only (files.py)."""
 
-import shutil
 from pathlib import Path
 
+from .files import copy_regular
 from .sampler import SAMPLES_FILE
+from .server import server_home
 
 
 def collect(work: Path, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    # The server writes its own error log (mariadbd's --log-error); the runner's stamped copy
+    # beside it is root's.
+    copy_regular(server_home(work) / "error.log", out / "error.log")
     for name in (
-        "error.log",
         "error.log.stamped",
         "sysbench_report.txt",
         "sysbench_prepare.txt",
@@ -24,5 +28,4 @@ def collect(work: Path, out: Path) -> None:
         "rocksdb_LOG",
         SAMPLES_FILE,
     ):
-        if (work / name).exists():
-            shutil.copyfile(work / name, out / name)
+        copy_regular(work / name, out / name)

@@ -80,7 +80,7 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     cache = DatasetCache(base)
     key = cache.key(spec, server.build)
     reuse = spec.get("reuse_dataset", True)
-    (server.work / "tmp").mkdir(exist_ok=True)
+    (server.home / "tmp").mkdir(exist_ok=True)
     if reuse and cache.ready(key):
         progress("copying the cached dataset", 5)
         cache.restore(key, server.datadir)

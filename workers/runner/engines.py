@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .engine import Engine
 from .errors import RunFailed
+from .files import copy_regular
 from .postgres_engine import PostgreSQL
 
 MYSQL_VERSION = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
@@ -148,7 +149,7 @@ class MyRocks(Engine):
 
     def keep_recovery_log(self, datadir: Path, work: Path) -> None:
         # RocksDB starts a new LOG at every open: keep the one of the crash recovery
-        (work / self.own_recovery_log).write_bytes((datadir / "#rocksdb" / "LOG").read_bytes())
+        copy_regular(datadir / "#rocksdb" / "LOG", work / self.own_recovery_log)
 
     def workload_args(self) -> list[str]:
         return ["--mysql-storage-engine=rocksdb"]

@@ -10,6 +10,7 @@ Its log is its stderr, in the run's error.log, each line prefixed with the milli
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -125,7 +126,7 @@ class PostgresServer(Server):
             )
         build = spec["parameters"].get("server_build", SYSTEM_BUILD)
         self.bin = postgres_bin(Path(spec["work_dir"]), build, work)
-        self.socket = work / f".s.PGSQL.{PORT}"
+        self.socket = self.home / f".s.PGSQL.{PORT}"
         self.build = self.binary_version()
         self.own_work_dir()
 
@@ -156,7 +157,7 @@ class PostgresServer(Server):
         settings = {
             "listen_addresses": "",  # the socket only: no TCP port for anyone on the host
             "port": PORT,
-            "unix_socket_directories": self.work,
+            "unix_socket_directories": self.home,
             "unix_socket_permissions": "0700",
             "log_destination": "stderr",
             "logging_collector": "off",
@@ -178,12 +179,18 @@ class PostgresServer(Server):
         return args
 
     def start(self, loading: bool = False) -> float:
-        with self.error_log.open("ab") as log:  # the server holds its own descriptor
+        # the server holds its own descriptor; opened by root in the server's folder, so a link
+        # planted at its name is not followed, nor anything but a plain file appended to
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(self.error_log, flags, 0o600)
+        with os.fdopen(fd, "ab") as log:
+            if not stat.S_ISREG(os.fstat(log.fileno()).st_mode):
+                raise RunFailed(f"{self.error_log} is not a regular file: the server's OS user replaced it")
             return self.spawn_server(self.server_args(loading), log)
 
     def _psql(self, connect_timeout_s: int = 2) -> list[str]:
         conninfo = (
-            f"host={self.work} port={PORT} user={self.account} dbname={DATABASE} "
+            f"host={self.home} port={PORT} user={self.account} dbname={DATABASE} "
             f"connect_timeout={connect_timeout_s}"
         )
         return [str(self.bin / "psql"), "-X", "-q", "-A", "-t", "-F", "\t", "-d", conninfo]
@@ -278,7 +285,7 @@ class PostgresServer(Server):
     def sysbench_args(self) -> list[str]:
         return [
             "--db-driver=pgsql",
-            f"--pgsql-host={self.work}",
+            f"--pgsql-host={self.home}",
             f"--pgsql-port={PORT}",
             f"--pgsql-user={self.account}",
             f"--pgsql-db={DATABASE}",
@@ -287,17 +294,21 @@ class PostgresServer(Server):
     def control_data(self) -> dict:
         """The cluster's control file (pg_controldata) as it is now: after the kill, the
         checkpoint recovery will start from."""
-        done = subprocess.run(
+        # as the server's OS user: its datadir is that user's to change
+        reader = spawn(
             [str(self.bin / "pg_controldata"), "-D", str(self.datadir)],
-            capture_output=True,
+            as_user=self.os_user,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
             env={**os.environ, "LC_ALL": "C"},
         )
-        if done.returncode != 0:
-            return {"error": (done.stderr or done.stdout).strip()[:300]}
+        stdout, stderr = reader.communicate(timeout=60)
+        if reader.returncode != 0:
+            return {"error": (stderr or stdout).strip()[:300]}
         found = {}
-        for line in done.stdout.splitlines():
+        for line in stdout.splitlines():
             name, _, value = line.partition(":")
             if name.strip() in CONTROL_FIELDS:
                 found[CONTROL_FIELDS[name.strip()]] = value.strip()

@@ -14,6 +14,7 @@ from .builds import BuildUnusable, build_programs, server_command
 from .builds import programs as build_of
 from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
 from .engines import ENGINES
+from .files import UnsafeFolder, own_folder
 from .postgres import system_bin as postgres_system_bin
 
 POSTGRES_MARKER = "(PostgreSQL)"  # in `postgres --version`
@@ -138,6 +139,12 @@ def server_builds(work_dir: str) -> list[dict]:
             build["postgresql_version"] = _first_line([f"{postgres}/postgres", "--version"])
         builds.append(build)
     folder = Path(work_dir) / BUILDS_DIR
+    try:  # the work directory and its builds/ are root's alone, or none of its builds is used
+        own_folder(Path(work_dir), "work directory", "the host's work_dir")
+        if folder.is_dir():
+            own_folder(folder, "builds folder", "the host's work_dir")
+    except UnsafeFolder as exc:
+        return [*builds, {"name": BUILDS_DIR, "path": str(folder), "error": str(exc)}]
     for base in sorted(folder.iterdir()) if folder.is_dir() else []:
         if not BUILD_NAME.match(base.name) or base.name == SYSTEM_BUILD:
             continue

@@ -116,7 +116,10 @@ def disk_full(path: Path) -> str:
 def hold_work_dir(base: Path) -> None:
     """One runner at a time per work directory, whichever dashboard sent it: a crash cycle must
     not share a machine. The lock goes with this process (kill -9 included)."""
-    handle = open(base / ".runner.lock", "a+")  # noqa: SIM115 - held until this process exits
+    # not following a link: the folder is root's (own_folder), and a link at the lock's name
+    # would still not be written through
+    fd = os.open(base / ".runner.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    handle = os.fdopen(fd, "r+")  # held until this process exits
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

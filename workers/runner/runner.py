@@ -46,11 +46,12 @@ from .crash import (
 from .dataset import prepare_dataset
 from .engines import engine as engine_named
 from .events import Clock, emit, progress
+from .files import REFUSED, UnsafeFolder, own_folder, runner_folder
 from .postgres import PostgresServer
 from .probe import host_facts
 from .processes import disk_full, hold_work_dir, stop_started, unmount_stale, watch_stdin
 from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
-from .server import MariaDBServer, Server
+from .server import MariaDBServer, Server, server_home
 from .stamper import LogStamper
 from .workload import Sysbench, workload_tables
 
@@ -60,7 +61,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     measured before (the moments of the kill and the restart, the counters, the dataset)."""
     clock = Clock()
     timeout = float(spec.get("start_timeout_s", 600))
-    stamper = LogStamper(work / "error.log", work / "error.log.stamped", clock)
+    stamper = LogStamper(server_home(work) / "error.log", work / "error.log.stamped", clock)
     server = open_server(work, spec, clock, stamper)
     sysbench = Sysbench(server, spec, work)
     crash = spec["crash"]
@@ -247,16 +248,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = asdict(RunSpec.from_dict(json.loads(Path(args.spec).read_text())))
         result["spec"] = spec
-        base = Path(spec["work_dir"])
-        base.mkdir(parents=True, exist_ok=True)
+        base = own_folder(Path(spec["work_dir"]), "work directory", "the host's work_dir")
         hold_work_dir(base)
         unmount_stale(base)
-        work = Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base))
+        work = runner_folder(Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base)))
         result["facts"] = host_facts(str(base))
         execute(spec, work, out, result)
         status = "done"
     except RunFailed as exc:
         error, permanent = str(exc), exc.permanent
+    except UnsafeFolder as exc:
+        error = str(exc)
     except (OSError, ValueError) as exc:
         error = f"bad run spec or work directory: {exc}"
     except subprocess.TimeoutExpired as exc:
@@ -272,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)
     result.update(status=status, error=error, permanent=permanent if status == "failed" else None)
+    if REFUSED:  # what the server's OS user had put where the runner reads
+        result["refused_files"] = REFUSED
     out.mkdir(parents=True, exist_ok=True)
     (out / "result.json").write_text(json.dumps(result, indent=2))
     if status == "done":

@@ -62,11 +62,14 @@ class Server:
     os_users = ("mysql", "nobody")
 
     def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper):
+        # `work`: the run's folder, root's (its launchers, reports, the bundle's files); `home`:
+        # the server's folder in it, its OS user's (files.py says why the two are apart)
         self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
+        self.home = server_home(work)
         self.engine = engine_named(spec["engine"])
-        self.datadir = work / "data"
-        self.binlog_dir = work
-        self.error_log = work / "error.log"
+        self.datadir = self.home / "data"
+        self.binlog_dir = self.home
+        self.error_log = self.home / "error.log"
         self.os_user = server_os_user(self.os_users)
         self.account = client_account()
         self.process: subprocess.Popen | None = None
@@ -77,9 +80,9 @@ class Server:
         return {**self.engine.method_defaults, **self.spec.get("server_options", {})}
 
     def own_work_dir(self) -> None:
-        """The run's folder: entered by the runner's user and the server's only; its tmpdir and
-        the one folder SQL may read files from or write them to."""
-        for folder in (self.work, self.work / "tmp", self.work / "files"):
+        """The server's folder: entered by the runner's user and the server's only; its tmpdir
+        and the one folder SQL may read files from or write them to."""
+        for folder in (self.home, self.home / "tmp", self.home / "files"):
             folder.mkdir(exist_ok=True)
             folder.chmod(0o700)
             if self.os_user:
@@ -187,8 +190,8 @@ class MariaDBServer(Server):
         super().__init__(work, spec, clock, stamper)
         # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
         # power-cut layer; otherwise beside it.
-        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else work
-        self.socket = work / "mysqld.sock"
+        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else self.home
+        self.socket = self.home / "mysqld.sock"
         self.programs = server_programs(
             Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
         )
@@ -216,10 +219,10 @@ class MariaDBServer(Server):
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
             "--skip-networking",  # the socket only: no TCP port for anyone on the host
-            f"--secure-file-priv={self.work / 'files'}",
-            f"--pid-file={self.work / 'mysqld.pid'}",
+            f"--secure-file-priv={self.home / 'files'}",
+            f"--pid-file={self.home / 'mysqld.pid'}",
             f"--log-error={self.error_log}",
-            f"--tmpdir={self.work / 'tmp'}",
+            f"--tmpdir={self.home / 'tmp'}",
             "--skip-name-resolve",
             "--max-connections=300",
         ]
@@ -234,7 +237,6 @@ class MariaDBServer(Server):
         return args
 
     def install(self) -> None:
-        (self.work / "tmp").mkdir(exist_ok=True)
         installer = (
             installer_command(self.programs, self.work / "install-prefix")
             if self.programs["installer"]
@@ -249,7 +251,7 @@ class MariaDBServer(Server):
             # /tmp: there, 3 of 24 bootstraps run three at once failed ("Could not remove
             # temporary table '/tmp/#sql-temptable-...'", then "Unknown table
             # 'mysql.tmp_user_sys'"); none of 36 with a tmpdir each.
-            f"--tmpdir={self.work / 'tmp'}",
+            f"--tmpdir={self.home / 'tmp'}",
             # root@localhost (and the installing user's account) by the OS user that connects:
             # reaching the socket is not enough to log in
             "--auth-root-authentication-method=socket",
@@ -351,6 +353,15 @@ class MariaDBServer(Server):
             "--mysql-db=sbtest",
             *self.engine.workload_args(),
         ]
+
+
+SERVER_HOME = "server"
+
+
+def server_home(work: Path) -> Path:
+    """The server's folder inside the run's: what its OS user owns and writes (datadir, socket,
+    tmpdir, error log, binary logs)."""
+    return work / SERVER_HOME
 
 
 def server_os_user(names: tuple[str, ...]) -> str | None:

@@ -4,6 +4,7 @@ import threading
 from pathlib import Path
 
 from .events import Clock
+from .files import Refused, read_regular, refuse
 from .processes import POLL_S
 
 
@@ -22,11 +23,12 @@ class LogStamper(threading.Thread):
         with self.target.open("w", encoding="utf-8") as out:
             while True:
                 stopping = self._stopping.is_set()
-                try:
-                    with self.source.open("rb") as handle:
-                        handle.seek(offset)
-                        chunk = handle.read()
+                try:  # the server's OS user's folder: a plain file, a link at its name not followed
+                    chunk = read_regular(self.source, start=offset)
                 except FileNotFoundError:
+                    chunk = b""
+                except Refused as exc:
+                    refuse(str(exc))
                     chunk = b""
                 if chunk:
                     offset += len(chunk)
