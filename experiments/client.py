@@ -38,12 +38,12 @@ import uuid
 from pathlib import Path
 
 import requests
-import yaml
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from experiments import production
 from experiments.live import DEFAULT_ENGINE_OF, LiveError, parse_server_url
+from experiments.yaml_input import YamlRefused, load_plain_yaml
 from workers.runner.contract import SYSTEM_BUILD
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
@@ -138,9 +138,9 @@ def load_definition(path: str) -> dict:
     except UnicodeDecodeError:
         raise ClientError(f"the definition {path} is not text (UTF-8)") from None
     try:
-        definition = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ClientError(f"the definition {path} is not valid YAML or JSON: {exc}") from None
+        definition = load_plain_yaml(text)
+    except YamlRefused as exc:
+        raise ClientError(f"the definition {path} is not taken: {exc}") from None
     if not isinstance(definition, dict):
         raise ClientError(f"the definition {path} must be a mapping (name, hosts, engines, ...)")
     return definition

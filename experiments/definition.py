@@ -23,6 +23,7 @@ from experiments.vocabulary import (
     RUNNABLE_ENGINES,
     WORKLOAD_NAMES,
 )
+from experiments.yaml_input import shown
 from workers.runner import contract
 
 MAX_VALUES_PER_PARAMETER = 10
@@ -65,7 +66,7 @@ def int_between(low: int, high: int) -> Callable[[object], int]:
             if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
                 value = int(value)
             else:
-                raise ValueError(f"{value!r} is not a whole number")
+                raise ValueError(f"{shown(value)} is not a whole number")
         if not low <= value <= high:
             raise ValueError(f"{value} is outside {low}..{high}")
         return value
@@ -95,7 +96,7 @@ def _one_of(*choices: object) -> Callable[[object], object]:
         for choice in choices:
             if value == choice or (isinstance(value, str) and value.strip() == str(choice)):
                 return choice
-        raise ValueError(f"{value!r} is not one of {', '.join(map(str, choices))}")
+        raise ValueError(f"{shown(value)} is not one of {', '.join(map(str, choices))}")
 
     return check
 
@@ -104,7 +105,7 @@ def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
     @_described({"type": "string", "pattern": pattern.pattern})
     def check(value: object) -> str:
         if not isinstance(value, str) or not pattern.match(value):
-            raise ValueError(f"{value!r} is not {what}")
+            raise ValueError(f"{shown(value)} is not {what}")
         return value
 
     return check
@@ -340,7 +341,7 @@ def _check_names(errors: _Collector, path: str, raw: object, allowed: Iterable[s
     names = []
     for value in values:
         if not isinstance(value, str) or value not in allowed:
-            errors.add(path, f"{value!r} is not one of: {', '.join(allowed) or '(none registered)'}")
+            errors.add(path, f"{shown(value)} is not one of: {', '.join(allowed) or '(none registered)'}")
         elif value not in names:
             names.append(value)
     return names
@@ -514,13 +515,13 @@ def clean_tags(raw: object) -> list[str]:
     tags: list[str] = []
     for tag in raw:
         if not isinstance(tag, str):
-            raise ValueError(f"{tag!r} is not a tag: tags are text")
+            raise ValueError(f"{shown(tag)} is not a tag: tags are text")
         tag = " ".join(tag.split())
         if not tag:
             continue
         if not TAG.match(tag):
             raise ValueError(
-                f"{tag!r} is not a tag: 1-40 letters, digits, spaces and . _ : + # / -, starting with a "
+                f"{shown(tag)} is not a tag: 1-40 letters, digits, spaces and . _ : + # / -, starting with a "
                 "letter or digit"
             )
         if tag not in tags:

@@ -1,7 +1,6 @@
 """A series' controls, for its owner and admins: edit it (its definition as the command line's
 YAML), pause and resume it, fire it now, delete it after a confirmation."""
 
-import yaml
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,6 +14,7 @@ from experiments.pages.series import listed_lines
 from experiments.roles import require_change
 from experiments.services import series as series_service
 from experiments.services.series_controls import delete_series, fire_now
+from experiments.yaml_input import YamlRefused, load_plain_yaml
 
 
 class SeriesForm(forms.Form):
@@ -53,9 +53,9 @@ class SeriesForm(forms.Form):
         """What update_series takes; a definition that is no YAML is the form's error."""
         data = self.cleaned_data
         try:
-            definition = yaml.safe_load(data["definition"])
-        except yaml.YAMLError as exc:
-            raise DefinitionError({"definition": [f"not YAML: {str(exc)[:200]}"]}) from None
+            definition = load_plain_yaml(data["definition"])
+        except YamlRefused as exc:
+            raise DefinitionError({"definition": [str(exc)]}) from None
         return {
             "name": data["name"],
             "schedule": data["schedule"],

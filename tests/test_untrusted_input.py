@@ -1,0 +1,68 @@
+"""What a user types or uploads is data, bounded: YAML with anchors and aliases (a few hundred
+bytes that expanded into gigabytes) is refused before anything is built, and no message repeats
+a whole value."""
+
+import time
+
+import pytest
+
+from experiments.client import ClientError, load_definition
+from experiments.yaml_input import YamlRefused, load_plain_yaml
+
+from .test_series import DEFINITION
+
+# 456 bytes of nested aliases: each level holds nine of the level before; the last is 9^9 values.
+ALIAS_BOMB = "\n".join(
+    ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    + [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
+    + ["name: *i", "hosts: [local]", "engines: [innodb]"]
+)
+
+
+def test_anchors_and_aliases_are_refused_before_anything_is_expanded():
+    started = time.monotonic()
+    with pytest.raises(YamlRefused, match=r"line 1: anchors \(&\) and aliases \(\*\) are not taken"):
+        load_plain_yaml(ALIAS_BOMB)
+    assert time.monotonic() - started < 1  # nothing was built: 9^9 values would take minutes
+
+
+def test_a_definition_over_the_limit_is_refused_and_a_plain_one_is_read():
+    with pytest.raises(YamlRefused, match=r"it is 300 KiB: a definition may have 256 KiB at most"):
+        load_plain_yaml("name: " + "x" * (300 * 1024 - 6))
+    assert load_plain_yaml("name: nightly\nengines: [innodb]\n") == {"name": "nightly", "engines": ["innodb"]}
+
+
+def test_the_command_line_refuses_a_definition_file_with_aliases(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(ALIAS_BOMB)
+    with pytest.raises(ClientError, match=r"bomb.yaml is not taken: line 1: anchors"):
+        load_definition(str(path))
+
+
+@pytest.mark.django_db
+def test_a_series_edited_as_yaml_with_nested_aliases_answers_at_once_with_a_short_message(
+    client, user, local_host
+):
+    from experiments.services import series as series_service
+
+    client.force_login(user)  # an experimenter, the series' owner
+    series = series_service.create_series(
+        {"name": "nightly InnoDB", "definition": DEFINITION, "schedule": "@nightly"}, user=user
+    )
+    response = client.post(
+        f"/series/{series.pk}/edit/",
+        {"name": "nightly InnoDB", "schedule": "@nightly", "enabled": "on", "alert_threshold": "0.1",
+         "alert_emails": "", "alert_webhooks": "", "definition": ALIAS_BOMB},
+    )  # fmt: skip
+    assert response.status_code == 200
+    assert len(response.content) < 100_000
+    assert "anchors (&amp;) and aliases (*) are not taken" in response.content.decode()
+
+
+def test_a_long_bad_value_is_quoted_in_a_few_words():
+    from experiments.definition import DefinitionError, validate_definition
+
+    with pytest.raises(DefinitionError) as refused:
+        validate_definition({**DEFINITION, "engines": ["x" * 5000]}, ["local"])
+    said = str(refused.value.errors)
+    assert "xxxx ..." in said and len(said) < 1000
