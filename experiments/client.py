@@ -7,14 +7,15 @@
     recovery-lab gate DEFINITION --baseline ID --max-slowdown 10%
                                                    run the definition, compare it with the baseline,
                                                    fail on a significant slowdown beyond the threshold
-    recovery-lab predict --server mysql://USER:PASSWORD@HOST:PORT --lab-host NAME [--rto 30s]
+    recovery-lab predict --lab-host NAME [--rto 30s]  (the server's address in RECOVERY_LAB_SERVER)
                                                    a live server's downtime if it crashed now and at
                                                    the worst its redo capacity allows, from the lab
-    recovery-lab exporter --server ... --lab-host NAME --listen HOST:PORT
+    recovery-lab exporter --lab-host NAME --listen HOST:PORT [--web-config FILE]
                                                    the same as Prometheus metrics, read at each scrape
 
-The server is RECOVERY_LAB_URL, the token RECOVERY_LAB_TOKEN (made on the page /account/token/);
---url and --token override them. The definition is checked by the server's own rules: a bad one
+The server is RECOVERY_LAB_URL (or --url), the token RECOVERY_LAB_TOKEN or the first line of
+--token-file (made on the page /account/token/): never an argument, which every user of the
+machine sees in ps. The definition is checked by the server's own rules: a bad one
 is refused with a message per field and nothing is queued.
 
 Exit codes: 0 done (the gate passed); 1 the gate found a regression (a slowdown the statistics
@@ -24,8 +25,8 @@ for an interval); 3 `run
 --wait` / `wait`: the experiment finished but some of its runs failed.
 predict: 0 the worst case within --rto (or none given), 2 the worst case over --rto, 3 no answer
 (the server unreadable, the lab without comparable runs, the dashboard unreachable).
-The live server's address may come from RECOVERY_LAB_SERVER instead of --server (a password on a
-command line is visible to every user of the machine).
+The live server's address (with its password) comes from RECOVERY_LAB_SERVER or the first line of
+--server-file, never from an argument.
 """
 
 import argparse
@@ -42,7 +43,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from experiments import production
-from experiments.live import DEFAULT_ENGINE_OF, LiveError, parse_server_url
+from experiments.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
 from experiments.yaml_input import YamlRefused, load_plain_yaml
 from workers.runner.contract import SYSTEM_BUILD
 
@@ -71,7 +72,7 @@ class Api:
         if not token:
             raise ClientError(
                 "no token: set RECOVERY_LAB_TOKEN (make one on the dashboard's page /account/token/, "
-                "your name at the top right) or pass --token"
+                "your name at the top right) or give --token-file FILE"
             )
         self.url, self.timeout_s, self.retries = url.rstrip("/"), timeout_s, retries
         self.session = requests.Session()
@@ -518,7 +519,12 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawTextHelpFormatter,
     )
     main_parser.add_argument("--url", default=os.environ.get("RECOVERY_LAB_URL", ""), help="the server")
-    main_parser.add_argument("--token", default=os.environ.get("RECOVERY_LAB_TOKEN", ""), help="API token")
+    main_parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="a file whose first line is the API token (else RECOVERY_LAB_TOKEN)",
+    )
+    main_parser.add_argument("--token", action=SecretRefused, help=argparse.SUPPRESS)
     main_parser.add_argument(
         "--retries",
         type=int,
@@ -571,10 +577,16 @@ def parser() -> argparse.ArgumentParser:
     exporter = commands.add_parser("exporter", help="predict as Prometheus metrics, read at each scrape")
     for command in (predict, exporter):
         command.add_argument(
-            "--server",
-            default=os.environ.get("RECOVERY_LAB_SERVER", ""),
-            help="mysql://USER:PASSWORD@HOST:PORT, mariadb://..., postgresql://USER@HOST:PORT/DB "
-            "(or RECOVERY_LAB_SERVER); read only",
+            "--server-file",
+            metavar="FILE",
+            help="a file whose first line is the server's address (else RECOVERY_LAB_SERVER): "
+            "mysql://, mariadb:// or postgresql://, TLS as ?sslmode= or ?ssl-mode= (docs/production.md)",
+        )
+        command.add_argument("--server", action=SecretRefused, help=argparse.SUPPRESS)
+        command.add_argument(
+            "--include-imported",
+            action="store_true",
+            help="let imported runs answer too (by default only runs the lab's runners measured)",
         )
         command.add_argument("--lab-host", required=True, help="the lab host whose runs answer")
         command.add_argument(
@@ -588,6 +600,11 @@ def parser() -> argparse.ArgumentParser:
     )
     predict.add_argument("--json", action="store_true", help="the server's facts and the lab's answer")
     exporter.add_argument("--listen", default="127.0.0.1:9433", help="HOST:PORT of /metrics (127.0.0.1:9433)")
+    exporter.add_argument(
+        "--web-config",
+        metavar="FILE",
+        help="TLS and basic auth for /metrics, in Prometheus' web configuration format",
+    )
     exporter.add_argument(
         "--fit-refresh",
         type=float,
@@ -609,11 +626,13 @@ def parse_seconds(text: str) -> float:
 
 
 def command_live(api: Api, args, out) -> int:
-    if not args.server:
+    address = first_line(args.server_file, "--server-file") or os.environ.get("RECOVERY_LAB_SERVER", "")
+    if not address:
         raise ClientError(
-            "no live server: pass --server mysql://USER:PASSWORD@HOST:PORT or set RECOVERY_LAB_SERVER"
+            "no live server: set RECOVERY_LAB_SERVER=mysql://USER:PASSWORD@HOST:PORT, or give "
+            "--server-file FILE holding it"
         )
-    url = parse_server_url(args.server)
+    url = parse_server_url(address)
     args.engine = args.engine or DEFAULT_ENGINE_OF[url.scheme]
     if args.command == "predict":
         return production.command_predict(api, args, out, url)
@@ -632,10 +651,38 @@ COMMANDS = {
 }
 
 
+class SecretRefused(argparse.Action):
+    """--token and --server are refused: on a command line, every user of the machine reads them in ps."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        where = {
+            "--token": "RECOVERY_LAB_TOKEN or --token-file",
+            "--server": "RECOVERY_LAB_SERVER or --server-file",
+        }
+        parser.error(
+            f"{option_string} is not taken: every user of this machine can read a command's arguments "
+            f"(ps). Give it in {where[option_string]}"
+        )
+
+
+def first_line(path: str | None, option: str) -> str:
+    """The first line of a secret's file, stripped ("" without a file)."""
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.readline(8192).strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientError(
+            f"{option} {path} cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](Api(args.url, args.token, retries=args.retries), args, sys.stdout)
+        token = first_line(args.token_file, "--token-file") or os.environ.get("RECOVERY_LAB_TOKEN", "")
+        return COMMANDS[args.command](Api(args.url, token, retries=args.retries), args, sys.stdout)
     except (ClientError, LiveError) as exc:
         print(f"recovery-lab: {exc}", file=sys.stderr)
         return production.EXIT_NO_ANSWER if args.command == "predict" else EXIT_ERROR

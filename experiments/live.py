@@ -18,14 +18,17 @@ What each engine calls its redo to replay (the checkpoint age) and its bound:
   max_wal_size (a soft limit: a burst can pass it before the checkpoint it triggers ends).
 """
 
+import contextlib
+import gc
+import os
 import re
+import socket
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
-DEFAULT_PORTS = {"mysql": 3306, "mariadb": 3306, "postgresql": 5432, "postgres": 5432}
-# The engine a server address means unless --engine says otherwise.
-DEFAULT_ENGINE_OF = {"mysql": "innodb", "postgresql": "postgresql"}
+from experiments.server_url import LiveError, ServerUrl, mysql_tls, scrubbed
+
 # MyRocks: the one engine whose redo to replay is files SQL does not show.
 ENGINE_OF_WAL_FILES = "rocksdb"
 FILE_WAL_ENGINES = (ENGINE_OF_WAL_FILES,)
@@ -45,51 +48,6 @@ ROCKSDB_SETTINGS = ("rocksdb_max_total_wal_size", "rocksdb_block_cache_size")
 _LSN = re.compile(r"^(Log sequence number|Last checkpoint at)\s+(\d+)", re.M)
 
 
-class LiveError(Exception):
-    """The live server could not be read, said in one line."""
-
-
-@dataclass
-class ServerUrl:
-    scheme: str  # mysql or postgresql
-    host: str
-    port: int
-    user: str
-    password: str = field(repr=False, default="")
-    database: str = ""
-
-    @property
-    def name(self) -> str:
-        """How the server is named in output and metric labels: never with its credentials."""
-        return f"{self.host}:{self.port}"
-
-
-def parse_server_url(text: str) -> ServerUrl:
-    """mysql://USER:PASSWORD@HOST:PORT (mariadb:// too) or postgresql://USER:PASSWORD@HOST:PORT/DB;
-    a host of a path ('%2Frun%2Fmysqld') is a socket folder or file."""
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError as exc:
-        raise LiveError(f"not a server address: {exc}") from None
-    scheme = {"mariadb": "mysql", "postgres": "postgresql"}.get(parts.scheme, parts.scheme)
-    if scheme not in DEFAULT_ENGINE_OF:
-        raise LiveError(
-            f"a server address starts with mysql://, mariadb:// or postgresql://, not {parts.scheme or 'nothing'}://"
-        )
-    host = unquote(parts.hostname or "")
-    if not host:
-        raise LiveError("the server address names no host: mysql://USER:PASSWORD@HOST:PORT")
-    return ServerUrl(
-        scheme=scheme,
-        host=host,
-        port=port or DEFAULT_PORTS[scheme],
-        user=unquote(parts.username or ""),
-        password=unquote(parts.password or ""),
-        database=parts.path.lstrip("/"),
-    )
-
-
 @dataclass
 class ServerState:
     server: str
@@ -103,72 +61,152 @@ class ServerState:
 
 
 def read_server(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = "") -> ServerState:
-    scheme, read = READERS.get(engine, (None, None))
-    if scheme != url.scheme:
-        runs = " or ".join(name for name, (its, _) in READERS.items() if its == url.scheme)
-        raise LiveError(f"a {url.scheme}:// server runs {runs}, not {engine}")
-    return read(url, engine, timeout_s, wal_dir)
-
-
-def _read_mysql(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str) -> ServerState:
-    import pymysql
-
-    socket = url.host if url.host.startswith("/") else None
+    """The server read once, on a connection of its own (predict)."""
+    reader = LiveReader(url, engine, timeout_s, wal_dir)
     try:
-        connection = pymysql.connect(
-            host=None if socket else url.host,
-            unix_socket=socket,
-            port=url.port,
-            user=url.user,
-            password=url.password,
-            connect_timeout=timeout_s,
-            read_timeout=timeout_s,
-            write_timeout=timeout_s,
-        )
-    except pymysql.MySQLError as exc:
-        raise LiveError(f"cannot connect to {url.name}: {exc.args[-1] if exc.args else exc}") from None
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SET SESSION TRANSACTION READ ONLY")
-            cursor.execute("SELECT VERSION()")
-            version = cursor.fetchone()[0]
-            if engine in FILE_WAL_ENGINES:
-                cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s)", ROCKSDB_SETTINGS)
-                return _mysql_rocksdb(url, version, _named(cursor.fetchall()), wal_dir)
-            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_STATUS)
-            status = _named(cursor.fetchall())
-            cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_SETTINGS)
-            settings = _named(cursor.fetchall())
-            if "innodb_checkpoint_age" in status:  # MariaDB
-                redo = int(status["innodb_checkpoint_age"])
-            elif "innodb_redo_log_current_lsn" in status:  # MySQL 8.0.30+
-                redo = int(status["innodb_redo_log_current_lsn"]) - int(
-                    status["innodb_redo_log_checkpoint_lsn"]
-                )
-            else:
-                cursor.execute("SHOW ENGINE INNODB STATUS")
-                lsn = dict(_LSN.findall(cursor.fetchone()[2]))
-                if len(lsn) < 2:
-                    raise LiveError(f"{url.name}: SHOW ENGINE INNODB STATUS gave no log sequence numbers")
-                redo = int(lsn["Log sequence number"]) - int(lsn["Last checkpoint at"])
-            if "innodb_checkpoint_max_age" in status:
-                worst, bound = int(status["innodb_checkpoint_max_age"]), "Innodb_checkpoint_max_age"
-            elif int(settings.get("innodb_redo_log_capacity") or 0):
-                worst, bound = (
-                    int(settings["innodb_redo_log_capacity"]),
-                    "innodb_redo_log_capacity (an upper bound)",
-                )
-            else:
-                files = int(settings.get("innodb_log_files_in_group") or 1)
-                worst = int(settings["innodb_log_file_size"]) * files
-                bound = "innodb_log_file_size x innodb_log_files_in_group (an upper bound)"
-            return ServerState(
-                url.name, engine, version, redo, worst, bound, int(settings["innodb_buffer_pool_size"])
-            )
-    except pymysql.MySQLError as exc:
-        raise LiveError(f"{url.name}: {exc.args[-1] if exc.args else exc}") from None
+        return reader.read()
     finally:
-        connection.close()
+        reader.close()
+
+
+class LiveReader:
+    """A live server read again and again on one connection (the exporter: one login, not one per
+    scrape), made again after an error. Every read, the connection's making included, ends
+    within `timeout_s`: a watchdog shuts the connection's socket down when it is over, whatever
+    the driver waits for (a relay that stalls after authentication answers nothing, and neither
+    PostgreSQL's statement_timeout nor a TCP keepalive ends that). One read at a time."""
+
+    def __init__(self, url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = ""):
+        scheme, self.kind = READERS.get(engine, (None, None))
+        if scheme != url.scheme:
+            runs = " or ".join(name for name, (its, _) in READERS.items() if its == url.scheme)
+            raise LiveError(f"a {url.scheme}:// server runs {runs}, not {engine}")
+        self.url, self.engine, self.timeout_s, self.wal_dir = url, engine, timeout_s, wal_dir
+        self.connection = None
+        self.lock = threading.Lock()
+        self._overdue = threading.Event()
+
+    def read(self) -> ServerState:
+        with self.lock:
+            self._overdue.clear()
+            watchdog = threading.Timer(self.timeout_s, self._abort)
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                if self.connection is None:
+                    self.connection = self.kind.connect(self.url, self.timeout_s)
+                return self.kind.read(self.connection, self.url, self.engine, self.wal_dir)
+            except LiveError as exc:
+                self._drop()
+                if self._overdue.is_set():
+                    raise LiveError(f"{self.url.name}: no answer within {self.timeout_s:g} s") from None
+                raise LiveError(scrubbed(str(exc), self.url)) from None
+            except Exception as exc:  # the driver's, or a socket shut by the watchdog
+                self._drop()
+                if self._overdue.is_set():
+                    raise LiveError(f"{self.url.name}: no answer within {self.timeout_s:g} s") from None
+                said = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+                raise LiveError(scrubbed(f"{self.url.name}: {said}", self.url)) from None
+            finally:
+                watchdog.cancel()
+
+    def _abort(self) -> None:
+        """The read is overdue: its socket shut down, so the driver's wait ends with an error."""
+        self._overdue.set()
+        fd = self.kind.socket_of(self.connection) if self.connection is not None else None
+        if fd is not None and fd >= 0:
+            with contextlib.suppress(OSError):
+                duplicate = socket.socket(fileno=os.dup(fd))
+                try:
+                    duplicate.shutdown(socket.SHUT_RDWR)
+                finally:
+                    duplicate.close()
+
+    def _drop(self) -> None:
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+    def close(self) -> None:
+        with self.lock:
+            self._drop()
+
+
+class MySQLKind:
+    """MariaDB and MySQL through PyMySQL: read_timeout and write_timeout bound each socket call."""
+
+    @staticmethod
+    def connect(url: ServerUrl, timeout_s: float):
+        import pymysql
+
+        socket_path = url.host if url.host.startswith("/") else None
+        try:
+            return pymysql.connect(
+                host=None if socket_path else url.host,
+                unix_socket=socket_path,
+                port=url.port,
+                user=url.user,
+                password=url.password,
+                connect_timeout=timeout_s,
+                read_timeout=timeout_s,
+                write_timeout=timeout_s,
+                **mysql_tls(url),
+            )
+        except pymysql.MySQLError as exc:
+            raise LiveError(f"cannot connect to {url.name}: {exc.args[-1] if exc.args else exc}") from None
+
+    @staticmethod
+    def socket_of(connection) -> int | None:
+        sock = getattr(connection, "_sock", None)
+        return sock.fileno() if sock is not None else None
+
+    @staticmethod
+    def read(connection, url: ServerUrl, engine: str, wal_dir: str) -> ServerState:
+        import pymysql
+
+        try:
+            return _read_mysql(connection, url, engine, wal_dir)
+        except pymysql.MySQLError as exc:
+            raise LiveError(f"{url.name}: {exc.args[-1] if exc.args else exc}") from None
+
+
+def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> ServerState:
+    with connection.cursor() as cursor:
+        cursor.execute("SET SESSION TRANSACTION READ ONLY")
+        cursor.execute("SELECT VERSION()")
+        version = cursor.fetchone()[0]
+        if engine in FILE_WAL_ENGINES:
+            cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s)", ROCKSDB_SETTINGS)
+            return _mysql_rocksdb(url, version, _named(cursor.fetchall()), wal_dir)
+        cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_STATUS)
+        status = _named(cursor.fetchall())
+        cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_SETTINGS)
+        settings = _named(cursor.fetchall())
+        if "innodb_checkpoint_age" in status:  # MariaDB
+            redo = int(status["innodb_checkpoint_age"])
+        elif "innodb_redo_log_current_lsn" in status:  # MySQL 8.0.30+
+            redo = int(status["innodb_redo_log_current_lsn"]) - int(status["innodb_redo_log_checkpoint_lsn"])
+        else:
+            cursor.execute("SHOW ENGINE INNODB STATUS")
+            lsn = dict(_LSN.findall(cursor.fetchone()[2]))
+            if len(lsn) < 2:
+                raise LiveError(f"{url.name}: SHOW ENGINE INNODB STATUS gave no log sequence numbers")
+            redo = int(lsn["Log sequence number"]) - int(lsn["Last checkpoint at"])
+        if "innodb_checkpoint_max_age" in status:
+            worst, bound = int(status["innodb_checkpoint_max_age"]), "Innodb_checkpoint_max_age"
+        elif int(settings.get("innodb_redo_log_capacity") or 0):
+            worst, bound = (
+                int(settings["innodb_redo_log_capacity"]),
+                "innodb_redo_log_capacity (an upper bound)",
+            )
+        else:
+            files = int(settings.get("innodb_log_files_in_group") or 1)
+            worst = int(settings["innodb_log_file_size"]) * files
+            bound = "innodb_log_file_size x innodb_log_files_in_group (an upper bound)"
+        return ServerState(
+            url.name, engine, version, redo, worst, bound, int(settings["innodb_buffer_pool_size"])
+        )
 
 
 def _named(rows) -> dict[str, str]:
@@ -200,51 +238,71 @@ def _mysql_rocksdb(url: ServerUrl, version: str, settings: dict, wal_dir: str) -
     )
 
 
-def _read_postgresql(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str) -> ServerState:
-    import psycopg
+class PostgreSQLKind:
+    """PostgreSQL through psycopg: connect_timeout bounds the login (2 s at the least: libpq's
+    shortest), the reader's watchdog the rest."""
 
-    try:
-        connection = psycopg.connect(
-            host=url.host,
-            port=url.port,
-            user=url.user or None,
-            password=url.password or None,
-            dbname=url.database or "postgres",
-            connect_timeout=max(1, round(timeout_s)),
-            options=f"-c default_transaction_read_only=on -c statement_timeout={int(timeout_s * 1000)}",
-            autocommit=True,
+    @staticmethod
+    def connect(url: ServerUrl, timeout_s: float):
+        import psycopg
+
+        try:
+            return psycopg.connect(
+                host=url.host,
+                port=url.port,
+                user=url.user or None,
+                password=url.password or None,
+                dbname=url.database or "postgres",
+                connect_timeout=max(1, round(timeout_s)),
+                options=f"-c default_transaction_read_only=on -c statement_timeout={int(timeout_s * 1000)}",
+                autocommit=True,
+                **url.tls,  # sslmode, sslrootcert: libpq's own
+            )
+        except psycopg.Error as exc:
+            said = str(exc).strip().splitlines()[0]
+        # psycopg leaves a failed attempt's socket in a reference cycle: freed now, not at the
+        # collector's leisure (each failed scrape had left its sockets open behind it)
+        gc.collect()
+        raise LiveError(f"cannot connect to {url.name}: {said}")
+
+    @staticmethod
+    def socket_of(connection) -> int | None:
+        with contextlib.suppress(Exception):
+            return connection.pgconn.socket
+        return None
+
+    @staticmethod
+    def read(connection, url: ServerUrl, engine: str, wal_dir: str) -> ServerState:
+        import psycopg
+
+        try:
+            version, in_recovery, redo, worst, buffers = connection.execute(
+                "SELECT current_setting('server_version'), pg_is_in_recovery(), "
+                "CASE WHEN pg_is_in_recovery() THEN NULL ELSE "
+                "pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint())) END, "
+                "pg_size_bytes(current_setting('max_wal_size')), "
+                "pg_size_bytes(current_setting('shared_buffers'))"
+            ).fetchone()
+        except psycopg.Error as exc:
+            raise LiveError(f"{url.name}: {str(exc).strip().splitlines()[0]}") from None
+        if in_recovery:
+            raise LiveError(
+                f"{url.name} is a standby (in recovery): a crash there replays what its primary sends"
+            )
+        return ServerState(
+            url.name,
+            engine,
+            f"PostgreSQL {version}",
+            int(redo),
+            int(worst),
+            "max_wal_size (a soft limit)",
+            int(buffers),
         )
-    except psycopg.Error as exc:
-        raise LiveError(f"cannot connect to {url.name}: {str(exc).strip().splitlines()[0]}") from None
-    try:
-        version, in_recovery, redo, worst, buffers = connection.execute(
-            "SELECT current_setting('server_version'), pg_is_in_recovery(), "
-            "CASE WHEN pg_is_in_recovery() THEN NULL "
-            "ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint())) END, "
-            "pg_size_bytes(current_setting('max_wal_size')), pg_size_bytes(current_setting('shared_buffers'))"
-        ).fetchone()
-    except psycopg.Error as exc:
-        raise LiveError(f"{url.name}: {str(exc).strip().splitlines()[0]}") from None
-    finally:
-        connection.close()
-    if in_recovery:
-        raise LiveError(
-            f"{url.name} is a standby (in recovery): a crash there replays what its primary sends"
-        )
-    return ServerState(
-        url.name,
-        engine,
-        f"PostgreSQL {version}",
-        int(redo),
-        int(worst),
-        "max_wal_size (a soft limit)",
-        int(buffers),
-    )
 
 
-# Each engine: the address scheme that reaches its server, and what reads it.
+# Each engine: the address scheme that reaches its server, and how it is reached and read.
 READERS = {
-    "innodb": ("mysql", _read_mysql),
-    ENGINE_OF_WAL_FILES: ("mysql", _read_mysql),
-    "postgresql": ("postgresql", _read_postgresql),
+    "innodb": ("mysql", MySQLKind),
+    ENGINE_OF_WAL_FILES: ("mysql", MySQLKind),
+    "postgresql": ("postgresql", PostgreSQLKind),
 }

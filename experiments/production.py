@@ -15,23 +15,26 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from prometheus_client import start_http_server
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 
-from experiments.live import LiveError, ServerState, ServerUrl, read_server
+from experiments.exporter_web import WebConfig, WebConfigError, load_web_config, serve_metrics
+from experiments.live import LiveReader, ServerState, read_server
 from experiments.prediction import Fit, Prediction, orchestrator_verdicts
+from experiments.server_url import LiveError, ServerUrl
 
 EXIT_WITHIN, EXIT_OVER_RTO, EXIT_NO_ANSWER = 0, 2, 3
 log = logging.getLogger("recovery-lab.exporter")
 
 
-def ask_lab(api, lab_host: str, state: ServerState, volumes: list[int]) -> dict:
+def ask_lab(api, lab_host: str, state: ServerState, volumes: list[int], include_imported=False) -> dict:
+    asked = {"include_imported": "true"} if include_imported else {}
     return api.get(
         "/api/predict/",
         host=lab_host,
         engine=state.engine,
         server_version=state.version,
         redo_bytes=volumes,
+        **asked,
     )
 
 
@@ -62,11 +65,18 @@ def _age(iso: str) -> str:
 def predict_text(state: ServerState, answer: dict, rto: float | None, probe: float | None) -> tuple[str, int]:
     """The report predict prints and its exit code."""
     now, worst = (Prediction(**p) for p in answer["predictions"])
+    measured = (
+        f"{answer['imported_runs']} of them imported"
+        if answer.get("imported_runs")
+        else "measured by the lab's runners"
+    )
     lines = [
         f"server      {state.server}: {state.version}, {state.engine}, "
         f"buffer pool {_mib(state.buffer_pool_bytes)}",
         f"lab         {answer['host']}: {answer['based_on_runs']} runs of {', '.join(answer['versions'])} "
-        f"(experiments {', '.join(map(str, answer['experiment_ids']))}), redo "
+        f"(experiments {', '.join(map(str, answer['experiment_ids']))} by "
+        f"{', '.join(answer.get('made_by') or ['unknown'])}; "
+        f"{measured}), redo "
         f"{_mib(answer['fit']['measured_redo'][0])} to {_mib(answer['fit']['measured_redo'][1])}, "
         f"R² {answer['r2']:.2f}, newest run {_age(answer['newest_run_finished_at'])}",
         f"now         {_mib(state.redo_to_replay)} of redo to replay -> {_downtime(now)}",
@@ -82,7 +92,14 @@ def predict_text(state: ServerState, answer: dict, rto: float | None, probe: flo
     lines += [f"restart     {line}" for line in orchestrator_verdicts(worst, probe)]
     code = EXIT_WITHIN
     if rto is not None:
-        if worst.high_seconds is None:
+        if worst.high_seconds is None and now.high_seconds is not None and now.high_seconds > rto:
+            # the worst case is no less than now: over the RTO, whatever it is
+            lines.append(
+                f"RTO         {rto:g} s: EXCEEDED by a crash now already (up to {now.high_seconds:.3g} s); "
+                "the worst case cannot be predicted, and is no shorter"
+            )
+            code = EXIT_OVER_RTO
+        elif worst.high_seconds is None:
             lines.append(
                 f"RTO         {rto:g} s: the worst case cannot be predicted, so it cannot be held to it"
             )
@@ -104,7 +121,8 @@ def predict_text(state: ServerState, answer: dict, rto: float | None, probe: flo
 def command_predict(api, args, out, url: ServerUrl) -> int:
     state = read_server(url, args.engine, args.read_timeout, args.rocksdb_wal_dir)
     worst = state.worst_redo if state.worst_redo is not None else state.redo_to_replay
-    answer = {**ask_lab(api, args.lab_host, state, [state.redo_to_replay, worst]), "host": args.lab_host}
+    asked = ask_lab(api, args.lab_host, state, [state.redo_to_replay, worst], args.include_imported)
+    answer = {**asked, "host": args.lab_host}
     if state.worst_redo is None:
         answer["predictions"][1] = Prediction(worst, refused=f"no bound on the redo: {state.bound}").as_dict()
     text, code = predict_text(state, answer, args.rto, args.startup_probe)
@@ -117,16 +135,41 @@ def command_predict(api, args, out, url: ServerUrl) -> int:
 
 
 class LiveCollector:
-    """Prometheus collector: reads the live server at each scrape; the fit comes from a thread
-    that asks the dashboard every `refresh_s` (for the version the server reported last)."""
+    """Prometheus collector: reads the live server at a scrape, on one connection kept between
+    scrapes; a scrape while a read is in flight answers the last values with their age, so a
+    stalled server costs one bounded read, not a thread and a login per scrape. The fit comes
+    from a thread that asks the dashboard every `refresh_s` (for the version read last)."""
 
     def __init__(self, api, url: ServerUrl, args):
         self.api, self.url, self.args = api, url, args
         self.labels = {"server": url.name, "engine": args.engine, "lab_host": args.lab_host}
+        self.reader = LiveReader(url, args.engine, args.read_timeout, args.rocksdb_wal_dir)
+        self.reading = threading.Lock()
+        self.state: ServerState | None = None  # the last successful read
+        self.read_at = 0.0  # when (monotonic)
+        self.read_seconds = 0.0
+        self.up = False
         self.fit: dict | None = None  # the dashboard's answer, with the version it is for
         self.fit_error = ""
         self.version = ""
         self.stop = threading.Event()
+
+    def latest(self) -> ServerState | None:
+        """The server read now, or, while another scrape's read is in flight, the last values;
+        None when the last read failed."""
+        if self.reading.acquire(blocking=False):
+            try:
+                started = time.monotonic()
+                try:
+                    self.state, self.up = self.reader.read(), True
+                    self.read_at = time.monotonic()
+                except LiveError as exc:
+                    log.warning("%s", exc)
+                    self.up = False
+                self.read_seconds = time.monotonic() - started
+            finally:
+                self.reading.release()
+        return self.state if self.up else None
 
     def refresh_forever(self) -> None:
         while not self.stop.wait(self.args.fit_refresh):
@@ -134,8 +177,10 @@ class LiveCollector:
 
     def refresh(self) -> None:
         try:
-            state = read_server(self.url, self.args.engine, self.args.read_timeout, self.args.rocksdb_wal_dir)
-            answer = ask_lab(self.api, self.args.lab_host, state, [])
+            state = self.state or self.latest()
+            if state is None:
+                raise LiveError(f"{self.url.name} has not been read yet")
+            answer = ask_lab(self.api, self.args.lab_host, state, [], self.args.include_imported)
         except Exception as exc:  # a failed refresh keeps the last fit: its age says how old it is
             self.fit_error = str(exc)
             log.warning("the fit was not refreshed: %s", exc)
@@ -149,18 +194,19 @@ class LiveCollector:
         return family
 
     def collect(self):
-        started = time.monotonic()
-        try:
-            state = read_server(self.url, self.args.engine, self.args.read_timeout, self.args.rocksdb_wal_dir)
-        except LiveError as exc:
-            log.warning("%s", exc)
-            state = None
+        state = self.latest()
         yield self._gauge(
-            "recovery_lab_read_seconds", "How long the live server's read took", time.monotonic() - started
+            "recovery_lab_read_seconds", "How long the last read of the live server took", self.read_seconds
         )
         yield self._gauge(
-            "recovery_lab_up", "1 when the live server was read at this scrape", float(state is not None)
+            "recovery_lab_up", "1 when the last read of the live server succeeded", float(self.up)
         )
+        if state is not None:
+            yield self._gauge(
+                "recovery_lab_read_age_seconds",
+                "Age of the values served (a scrape during another's read serves the last ones)",
+                time.monotonic() - self.read_at,
+            )
         if self.args.rto is not None:
             yield self._gauge(
                 "recovery_lab_rto_seconds", "The recovery time objective given (--rto)", self.args.rto
@@ -214,17 +260,27 @@ def command_exporter(api, args, out, url: ServerUrl) -> int:
     host, _, port = args.listen.rpartition(":")
     if not port.isdigit():
         raise LiveError(f"--listen takes HOST:PORT, not {args.listen}")
+    try:
+        web = load_web_config(args.web_config) if args.web_config else WebConfig()
+    except WebConfigError as exc:
+        raise LiveError(str(exc)) from None
     collector = LiveCollector(api, url, args)
     registry = CollectorRegistry()
     registry.register(collector)
     # serving first: a dashboard away at start (the client retries for about a minute) delays the
     # predictions, not the server's own metrics (recovery_lab_up, the redo to replay)
-    server, _ = start_http_server(int(port), addr=host or "127.0.0.1", registry=registry)
-    out.write(f"recovery-lab exporter: metrics of {url.name} on http://{args.listen}/metrics\n")
+    try:
+        server = serve_metrics(registry, host or "127.0.0.1", int(port), web)
+    except WebConfigError as exc:
+        raise LiveError(str(exc)) from None
+    scheme = "https" if web.cert_file else "http"
+    guarded = ", basic auth" if web.users else ""
+    out.write(f"recovery-lab exporter: metrics of {url.name} on {scheme}://{args.listen}/metrics{guarded}\n")
     out.flush()
     try:
         collector.refresh()  # its error is logged, not fatal: the next refresh tries again
         collector.refresh_forever()
     finally:
         server.shutdown()
+        collector.reader.close()
     return EXIT_WITHIN

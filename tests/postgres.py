@@ -35,6 +35,7 @@ def as_postgres(args: list[str]) -> subprocess.CompletedProcess:
 class PrivateCluster:
     root: Path
     port: int
+    options: str = ""  # more -c settings, e.g. TLS's
 
     @property
     def data_dir(self) -> Path:
@@ -53,6 +54,7 @@ class PrivateCluster:
     def start(self) -> None:
         """Start it and wait (pg_ctl -w) until it accepts connections."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += f" {self.options}"
         pg_ctl = pg_bin("pg_ctl")
         as_postgres([pg_ctl, "-D", str(self.data_dir), "-l", str(self.log), "-o", options, "-w", "start"])
 
@@ -64,10 +66,13 @@ class PrivateCluster:
         return (self.data_dir / "postmaster.pid").exists()
 
 
-def create_cluster() -> PrivateCluster:
+def create_cluster(options: str = "", prepare=None) -> PrivateCluster:
+    """A cluster started with `options`; `prepare(root)` first puts files it needs in its folder."""
     root = Path(tempfile.mkdtemp(prefix="recovery-lab-pg-", dir="/tmp"))
     shutil.chown(root, SYSTEM_USER)
-    cluster = PrivateCluster(root=root, port=free_port())
+    if prepare is not None:
+        prepare(root)
+    cluster = PrivateCluster(root=root, port=free_port(), options=options)
     initdb = pg_bin("initdb")
     as_postgres([initdb, "-D", str(cluster.data_dir), "-A", "trust", "-U", SYSTEM_USER, "--no-sync"])
     cluster.start()

@@ -46,7 +46,7 @@ def test_a_bad_definition_is_refused_with_the_servers_message_per_field_and_noth
 
 @pytest.mark.parametrize(
     "text, said",
-    [("- just\n- a list\n", "must be a mapping"), ("name: [unclosed\n", "not valid YAML or JSON")],
+    [("- just\n- a list\n", "must be a mapping"), ("name: [unclosed\n", "is not taken: not YAML: line 2")],
 )
 def test_a_definition_file_that_is_no_definition_is_refused_before_any_request(
     live_server, token, tmp_path, text, said

@@ -17,9 +17,10 @@ from rest_framework.authtoken.models import Token
 from experiments import services
 from experiments.analysis.planner import plan_from
 from experiments.client import parse_seconds
-from experiments.live import LiveError, parse_server_url, read_server
+from experiments.live import read_server
 from experiments.models import Run, RunStatus
 from experiments.prediction import Fit, orchestrator_verdicts, release_of
+from experiments.server_url import LiveError, parse_server_url
 from tests.factories import RunFactory
 
 from .conftest import wait_for
@@ -408,3 +409,27 @@ def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
             process.kill()
             process.wait()
         live.stop()
+
+
+@pytest.mark.django_db
+def test_imported_runs_do_not_answer_a_prediction_or_the_planner_unless_asked(api):
+    """An experimenter's crafted archive of fast runs labelled with the lab host and the exact
+    version had turned an exceeded RTO into 'within it': only runs the lab's runners measured
+    answer, and the answer names who defined them."""
+    make_runs(server_version=VERSION)
+    for redo in range(1, 37):  # 36 imported runs: a flat 0.01 s at any redo
+        RunFactory(
+            status=RunStatus.DONE, host_label="db7", engine="innodb", server_version=VERSION,
+            redo_bytes=redo << 24, downtime_seconds=0.01, redo_log_bytes=4 << 30, imported=True,
+        )  # fmt: skip
+    asked = {"host": "db7", "engine": "innodb", "server_version": VERSION}
+    largest = api.get("/api/predict/", asked).json()["fit"]["measured_redo"][1]
+    lab = api.get("/api/predict/", {**asked, "redo_bytes": [largest]}).json()
+    assert lab["based_on_runs"] == 8 and lab["imported_runs"] == 0 and lab["made_by"]
+    both = api.get("/api/predict/", {**asked, "redo_bytes": [largest], "include_imported": "true"}).json()
+    assert both["based_on_runs"] == 44 and both["imported_runs"] == 36
+    assert "36 of the 44 runs were imported" in " ".join(both["warnings"])
+    assert both["predictions"][0]["typical_seconds"] < lab["predictions"][0]["typical_seconds"] - 0.5
+    question = {"host": "db7", "engine": "innodb", "target_downtime_seconds": 6}
+    planned = api.get("/api/planner/", question).json()
+    assert planned["based_on_runs"] == 8 and planned["imported_runs"] == 0

@@ -80,6 +80,9 @@ class Plan:
     # What it stands on: the experiments its runs belong to and the workload shapes they ran.
     experiment_ids: list[int] = field(default_factory=list)
     workloads: list[str] = field(default_factory=list)
+    # Who defined those experiments, and how many of the runs were imported (0 unless asked for).
+    made_by: list[str] = field(default_factory=list)
+    imported_runs: int = 0
     # The fitted line and its 95% prediction band on a grid of redo (bytes), for the chart.
     band: dict = field(default_factory=dict)
 
@@ -232,6 +235,9 @@ def matching_runs(data: dict):
         host_label=data["host"],
         engine=data["engine"],
     )
+    if not data.get("include_imported"):
+        # the lab's own runners measured them: an imported archive or log is someone's word
+        runs = runs.filter(imported=False, experiment__imported=False)
     if data.get("server_version"):
         runs = runs.filter(server_version=data["server_version"])
     if data.get("experiments"):
@@ -255,6 +261,13 @@ def _shape(workload: dict) -> str:
         f"{workload.get('name', '?')} {workload.get('tables', '?')}x{workload.get('table_size', '?')}, "
         f"{workload.get('threads', '?')} thread{'' if workload.get('threads') == 1 else 's'}"
     )
+
+
+def authors(runs) -> tuple[list[str], int]:
+    """Who defined the experiments of `runs` (their usernames; "unknown" for a deleted user), and
+    how many of the runs were imported."""
+    names = {name or "unknown" for name in runs.values_list("experiment__created_by__username", flat=True)}
+    return sorted(names), runs.filter(imported=True).count()
 
 
 def plan_from(data: dict) -> tuple[Plan, list[Point]]:
@@ -291,6 +304,7 @@ def plan_from(data: dict) -> tuple[Plan, list[Point]]:
             )
         raise
     answer.experiment_ids = sorted({experiment for *_, experiment, _ in rows})
+    answer.made_by, answer.imported_runs = authors(runs.filter(id__in=[row[0] for row in rows]))
     answer.workloads = sorted({_shape((definition or {}).get("workload") or {}) for *_, definition in rows})
     if len(answer.workloads) > 1:
         answer.warnings.append(

@@ -53,6 +53,12 @@ class PlannerForm(forms.Form):
         max_value=MAX_TARGET_SECONDS,
         help_text="Kubernetes: failureThreshold x periodSeconds; held against the worst case, as 90 s is",
     )
+    include_imported = forms.BooleanField(
+        label="Imported runs too",
+        required=False,
+        help_text="by default only runs this lab's runners measured answer; imported ones are "
+        "whoever made the archive's or the log's",
+    )
     rate_run = forms.IntegerField(
         label="Write rate of run",
         required=False,

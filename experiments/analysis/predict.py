@@ -15,7 +15,7 @@ import numpy as np
 from django.db.models import Max
 from scipy import stats
 
-from experiments.analysis.planner import MIN_RUNS, PlanRefused, matching_runs
+from experiments.analysis.planner import MIN_RUNS, PlanRefused, authors, matching_runs
 from experiments.analysis.stats import CONFIDENCE
 from experiments.prediction import Fit, release_of
 
@@ -30,6 +30,8 @@ class LabFit:
     buffer_pool_bytes: list[int]
     redo_log_bytes: list[int]
     r2: float
+    made_by: list[str] = field(default_factory=list)  # who defined the experiments
+    imported_runs: int = 0  # of run_ids, imported ones (only when asked for)
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -43,19 +45,22 @@ class LabFit:
             "buffer_pool_bytes": self.buffer_pool_bytes,
             "redo_log_bytes": self.redo_log_bytes,
             "r2": self.r2,
+            "made_by": self.made_by,
+            "imported_runs": self.imported_runs,
             "warnings": self.warnings,
         }
 
 
-def lab_fit(host: str, engine: str, server_version: str) -> LabFit:
-    """The fit for a live server of `server_version`, from `host`'s runs of `engine`; PlanRefused
-    says why there is none."""
+def lab_fit(host: str, engine: str, server_version: str, include_imported: bool = False) -> LabFit:
+    """The fit for a live server of `server_version`, from `host`'s runs of `engine` that the lab's
+    runners measured (and imported ones too with `include_imported`); PlanRefused says why there
+    is none."""
     release = release_of(server_version)
     if release is None:
         raise PlanRefused(
             f"'{server_version}' names no server release the lab knows (MariaDB, MySQL, PostgreSQL)"
         )
-    runs = matching_runs({"host": host, "engine": engine}).filter(
+    runs = matching_runs({"host": host, "engine": engine, "include_imported": include_imported}).filter(
         redo_bytes__isnull=False, downtime_seconds__isnull=False
     )
     versions = sorted(set(runs.values_list("server_version", flat=True)))
@@ -106,6 +111,12 @@ def lab_fit(host: str, engine: str, server_version: str) -> LabFit:
     if line.slope <= 0:
         warnings.append("downtime does not grow with redo in these runs: the prediction is their spread")
     facts = runs.aggregate(newest=Max("finished_at"))
+    made_by, imported_runs = authors(runs)
+    if imported_runs:
+        warnings.append(
+            f"{imported_runs} of the {n} runs were imported, not measured by the lab's runners: "
+            "their numbers are whoever made the archive's or the log's"
+        )
     return LabFit(
         fit=fit,
         run_ids=[r[0] for r in rows],
@@ -119,5 +130,7 @@ def lab_fit(host: str, engine: str, server_version: str) -> LabFit:
             set(runs.exclude(redo_log_bytes=None).values_list("redo_log_bytes", flat=True))
         ),
         r2=round(float(line.rvalue**2), 4),
+        made_by=made_by,
+        imported_runs=imported_runs,
         warnings=warnings,
     )

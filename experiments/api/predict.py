@@ -28,6 +28,7 @@ class PredictQuery(serializers.Serializer):
         max_length=MAX_VOLUMES,
         required=False,
     )
+    include_imported = serializers.BooleanField(required=False, default=False)
 
     def validate(self, data):
         for name in ("host", "server_version"):
@@ -67,6 +68,12 @@ class PredictView(APIView):
                 },
                 description="redo volumes to predict at (repeat the parameter)",
             ),
+            OpenApiParameter(
+                "include_imported",
+                OpenApiTypes.BOOL,
+                description="also runs imported from archives and logs (by default only runs the "
+                "lab's own runners measured answer)",
+            ),
         ],
         responses={
             200: OpenApiTypes.OBJECT,
@@ -76,7 +83,8 @@ class PredictView(APIView):
         },
     )
     def get(self, request):
-        params = {key: request.query_params.get(key) for key in ("host", "engine", "server_version")}
+        names = ("host", "engine", "server_version", "include_imported")
+        params = {key: request.query_params.get(key) for key in names}
         params = {key: value for key, value in params.items() if value is not None}
         if "redo_bytes" in request.query_params:
             params["redo_bytes"] = request.query_params.getlist("redo_bytes")
@@ -89,7 +97,7 @@ class PredictView(APIView):
                 {"host": [f"no run was measured on {data['host']!r}"]}, status=status.HTTP_404_NOT_FOUND
             )
         try:
-            found = lab_fit(data["host"], data["engine"], data["server_version"])
+            found = lab_fit(data["host"], data["engine"], data["server_version"], data["include_imported"])
         except PlanRefused as refused:
             return Response(
                 {"detail": refused.reason, "based_on_runs": refused.based_on_runs},

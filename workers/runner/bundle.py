@@ -3,9 +3,8 @@ and the server's error log out of the server's folder, as regular files only (fi
 
 from pathlib import Path
 
-from .files import copy_regular
+from .files import copy_regular, server_home
 from .sampler import SAMPLES_FILE
-from .server import server_home
 
 
 def collect(work: Path, out: Path) -> None:

@@ -170,6 +170,15 @@ def untrusted_in(folder: Path) -> str | None:
     return None
 
 
+SERVER_HOME = "server"
+
+
+def server_home(work: Path) -> Path:
+    """The server's folder inside the run's: what its OS user owns and writes (datadir, socket,
+    tmpdir, error log, binary logs)."""
+    return work / SERVER_HOME
+
+
 def runner_folder(path: Path) -> Path:
     """The run's own folder: root's (made by mkdtemp), entered by the server's OS user to reach
     its own folder and the launchers, written by root alone."""

@@ -46,12 +46,12 @@ from .crash import (
 from .dataset import prepare_dataset
 from .engines import engine as engine_named
 from .events import Clock, emit, progress
-from .files import REFUSED, UnsafeFolder, own_folder, runner_folder
+from .files import REFUSED, UnsafeFolder, own_folder, runner_folder, server_home
 from .postgres import PostgresServer
 from .probe import host_facts
 from .processes import disk_full, hold_work_dir, stop_started, unmount_stale, watch_stdin
 from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
-from .server import MariaDBServer, Server, server_home
+from .server import MariaDBServer, Server
 from .stamper import LogStamper
 from .workload import Sysbench, workload_tables
 

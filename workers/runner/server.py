@@ -29,6 +29,7 @@ from .builds import (
 from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
 from .engines import engine as engine_named
 from .events import Clock
+from .files import server_home
 from .processes import POLL_S, SETPRIV, find_binary, spawn
 from .stamper import LogStamper
 
@@ -353,15 +354,6 @@ class MariaDBServer(Server):
             "--mysql-db=sbtest",
             *self.engine.workload_args(),
         ]
-
-
-SERVER_HOME = "server"
-
-
-def server_home(work: Path) -> Path:
-    """The server's folder inside the run's: what its OS user owns and writes (datadir, socket,
-    tmpdir, error log, binary logs)."""
-    return work / SERVER_HOME
 
 
 def server_os_user(names: tuple[str, ...]) -> str | None:
