@@ -168,12 +168,38 @@ class RunStatus(models.TextChoices):
         return [cls.DONE, cls.FAILED, cls.CANCELLED]
 
 
+class LsnField(models.DecimalField):
+    """A log sequence number as the server wrote it: up to 2^64 (a MariaDB checkpoint LSN of 20
+    digits, PostgreSQL's FFFFFFFF/1511B00), which a bigint does not hold. numeric(20) in the
+    database, a Python int in the code."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.update(max_digits=20, decimal_places=0)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        kwargs.pop("max_digits", None)
+        kwargs.pop("decimal_places", None)
+        return name, path, args, kwargs
+
+    @property
+    def validators(self):  # not DecimalValidator's: the value is an int, its range the column's
+        return [*self.default_validators, *self._validators]
+
+    def from_db_value(self, value, expression, connection):
+        return None if value is None else int(value)
+
+    def to_python(self, value):
+        return None if value in (None, "") else int(value)
+
+
 class RunMetrics(models.Model):
     """The metrics of docs/design.md (experiments/metrics.py) as real columns: they filter, sort
     and chart in SQL."""
 
-    checkpoint_lsn = models.BigIntegerField(null=True, blank=True)
-    crash_lsn = models.BigIntegerField(null=True, blank=True)
+    checkpoint_lsn = LsnField(null=True, blank=True)
+    crash_lsn = LsnField(null=True, blank=True)
     redo_bytes = models.BigIntegerField(null=True, blank=True)
     pages_to_recover = models.BigIntegerField(null=True, blank=True)
     redo_records_applied = models.BigIntegerField(null=True, blank=True)

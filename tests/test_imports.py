@@ -104,6 +104,44 @@ def test_a_postgresql_server_log_imports_as_a_run_of_its_wal_replay(api):
     assert "postgresql" in {x for series in explored["series"] for x in series["x"]}
 
 
+def test_a_postgresql_log_over_the_stored_limit_keeps_its_own_lines_and_its_recovery(api, settings):
+    """Over RAW_FILE_MAX_BYTES a log is stored as the lines its parser reads: PostgreSQL's by its
+    own words (it had been trimmed by MySQL's keywords, and 'no crash recovery was found')."""
+    settings.RAW_FILE_MAX_BYTES = 1 << 20
+    real = (DATA / "postgresql-15" / "crash_after_pgbench" / "server.log").read_text()
+    lines = real.splitlines(keepends=True)
+    noise = "2026-11-26 18:50:30.900 UTC [13470] LOG:  duration: 0.05 ms  statement: SELECT 1\n" * 30_000
+    log = "".join(lines[:12]) + noise + "".join(lines[12:])
+    assert len(log) > 2 << 20
+    body = {
+        **parameters(engine="postgresql", redo_log_size="1G"),
+        "error_log": upload(log.encode(), "server.log"),
+    }
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert run.redo_bytes == 74_073_152 and run.phases["wal_replay"] == pytest.approx(0.218, abs=1e-6)
+    kept = run.files.get(name="error.log")
+    assert len(bytes(kept.content)) < 64 * 1024 and b"redo starts at 0/1511B00" in bytes(kept.content)
+
+
+def test_an_lsn_past_a_bigint_is_stored_as_it_is(api):
+    """'redo starts at FFFFFFFF/1511B00' is a position past 2^63: numeric, not a 500."""
+    log = (DATA / "postgresql-15" / "crash_after_pgbench" / "server.log").read_text()
+    log = log.replace("redo starts at 0/1511B00", "redo starts at FFFFFFFF/1511B00")
+    log = log.replace("redo done at 0/5BB5F40", "redo done at FFFFFFFF/5BB5F40")
+    body = {
+        **parameters(engine="postgresql", redo_log_size="1G"),
+        "error_log": upload(log.encode(), "server.log"),
+    }
+    response = api.post("/api/imports/", body, format="multipart")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert run.checkpoint_lsn == (0xFFFFFFFF << 32) + 0x1511B00 > 2**63
+    assert run.redo_bytes == 74_073_152
+    assert api.get(f"/api/runs/{run.pk}/").json()["metrics"]["crash_lsn"] == (0xFFFFFFFF << 32) + 0x5BB5F40
+
+
 def test_a_log_with_two_crash_recoveries_makes_two_runs():
     log = (
         MARIADB_CRASH.read_bytes()

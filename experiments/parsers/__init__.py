@@ -18,7 +18,7 @@ from experiments.parsers.errorlog import TRIGGERS, parse_error_log
 from experiments.parsers.innodb_status import parse_innodb_status
 from experiments.parsers.lines import read_lines, stamped_lines, strip_noise
 from experiments.parsers.model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
-from experiments.parsers.postgres_log import looks_like_postgres, parse_postgres_log
+from experiments.parsers.postgres_log import looks_like_postgres, parse_postgres_log, postgres_lines_kept
 from experiments.parsers.rocksdb_log import parse_rocksdb_log
 from experiments.parsers.rocksdb_status import parse_rocksdb_status
 from experiments.parsers.scan import keyword_lines
@@ -127,6 +127,11 @@ def reduce_error_log(handle: BinaryIO) -> bytes:
     this way and re-parsed later.
     """
     handle.seek(0)
+    head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
+    handle.seek(0)
+    if any(looks_like_postgres(line) for line in head):  # its own lines, not MySQL's keywords
+        texts = (text for _, text in read_lines(handle, lambda _: None))
+        return b"".join(text.encode() + b"\n" for text in postgres_lines_kept(texts))
     lines = keyword_lines(handle, _TRIGGER_BYTES, lambda _: None)
     return b"".join(text.encode() + b"\n" for _, text in lines)
 

@@ -17,6 +17,7 @@ import csv
 import itertools
 import json
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
@@ -59,6 +60,32 @@ _CRASHED = (
     "database system was not properly shut down",
 )
 _FAILED = ("aborting startup due to startup process failure", "startup process (PID")
+
+
+# What the parser reads in a PostgreSQL log: a large log is stored as these lines (and the last
+# ones, which date the end of the last start), re-parsed to the same starts and recoveries.
+KEPT_WORDS = (
+    "starting PostgreSQL",
+    "database system ",
+    "redo ",
+    "checkpoint starting: end-of-recovery",
+    "checkpoint complete",
+    "startup process",
+    "PANIC",
+)
+LAST_LINES_KEPT = 100
+
+
+def postgres_lines_kept(lines: Iterable[str]) -> Iterator[str]:
+    """The lines of a PostgreSQL log the parser reads, in order, and its last LAST_LINES_KEPT."""
+    last: deque[str] = deque(maxlen=LAST_LINES_KEPT)  # since the last line kept
+    for line in lines:
+        if any(word in line for word in KEPT_WORDS):
+            last.clear()
+            yield line
+        else:
+            last.append(line)
+    yield from last
 
 
 def lsn(high: str, low: str) -> int:
