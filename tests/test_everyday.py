@@ -20,6 +20,7 @@ def test_the_hosts_page_shows_the_work_folder_the_host_reported(client, local_ho
     local_host.save()
     page = client.get("/hosts/").content.decode()
     assert "/srv/fast-nvme/recovery-lab</small>" in page and f">{local_host.work_dir}</small>" not in page
+    assert '<span class="work-dir-free">1.0\xa0TB free in its work folder</span>' in page
 
 
 @pytest.mark.django_db(transaction=True)

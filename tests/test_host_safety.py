@@ -144,6 +144,40 @@ def test_the_servers_os_user_can_neither_change_what_root_runs_nor_slip_a_file_i
     assert any(reason.startswith("error.log is a symbolic link") for reason in result["refused_files"])
 
 
+def test_the_next_runner_removes_the_run_folder_a_killed_runner_left(tmp_path):
+    """kill -9 of a runner mid-run (its server and sysbench go with it) leaves its run folder; the
+    next runner in that work directory removes it and says so, and leaves one kept with --keep."""
+    from .test_end_to_end import endless_spec, runner_in_its_workload
+
+    spec = endless_spec(71)
+    killed = runner_in_its_workload(tmp_path, spec)
+    killed.kill()
+    killed.wait(timeout=30)
+    base = Path(spec["work_dir"])
+    (left,) = base.glob("run-71-*")
+    assert (left / "server" / "data").is_dir()
+    kept = base / "run-72-kept"
+    kept.mkdir()
+    (kept / "KEPT").touch()
+    try:
+        # the next run fails at once (no such build), after taking the work directory
+        after = tmp_path / "after"
+        after.mkdir()
+        nothing = {**endless_spec(73), "parameters": {**spec["parameters"], "server_build": "no-such-build"}}
+        (after / "spec.json").write_text(json.dumps(nothing))
+        subprocess.run(
+            [sys.executable, str(write_runner(after)), "--spec", str(after / "spec.json"),
+             "--out", str(after / "b")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        result = json.loads((after / "b" / "result.json").read_text())
+        assert not left.exists() and kept.is_dir()
+        assert result["stale_runs_removed"][0].startswith(f"{left.name} (")
+        assert "MiB)" in result["stale_runs_removed"][0]
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
 def test_a_run_says_what_it_refused_and_is_suspect(tmp_path):
     """The refusal reaches the run's analysis as a reason to doubt it."""
     from experiments.ingest.bundle import analyse_run

@@ -71,6 +71,26 @@ def unmount_stale(base: Path) -> None:
                 unmount(Path(fields[1].replace("\\040", " ")), lazy=True)
 
 
+# In a run folder kept for inspection (--keep): the next runner leaves it.
+KEPT_MARKER = "KEPT"
+
+
+def remove_stale_runs(base: Path) -> list[str]:
+    """Run folders left by a runner that was killed mid-run (kill -9, a reboot): this runner holds
+    the work directory now, so no runner works in any of them. Each said with its size; one
+    kept with --keep stays."""
+    removed = []
+    for folder in sorted(base.glob("run-*")):
+        if folder.is_symlink() or not folder.is_dir() or (folder / KEPT_MARKER).exists():
+            continue
+        size = sum(
+            os.lstat(os.path.join(root, name)).st_size for root, _, names in os.walk(folder) for name in names
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(f"{folder.name} ({size / 2**20:.1f} MiB)")
+    return removed
+
+
 def watch_stdin() -> None:
     """Stop everything this runner started, and itself, the moment its stdin closes: the SSH
     session dropped or the worker that started it died. Without this a lost runner would go on

@@ -49,7 +49,15 @@ from .events import Clock, emit, progress
 from .files import REFUSED, UnsafeFolder, own_folder, runner_folder, server_home
 from .postgres import PostgresServer
 from .probe import host_facts
-from .processes import disk_full, hold_work_dir, stop_started, unmount_stale, watch_stdin
+from .processes import (
+    KEPT_MARKER,
+    disk_full,
+    hold_work_dir,
+    remove_stale_runs,
+    stop_started,
+    unmount_stale,
+    watch_stdin,
+)
 from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
 from .server import MariaDBServer, Server
 from .stamper import LogStamper
@@ -251,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         base = own_folder(Path(spec["work_dir"]), "work directory", "the host's work_dir")
         hold_work_dir(base)
         unmount_stale(base)
+        stale = remove_stale_runs(base)
+        if stale:
+            result["stale_runs_removed"] = stale
+            progress(f"removed what a stopped runner had left: {', '.join(stale)}", 0)
         work = runner_folder(Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base)))
         result["facts"] = host_facts(str(base))
         execute(spec, work, out, result)
@@ -273,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         if work is not None and not args.keep:
             with contextlib.suppress(OSError):
                 shutil.rmtree(work)
+        elif work is not None:
+            (work / KEPT_MARKER).touch()
     result.update(status=status, error=error, permanent=permanent if status == "failed" else None)
     if REFUSED:  # what the server's OS user had put where the runner reads
         result["refused_files"] = REFUSED
