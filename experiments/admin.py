@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from experiments.models import Experiment, Host, Run, RunFile, Series
+from experiments.models import ApiToken, Experiment, Host, Run, RunFile, Series
 
 
 @admin.register(Host)
@@ -51,6 +51,23 @@ class RunFileAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [f.name for f in RunFile._meta.fields if f.name != "content"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Admins see whose tokens exist, when each expires and was last used, and change an expiry
+    or delete a token; a key is never shown here (only its digest is stored). Users make their own
+    on /account/token/, scripts' with `manage.py drf_create_token`."""
+
+    list_display = ["user", "token_key", "created", "expiry", "last_used_at"]
+    search_fields = ["user__username", "token_key"]
+    fields = ["user", "token_key", "created", "expiry", "last_used_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["user", "token_key", "created", "last_used_at"]
 
     def has_add_permission(self, request):
         return False

@@ -5,6 +5,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.urls import reverse
+from knox.models import AbstractAuthToken
 
 from experiments import vocabulary
 
@@ -568,3 +569,15 @@ class Notification(models.Model):
 
     def __str__(self):
         return f"{self.channel} to {self.target}: {self.status}"
+
+
+class ApiToken(AbstractAuthToken):
+    """A user's API token (the command line's and scripts' login), django-rest-knox's: its SHA-512
+    digest and first characters are stored, never the key, which is shown once when it is made.
+    It expires (`expiry`, set from API_TOKEN_DAYS; an admin may change it), and records when it
+    was last used (to the minute)."""
+
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API token"

@@ -83,10 +83,10 @@ def main() -> None:
     django.setup()
     from django.contrib.auth import get_user_model
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
     from experiments import services
     from experiments.models import Experiment, Run, RunStatus, Transport
+    from experiments.services.tokens import new_token
 
     user = get_user_model().objects.get(username="bench")
     browser = Client()
@@ -116,7 +116,7 @@ def main() -> None:
         done_before = runs.filter(status=RunStatus.DONE).count()
         load_env = {
             **env,
-            "LOAD_TOKEN": Token.objects.get_or_create(user=user)[0].key,
+            "LOAD_TOKEN": new_token(user),
             "LOAD_SESSION": browser.cookies["sessionid"].value,
             "LOAD_LIVE_EXPERIMENT": str(experiment.id),
             "LOAD_HISTORY_EXPERIMENT": str(history[0].id),

@@ -21,10 +21,10 @@ def entries(instance, action=LogEntry.Action.UPDATE) -> list[LogEntry]:
 
 
 def token_client(user) -> APIClient:
-    from rest_framework.authtoken.models import Token
+    from experiments.services.tokens import new_token
 
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {new_token(user)}")
     return client
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rest_framework.authtoken.models import Token
 
 from experiments.client import ClientError, changed_settings, comparison_rows, parse_threshold, verdict
 from experiments.models import Experiment
+from experiments.services.tokens import new_token
 
 from .factories import ExperimentFactory
 from .test_analysis import done_run, noisy
@@ -28,7 +28,7 @@ def run_cli(url: str, token: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def token(user):
-    return Token.objects.create(user=user).key
+    return new_token(user)
 
 
 def test_a_bad_definition_is_refused_with_the_servers_message_per_field_and_nothing_queued(

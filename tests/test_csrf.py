@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from experiments import services
-from experiments.models import ChangePoint, Experiment, Host, Run, RunStatus, Series
+from experiments.models import ApiToken, ChangePoint, Experiment, Host, Run, RunStatus, Series
 from experiments.pages.series_controls import SeriesForm
 
 from .factories import (
@@ -176,7 +175,7 @@ FORMS = [
         "account/token/",
         lambda w: "/account/token/",
         lambda w: {"action": "new"},
-        lambda w: Token.objects.filter(user__username="author").exists(),
+        lambda w: ApiToken.objects.filter(user__username="author").exists(),
     ),
     Form(
         "logout/",

@@ -11,10 +11,10 @@ import subprocess
 import pytest
 import requests
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from experiments import services
 from experiments.models import Run, RunStatus
+from experiments.services.tokens import new_token
 from workers import tasks
 
 from .conftest import (
@@ -318,7 +318,7 @@ def test_the_web_process_restarted_during_an_experiment_changes_nothing_for_its_
     """The experiment is made through the real web process, which is stopped and started again
     while the runs go: they finish as if nothing happened, and the API answers again."""
     port = free_port()
-    token = Token.objects.create(user=user).key
+    token = new_token(user)
     api = f"http://127.0.0.1:{port}/api"
     web, worker = start_web(port), start_celery_worker()
     try:

@@ -12,7 +12,8 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given
 from hypothesis import settings as budget
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
+from knox.crypto import hash_token
+from knox.settings import CONSTANTS
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
@@ -23,6 +24,7 @@ from experiments.definition import (
     clean_tags,
     validate_definition,
 )
+from experiments.models import ApiToken
 from experiments.services.imports import ImportRejected, validate_import
 
 from .factories import ExperimentFactory, HostFactory, UserFactory
@@ -43,7 +45,7 @@ API_BUDGET = budget(
 )
 
 
-TOKEN = "f" * 40  # the fuzzer's token: the same after every reset of the rows
+TOKEN = "f" * 64  # the fuzzer's token: the same after every reset of the rows
 
 
 def seed() -> dict:
@@ -51,7 +53,7 @@ def seed() -> dict:
     admin = UserFactory(username="fuzzer", is_staff=True, is_superuser=True)
     HostFactory(name="local")
     done_run(ExperimentFactory(created_by=admin))
-    Token.objects.create(user=admin, key=TOKEN)
+    ApiToken(digest=hash_token(TOKEN), token_key=TOKEN[: CONSTANTS.TOKEN_KEY_LENGTH], user=admin).save()
     return {"Authorization": f"Token {TOKEN}"}
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from django.conf import settings
-from rest_framework.authtoken.models import Token
+
+from experiments.services.tokens import new_token
 
 from .test_browser import log_in, screenshot
 
@@ -106,7 +107,7 @@ def run_baseline(live_server, token: str, tmp_path: Path) -> int:
 def test_gate_passes_another_build_of_the_same_settings_and_names_the_version_change(
     live_server, local_host, celery_worker_process, user, tmp_path, candidate_build, debian_build
 ):
-    token = Token.objects.create(user=user).key
+    token = new_token(user)
     baseline_id = run_baseline(live_server, token, tmp_path)
 
     # The CI case: the same definition on another build (a copy of the system's server, so the
@@ -155,7 +156,7 @@ def test_gate_fails_ten_times_the_redo_with_exit_1_and_its_run_page_shows_why(
     runs were disturbed, 0.057 s against 0.345 s came out 5.95x with an interval of 1.03-34x,
     and the gate rightly called it no significant difference. A verdict on a ratio of times is
     measured alone, like the other gate test's."""
-    token = Token.objects.create(user=user).key
+    token = new_token(user)
     baseline_id = run_baseline(live_server, token, tmp_path)
     # ten times (five was called "no significant difference" in a full suite: recoveries of 50-150
     # ms, with noise of tens of ms, whatever else the machine does)

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from rest_framework.authtoken.models import Token
 
 from experiments import services
 from experiments.analysis.planner import plan_from
@@ -21,6 +20,7 @@ from experiments.live import read_server
 from experiments.models import Run, RunStatus
 from experiments.prediction import Fit, orchestrator_verdicts, release_of
 from experiments.server_url import LiveError, parse_server_url
+from experiments.services.tokens import new_token
 from tests.factories import RunFactory
 
 from .conftest import wait_for
@@ -313,7 +313,7 @@ def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
         runs = Run.objects.filter(experiment=experiment)
         wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "six lab runs")
         assert runs.filter(status=RunStatus.DONE).count() == 6, list(runs.values("status", "error"))
-        token = Token.objects.create(user=user).key
+        token = new_token(user)
         wait_for(lambda: live.checkpoint_age() > 2**20, 60, "1 MiB of checkpoint age on the live server")
 
         over = client(live_server, token, live.url(), "predict", "--lab-host", "local", "--rto", "1ms",

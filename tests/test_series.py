@@ -397,14 +397,14 @@ def test_the_api_lists_series_and_answers_points_and_change_points(api, user, lo
 
 @pytest.mark.django_db(transaction=True)
 def test_the_client_prints_a_series_change_points(live_server, user):
-    from rest_framework.authtoken.models import Token
+    from experiments.services.tokens import new_token
 
     series = Series.objects.create(
         name="cli", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now()
     )
     history_of(series, [10.0] * 6 + [30.0] * 6)
     series_service.refresh_change_points(series.pk)
-    done = run_cli(live_server.url, Token.objects.create(user=user).key, "series", str(series.pk))
+    done = run_cli(live_server.url, new_token(user), "series", str(series.pk))
     assert done.returncode == 0, done.stderr
     assert "recovery_seconds" in done.stdout and "worse" in done.stdout and "new" in done.stdout
     assert "2026-01-07 02:00" in done.stdout  # the 7th firing's scheduled moment

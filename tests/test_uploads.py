@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from experiments.models import Run
+from experiments.services.tokens import new_token
 
 from .conftest import wait_for
 from .factories import UserFactory
@@ -59,7 +59,7 @@ def test_a_large_import_is_streamed_to_disk_not_held_by_the_web_process(tmp_path
     memory, four times the file would be four times the growth); the recovery at the very end of
     each file is read."""
     user = UserFactory(username="importer")
-    token = Token.objects.create(user=user).key
+    token = new_token(user)
     port = free_port()
     web = start_web(port)
     grown_mib = {}

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 from django.db import connection
-from rest_framework.authtoken.models import Token
+
+from experiments.services.tokens import new_token
 
 from .conftest import ROOT, manage_env, wait_for
 from .factories import UserFactory
@@ -115,7 +116,7 @@ def test_a_large_body_is_taken_where_uploads_go_and_refused_elsewhere(served):
     elsewhere = requests.post(f"{served}/login/", data=body, timeout=30)
     assert elsewhere.status_code == 413
     # an import of a 3 MiB file reaches Django whole, which reads it and says what it is not
-    token = Token.objects.create(user=UserFactory(username="uploader")).key
+    token = new_token(UserFactory(username="uploader"))
     upload = requests.post(
         f"{served}/api/imports/",
         files={"error_log": ("error.log", body)},

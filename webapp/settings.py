@@ -125,7 +125,7 @@ INSTALLED_APPS = [
     "axes",
     "auditlog",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
@@ -217,7 +217,7 @@ LOGOUT_REDIRECT_URL = "login"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "experiments.api.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # reads for everyone logged in, writes by role (experiments/roles.py)
@@ -226,6 +226,16 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+}
+# API tokens (django-rest-knox): stored as SHA-512 digests, never in clear; each expires after
+# API_TOKEN_DAYS (an admin changes one token's expiry in /admin/); `Authorization: Token KEY`.
+KNOX_TOKEN_MODEL = "experiments.ApiToken"
+# knox's own migrations make a table for its AuthToken, swapped out here for ApiToken: none is made
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=env.int("API_TOKEN_DAYS", default=90)),
+    "AUTH_HEADER_PREFIX": "Token",
+    "TOKEN_LIMIT_PER_USER": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Recovery Lab API",

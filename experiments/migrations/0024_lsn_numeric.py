@@ -6,20 +6,19 @@ import experiments.models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0023_run_engine_postgresql'),
+        ("experiments", "0023_run_engine_postgresql"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='run',
-            name='checkpoint_lsn',
+            model_name="run",
+            name="checkpoint_lsn",
             field=experiments.models.LsnField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='crash_lsn',
+            model_name="run",
+            name="crash_lsn",
             field=experiments.models.LsnField(blank=True, null=True),
         ),
     ]

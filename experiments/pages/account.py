@@ -3,14 +3,16 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
-from rest_framework.authtoken.models import Token
 
+from experiments.models import ApiToken
 from experiments.services.tokens import new_token, revoke_token
 
 SHOWN_ONCE = "new_api_token"
 
 
+@never_cache  # Cache-Control: no-store: the key shown once stays out of every cache
 @login_required
 @require_http_methods(["GET", "POST"])
 def account_token(request):
@@ -25,7 +27,7 @@ def account_token(request):
             request.session[SHOWN_ONCE] = new_token(request.user)
         return redirect("account-token")
     context = {
-        "token": Token.objects.filter(user=request.user).first(),
+        "token": ApiToken.objects.filter(user=request.user).first(),
         "shown": request.session.pop(SHOWN_ONCE, None),  # once: a reload does not show it again
     }
     return render(request, "experiments/account_token.html", context)
