@@ -13,9 +13,10 @@ This module is the sequence; the parts are its neighbours: contract.py (the spec
 allow-list, shared with the dashboard), probe.py (the host's facts and builds), processes.py
 (what it starts and holds), files.py (the run's folder, root's, and the server's folder in it:
 what root reads from there and which folders it trusts), events.py (what it says), server.py
-(the private server), dataset.py (the loaded data, cached), workload.py (sysbench), sampler.py (the counters, every second),
-stamper.py (the stamped error log), noise.py (what else used the host), crash.py (crash plans,
-the power cut and its ledger), powercut.py (the power-cut file system) and bundle.py (the files it leaves).
+(the private server), dataset.py (the loaded data, cached), workload.py (sysbench), sampler.py
+(the counters, every second), stamper.py (the stamped error log), noise.py (what else used the
+host), crash.py (crash plans, the power cut and its ledger), powercut.py (the power-cut file
+system) and bundle.py (the files it leaves).
 
 Progress goes to stdout as JSON lines ({"event": "progress", "message": ...}); the last line is
 {"event": "done"} or {"event": "failed", "error": ...}. Every process it started is stopped
