@@ -70,13 +70,12 @@ def predict_text(state: ServerState, answer: dict, rto: float | None, probe: flo
         if answer.get("imported_runs")
         else "measured by the lab's runners"
     )
+    by = f" by {', '.join(answer['made_by'])}" if answer.get("made_by") else ""
     lines = [
         f"server      {state.server}: {state.version}, {state.engine}, "
         f"buffer pool {_mib(state.buffer_pool_bytes)}",
         f"lab         {answer['host']}: {answer['based_on_runs']} runs of {', '.join(answer['versions'])} "
-        f"(experiments {', '.join(map(str, answer['experiment_ids']))} by "
-        f"{', '.join(answer.get('made_by') or ['unknown'])}; "
-        f"{measured}), redo "
+        f"(experiments {', '.join(map(str, answer['experiment_ids']))}{by}; {measured}), redo "
         f"{_mib(answer['fit']['measured_redo'][0])} to {_mib(answer['fit']['measured_redo'][1])}, "
         f"R² {answer['r2']:.2f}, newest run {_age(answer['newest_run_finished_at'])}",
         f"now         {_mib(state.redo_to_replay)} of redo to replay -> {_downtime(now)}",

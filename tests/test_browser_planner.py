@@ -86,7 +86,8 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     refused = page.locator("#planner-refused")
     assert not refused.count(), refused.inner_text()
     sentences = page.locator("#planner-sentences").inner_text()
-    assert f"from 6 runs of experiment #{experiment.id}." in sentences
+    assert f"from 6 runs of experiment #{experiment.id} (" in sentences
+    assert "all measured by this lab's runners)." in sentences
     assert "At 19.1 MiB/s of redo (20 MB/s as given) that log holds" in sentences
     # what restarts the server, held against the worst case: the target the log keeps crashes under
     assert (

@@ -33,7 +33,7 @@ def test_the_planner_report_states_the_question_with_its_limits_the_answer_and_i
         f"only runs of experiments #{experiment.id}, buffer pool 1 GiB?" in html
     )
     assert re.search(r"can have up to [0-9.,]+ (MiB|GiB) of redo to replay", html)
-    assert f"from 8 runs of experiment #{experiment.id}." in html
+    assert f"from 8 runs of experiment #{experiment.id} (" in html and "all measured by this lab" in html
     appendix = html[html.index('id="runs"') :]
     assert len(re.findall(r"<tr><td>\d+</td><td>#", appendix)) == 8
     assert 'href="http://testserver/planner/report/?host=db7' in html  # its permalink
@@ -83,7 +83,7 @@ def test_the_report_of_an_experiment_that_swept_redo_holds_the_planner_s_answer(
     section = html[html.index('id="redo-plan"') : html.index("</section>", html.index('id="redo-plan"'))]
     longest = max(swept.runs.values_list("downtime_seconds", flat=True))
     assert f"To keep the downtime after a crash under {target_above(longest):g} s, InnoDB on db7" in section
-    assert f"from 9 runs of experiment #{swept.id}." in section
+    assert f"from 9 runs of experiment #{swept.id} (" in section
     assert re.search(r"Each GiB of redo adds 2[0-9.]+ s", section), section  # 20 ms per MiB
     assert "/planner/?host=db7&amp;engine=innodb&amp;experiments=" in section
 

@@ -264,9 +264,9 @@ def _shape(workload: dict) -> str:
 
 
 def authors(runs) -> tuple[list[str], int]:
-    """Who defined the experiments of `runs` (their usernames; "unknown" for a deleted user), and
-    how many of the runs were imported."""
-    names = {name or "unknown" for name in runs.values_list("experiment__created_by__username", flat=True)}
+    """Who defined the experiments of `runs` (the usernames there are: a deleted user's are not),
+    and how many of the runs were imported."""
+    names = {name for name in runs.values_list("experiment__created_by__username", flat=True) if name}
     return sorted(names), runs.filter(imported=True).count()
 
 

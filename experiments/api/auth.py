@@ -5,6 +5,7 @@ from datetime import timedelta
 
 from django.db.models import Q
 from django.utils import timezone
+from drf_spectacular.contrib.knox_auth_token import KnoxTokenScheme
 from knox.auth import TokenAuthentication
 
 from experiments.models import ApiToken
@@ -21,3 +22,10 @@ class ApiTokenAuthentication(TokenAuthentication):
             Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USE_RESOLUTION), pk=token.pk
         ).update(last_used_at=now)
         return user, token
+
+
+class ApiTokenScheme(KnoxTokenScheme):
+    """The OpenAPI schema's word for it: knox's `Authorization: Token KEY`."""
+
+    target_class = "experiments.api.auth.ApiTokenAuthentication"
+    name = "tokenAuth"

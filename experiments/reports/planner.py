@@ -27,13 +27,14 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
         if experiments
         else f"{runs} runs"
     )
-    if plan.get("made_by"):
-        imported = plan.get("imported_runs") or 0
-        pooled += f" (defined by {', '.join(plan['made_by'])}; " + (
-            f"{imported} of the runs imported, not measured by this lab)"
-            if imported
-            else "all measured by this lab's runners)"
-        )
+    imported = plan.get("imported_runs") or 0
+    said = [f"defined by {', '.join(plan['made_by'])}"] if plan.get("made_by") else []
+    said.append(
+        f"{imported} of the runs imported, not measured by this lab"
+        if imported
+        else "all measured by this lab's runners"
+    )
+    pooled += f" ({'; '.join(said)})"
     sentences = [
         f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
         f"{binary_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
