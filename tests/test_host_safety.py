@@ -270,3 +270,30 @@ def test_a_hosts_build_folder_another_user_can_write_is_listed_with_the_reason_a
         assert f"{server} is writable by its group and others" in listed[name]["error"]
     finally:
         server.chmod(0o755)
+
+
+def test_a_link_another_user_made_is_not_followed_anywhere_in_a_path_root_reads(tmp_path):
+    """MyRocks' LOG is read from the datadir's #rocksdb folder: a link there made by the server's
+    user (to a folder of root's) is refused; a link root made (as /var/run) is followed."""
+    from workers.runner.files import REFUSED, copy_regular
+
+    secrets_folder = tmp_path / "root-only"
+    secrets_folder.mkdir(mode=0o700)
+    (secrets_folder / "LOG").write_text("root's secret\n")
+    home = tmp_path / "server"
+    (home / "data").mkdir(parents=True)
+    shutil.chown(home / "data", user="nobody")
+    planted = home / "data" / "#rocksdb"
+    planted.symlink_to(secrets_folder)
+    os.lchown(planted, pwd.getpwnam("nobody").pw_uid, -1)
+    REFUSED.clear()
+    assert copy_regular(planted / "LOG", tmp_path / "copied") is False
+    assert not (tmp_path / "copied").exists()
+    assert REFUSED == [
+        f"LOG is under a symbolic link another user made ({planted} to {secrets_folder}): not followed"
+    ]
+
+    os.lchown(planted, 0, -1)  # root's own link
+    assert copy_regular(planted / "LOG", tmp_path / "copied") is True
+    assert (tmp_path / "copied").read_text() == "root's secret\n"
+    REFUSED.clear()

@@ -16,6 +16,7 @@ PROGRAM` away where PostgreSQL trusts local logins) may put anything there: a sy
 """
 
 import contextlib
+import errno
 import os
 import pwd
 import stat
@@ -35,19 +36,47 @@ class Refused(Exception):
     """A file of the server's folder that is not a plain file of its own (a link, a device, a fifo)."""
 
 
-def _open_regular(path: Path) -> int:
-    """A descriptor of `path` read-only, the last component not followed; Refused unless it is a
-    regular file. O_NONBLOCK: a fifo planted there would otherwise hold the open for ever."""
+def _open_regular(path: Path, depth: int = 0) -> int:
+    """A descriptor of `path` read-only, walked one folder at a time without following a link
+    another user made (a link root made, as /var/run, is followed), the file itself never a link;
+    Refused unless it is a regular file of one name. O_NONBLOCK: a fifo planted there would
+    otherwise hold the open for ever. Race-free: each step is opened with O_NOFOLLOW from the
+    folder before it."""
+    parts = Path(os.path.abspath(path)).parts
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    current = Path("/")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the last component is a symbolic link
-            raise Refused(f"{path.name} is a symbolic link ({_link_target(path)}): not followed") from None
-        raise
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
+        for index, name in enumerate(parts[1:], start=1):
+            last = index == len(parts) - 1
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                if last:
+                    target = _link_target(current / name)
+                    raise Refused(f"{path.name} is a symbolic link ({target}): not followed")
+                if not _trusted_owner(info) or depth > 8:
+                    raise Refused(
+                        f"{path.name} is under a symbolic link another user made ({current / name} "
+                        f"{_link_target(current / name)}): not followed"
+                    )
+                target = Path(os.path.realpath(current / name)).joinpath(*parts[index + 1 :])
+                return _open_regular(target, depth + 1)
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                opened = os.open(name, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # made a link since it was looked at
+                    raise Refused(f"{path.name}: {current / name} changed into a link while read") from None
+                raise
+            os.close(fd)
+            fd, current = opened, current / name
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(f"{path.name} is not a regular file: not read")
+        if info.st_nlink > 1:  # a hard link to another file, where the kernel lets one be made
+            raise Refused(f"{path.name} has other names (hard links): not read")
+    except BaseException:
         os.close(fd)
-        raise Refused(f"{path.name} is not a regular file: not read")
+        raise
     return fd
 
 
@@ -106,7 +135,8 @@ def own_folder(path: Path, what: str, setting: str) -> Path:
     or a folder above it could be changed by another user: owned by another user, writable by
     its group or others (a folder above may be world-writable only with the sticky bit, as /tmp
     is: then nobody else may rename what is in it), or a symbolic link."""
-    path = Path(os.path.abspath(path))
+    # the folders above resolved (a link there is the system's or the admin's), itself not
+    path = Path(os.path.realpath(Path(os.path.abspath(path)).parent)) / Path(path).name
     for above in reversed(path.parents):
         with contextlib.suppress(FileExistsError):
             os.mkdir(above, 0o755)  # a folder above that is missing: made root's
