@@ -670,6 +670,11 @@ def first_line(path: str | None, option: str) -> str:
     if not path:
         return ""
     try:
+        if os.stat(path).st_mode & 0o077:  # as ssh says of a private key others can read
+            print(
+                f"recovery-lab: warning: {option} {path} is readable by other users (chmod 600 it)",
+                file=sys.stderr,
+            )
         with open(path, encoding="utf-8") as handle:
             return handle.readline(8192).strip()
     except (OSError, UnicodeDecodeError) as exc:

@@ -295,7 +295,8 @@ def test_predict_reads_the_server_s_address_and_token_from_files(tmp_path, live_
     try:
         live.start()
         (tmp_path / "server").write_text(live.url() + "\n")
-        (tmp_path / "token").write_text("not-a-token\n")
+        (tmp_path / "server").chmod(0o600)
+        (tmp_path / "token").write_text("not-a-token\n")  # readable by others: said
         done = subprocess.run(
             [str(CLIENT), "--token-file", str(tmp_path / "token"), "predict", "--lab-host", "local",
              "--server-file", str(tmp_path / "server")],
@@ -304,6 +305,8 @@ def test_predict_reads_the_server_s_address_and_token_from_files(tmp_path, live_
         )  # fmt: skip
         assert done.returncode == EXIT_NO_ANSWER
         assert "token" in done.stderr.lower() and MONITOR_PASSWORD not in done.stderr + done.stdout
+        assert f"--token-file {tmp_path / 'token'} is readable by other users" in done.stderr
+        assert "--server-file" not in done.stderr
     finally:
         live.stop()
 
