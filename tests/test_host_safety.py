@@ -21,6 +21,8 @@ from workers.runner.files import UnsafeFolder, own_folder, untrusted_in
 from workers.runner.probe import server_builds
 from workers.transports import write_runner
 
+from .test_end_to_end import endless_spec, runner_in_its_workload
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another OS user needs root")
 
 # Run as the server's OS user while the run goes: try to write every file of the run's folder
@@ -61,26 +63,15 @@ def _as_user(user: str, args: list[str]) -> subprocess.CompletedProcess:
 
 
 def _spec(run_id: int, engine: str, build: str) -> dict:
+    """A run of `engine` on `build` whose workload goes on until its crash, in the session's work
+    directory (where its builds are)."""
+    endless = endless_spec(run_id)
     return {
-        "run_id": run_id,
+        **endless,
         "engine": engine,
-        "parameters": {
-            "buffer_pool_size": "64M",
-            "redo_log_size": "64M",
-            "insert_rate": 0,
-            "server_build": build,
-        },
-        "workload": {
-            "name": "oltp_write_only",
-            "tables": 1,
-            "table_size": 1000,
-            "threads": 1,
-            "events": 10_000_000,
-            "time_seconds": 0,
-        },
+        "parameters": {**endless["parameters"], "server_build": build},
         # the attack goes in the workload's first seconds, before the crash
         "crash": {"method": "sigkill", "when": "during_workload", "after_seconds": 5},
-        "work_dir": str(settings.RUNNER_WORK_DIR),  # where its builds are
         "start_timeout_s": 60,
         "reuse_dataset": False,  # installed now: MariaDB's launchers are made for the installer
     }
@@ -147,8 +138,6 @@ def test_the_servers_os_user_can_neither_change_what_root_runs_nor_slip_a_file_i
 def test_the_next_runner_removes_the_run_folder_a_killed_runner_left(tmp_path):
     """kill -9 of a runner mid-run (its server and sysbench go with it) leaves its run folder; the
     next runner in that work directory removes it and says so, and leaves one kept with --keep."""
-    from .test_end_to_end import endless_spec, runner_in_its_workload
-
     spec = endless_spec(71)
     killed = runner_in_its_workload(tmp_path, spec)
     killed.kill()

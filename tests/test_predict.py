@@ -17,7 +17,7 @@ from experiments import services
 from experiments.analysis.planner import plan_from
 from experiments.client import parse_seconds
 from experiments.live import read_server
-from experiments.models import Run, RunStatus
+from experiments.models import Experiment, Run, RunStatus
 from experiments.prediction import Fit, orchestrator_verdicts, release_of
 from experiments.server_url import LiveError, parse_server_url
 from experiments.services.tokens import new_token
@@ -412,11 +412,12 @@ def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
 
 
 @pytest.mark.django_db
-def test_imported_runs_do_not_answer_a_prediction_or_the_planner_unless_asked(api):
+def test_imported_runs_do_not_answer_a_prediction_or_the_planner_unless_asked(api, user):
     """An experimenter's crafted archive of fast runs labelled with the lab host and the exact
     version had turned an exceeded RTO into 'within it': only runs the lab's runners measured
     answer, and the answer names who defined them."""
     make_runs(server_version=VERSION)
+    Experiment.objects.update(created_by=user)  # the lab's runs: experiments the DBA defined
     for redo in range(1, 37):  # 36 imported runs: a flat 0.01 s at any redo
         RunFactory(
             status=RunStatus.DONE, host_label="db7", engine="innodb", server_version=VERSION,
@@ -425,7 +426,7 @@ def test_imported_runs_do_not_answer_a_prediction_or_the_planner_unless_asked(ap
     asked = {"host": "db7", "engine": "innodb", "server_version": VERSION}
     largest = api.get("/api/predict/", asked).json()["fit"]["measured_redo"][1]
     lab = api.get("/api/predict/", {**asked, "redo_bytes": [largest]}).json()
-    assert lab["based_on_runs"] == 8 and lab["imported_runs"] == 0 and lab["made_by"]
+    assert lab["based_on_runs"] == 8 and lab["imported_runs"] == 0 and lab["made_by"] == ["dba"]
     both = api.get("/api/predict/", {**asked, "redo_bytes": [largest], "include_imported": "true"}).json()
     assert both["based_on_runs"] == 44 and both["imported_runs"] == 36
     assert "36 of the 44 runs were imported" in " ".join(both["warnings"])
