@@ -105,6 +105,16 @@ def test_missing_parameters_take_defaults():
     }
 
 
+def test_a_workload_of_a_time_replaces_its_events():
+    """As the docs and the form say: time_seconds runs for a time instead of a number of events
+    (the default 20,000 had ended a 300 s workload short of its redo target)."""
+    timed = validate_definition(definition(workload={"name": "oltp_insert", "time_seconds": 300}), HOSTS)
+    assert (timed.workload.time_seconds, timed.workload.events) == (300, 0)
+    both = validate_definition(definition(workload={"events": 8000, "time_seconds": 60}), HOSTS)
+    assert (both.workload.time_seconds, both.workload.events) == (60, 0)  # the form sends both
+    assert validate_definition(definition(workload={"events": 8000}), HOSTS).workload.events == 8000
+
+
 @pytest.mark.parametrize(
     "field, value, path",
     [

@@ -21,6 +21,7 @@ from experiments.models import Experiment, Run, RunStatus
 from experiments.prediction import Fit, orchestrator_verdicts, release_of
 from experiments.server_url import LiveError, parse_server_url
 from experiments.services.tokens import new_token
+from experiments.units import parse_size
 from tests.factories import RunFactory
 
 from .conftest import wait_for
@@ -269,8 +270,8 @@ LAB = {
     "hosts": ["local"],
     "engines": ["innodb"],
     "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["128M"], "insert_rate": [0]},
-    "workload": {"name": "oltp_insert", "tables": 2, "table_size": 5000, "threads": 2, "events": 0,
-                 "time_seconds": 300},
+    # a time, and no events: the time replaces them (20,000 events fall short of 24 MiB of redo)
+    "workload": {"name": "oltp_insert", "tables": 2, "table_size": 5000, "threads": 2, "time_seconds": 300},
     "server_options": {"innodb_flush_log_at_trx_commit": [2]},
     "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": ["4M", "12M", "24M"]},
     "repetitions": 2,
@@ -313,6 +314,8 @@ def test_predict_and_the_exporter_on_a_loaded_server_from_real_lab_runs(
         runs = Run.objects.filter(experiment=experiment)
         wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "six lab runs")
         assert runs.filter(status=RunStatus.DONE).count() == 6, list(runs.values("status", "error"))
+        for run in runs:  # each crashed at its redo target, not where a number of events ended
+            assert run.redo_bytes >= 0.9 * parse_size(run.parameters["crash_redo_bytes"]), run.parameters
         token = new_token(user)
         wait_for(lambda: live.checkpoint_age() > 2**20, 60, "1 MiB of checkpoint age on the live server")
 
