@@ -461,3 +461,24 @@ def test_explore_reads_a_rate_where_the_charts_would_and_refuses_it_where_they_w
         said["MyRocks"] == "no rate: the runs replayed nearly the same redo (within 20%): too narrow a range"
     )
     assert said["PostgreSQL"] == "no rate: recovery does not grow with redo beyond the noise here"
+
+
+@pytest.mark.parametrize(
+    ("ratio", "ci", "longer", "shorter", "times", "interval"),
+    [
+        # the first side took 0.87x the second's time: the second took 1.15x as long
+        (0.87, (0.7, 1.05), "build mariadb-11.8", "build system", "1.15x", "95% CI 0.95-1.43x"),
+        (1.3, (0.9, 1.8), "build system", "build mariadb-11.8", "1.30x", "95% CI 0.90-1.80x"),
+    ],
+)
+def test_a_difference_that_is_not_significant_still_says_which_side_took_longer(
+    ratio, ci, longer, shorter, times, interval
+):
+    """Builds whose names sort against their speed: the sentence names the slower one in words,
+    whatever the order of the names."""
+    from experiments.analysis.compare import finding_sentence
+
+    result = {"ratio": ratio, "ratio_ci": ci, "significant": False}
+    said = finding_sentence("crash recovery", "build system", "build mariadb-11.8", "log 96M", result, False)
+    assert said.startswith("log 96M: no significant difference in crash recovery between build system and")
+    assert f": {longer} took {times} as long as {shorter} ({interval})" in said

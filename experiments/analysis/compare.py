@@ -280,9 +280,15 @@ def finding_sentence(
                 f"; p {result['p_value']:.2g} alone, {result['p_adjusted']:.2g} over the "
                 f"{result['family']} comparisons here"
             )
+        # which side took longer, in words: a bare ratio follows the names' order, which a
+        # reader cannot see ("(0.87x)" had meant the second side was 15% slower)
+        if ratio >= 1:
+            longer, shorter, times, low, high = subject, baseline, ratio, ci[0], ci[1]
+        else:
+            longer, shorter, times, low, high = baseline, subject, 1 / ratio, 1 / ci[1], 1 / ci[0]
         return (
-            f"{where}no significant difference in {what} between {subject} and {baseline}{tail} "
-            f"({ratio:.2f}x, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x{within})"
+            f"{where}no significant difference in {what} between {subject} and {baseline}{tail}: "
+            f"{longer} took {times:.2f}x as long as {shorter} (95% CI {low:.2f}-{high:.2f}x{within})"
         )
     if ratio < 1:
         return (
