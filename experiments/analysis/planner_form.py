@@ -56,8 +56,8 @@ class PlannerForm(forms.Form):
     include_imported = forms.BooleanField(
         label="Imported runs too",
         required=False,
-        help_text="by default only runs this lab's runners measured answer; imported ones are "
-        "whoever made the archive's or the log's",
+        help_text="by default only runs this lab's runners measured answer; imported ones come "
+        "from whoever made the archive or the log",
     )
     rate_run = forms.IntegerField(
         label="Write rate of run",

@@ -115,7 +115,7 @@ def lab_fit(host: str, engine: str, server_version: str, include_imported: bool 
     if imported_runs:
         warnings.append(
             f"{imported_runs} of the {n} runs were imported, not measured by the lab's runners: "
-            "their numbers are whoever made the archive's or the log's"
+            "their numbers come from whoever made the archive or the log"
         )
     return LabFit(
         fit=fit,
