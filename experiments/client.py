@@ -246,9 +246,12 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     if ci is None:
         return "no interval: fewer than 2 runs a side", False
     if not block.get("significant"):
-        return "no significant difference", False
+        # which side took longer, in words: the ratio alone follows the columns' order
+        longer = f"B {ratio:.2f}x as long as A" if ratio >= 1 else f"A {1 / ratio:.2f}x as long as B"
+        return f"no significant difference ({longer})", False
     if ratio > 1 + threshold:
-        return f"REGRESSION: slower beyond {threshold:.0%}", True
+        beyond = f" beyond {threshold:.0%}" if threshold else ""
+        return f"REGRESSION: B slower{beyond}, {ratio:.2f}x as long as A", True
     if ratio > 1:
         return f"slower, within {threshold:.0%}", False
     return "faster", False
@@ -289,11 +292,20 @@ def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple
                     _side(block.get(second)),
                     f"{block['ratio']:.2f}x" if block.get("ratio") is not None else "-",
                     f"{ci[0]:.2f}-{ci[1]:.2f}x" if ci else "-",
-                    f"{block['p_value']:.3g}" if block.get("p_value") is not None else "-",
+                    p_text(block),
                     said,
                 ]
             )
     return rows, regressions, undecided
+
+
+def p_text(block: dict) -> str:
+    """The test's p, and where it is one of several on the page, its adjusted p beside it."""
+    if block.get("p_value") is None:
+        return "-"
+    if block.get("p_adjusted") is not None and (block.get("family") or 1) > 1:
+        return f"{block['p_value']:.3g} ({block['p_adjusted']:.3g} of {block['family']})"
+    return f"{block['p_value']:.3g}"
 
 
 def _side(summary: dict | None) -> str:
@@ -322,7 +334,9 @@ def differences_text(result: dict) -> str:
     return said + (f"\nthey {result['apart']}" if result.get("apart") else "")
 
 
-COMPARISON_HEADERS = ["engine", "matched on", "changed", "metric", "A", "B", "B/A", "95% CI", "p", "verdict"]
+COMPARISON_HEADERS = [
+    "engine", "matched on", "changed", "metric", "A", "B", "B/A", "95% CI", "p (adjusted of n)", "verdict"
+]  # fmt: skip
 
 
 def compare(api: Api, first: int, second: int, metrics: list[str], threshold: float, ignore=()) -> tuple:

@@ -135,9 +135,13 @@ def test_thresholds_that_are_no_share_are_refused(text):
 
 def test_only_a_significant_slowdown_beyond_the_threshold_is_a_regression():
     slow = {"ratio": 1.3, "ratio_ci": [1.2, 1.4], "significant": True}
-    assert verdict(slow, 0.1) == ("REGRESSION: slower beyond 10%", True)
+    assert verdict(slow, 0.1) == ("REGRESSION: B slower beyond 10%, 1.30x as long as A", True)
+    assert verdict(slow, 0.0) == ("REGRESSION: B slower, 1.30x as long as A", True)  # compare: no "beyond 0%"
     assert verdict(slow, 0.5) == ("slower, within 50%", False)
-    assert verdict({**slow, "significant": False}, 0.1)[1] is False
+    unsure = {**slow, "significant": False}
+    assert verdict(unsure, 0.1) == ("no significant difference (B 1.30x as long as A)", False)
+    faster = {"ratio": 0.87, "ratio_ci": [0.7, 1.1], "significant": False}
+    assert verdict(faster, 0.1) == ("no significant difference (A 1.15x as long as B)", False)
     assert verdict({"ratio": 0.5, "ratio_ci": [0.4, 0.6], "significant": True}, 0.1) == ("faster", False)
     assert verdict({"ratio": 2.0, "ratio_ci": None, "significant": False}, 0.1)[1] is False
 

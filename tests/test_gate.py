@@ -164,7 +164,7 @@ def test_gate_fails_ten_times_the_redo_with_exit_1_and_its_run_page_shows_why(
     failed = gate(live_server, token, slower, baseline_id, "gate-fail.txt")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     row = next(line for line in failed.stdout.splitlines() if "recovery_seconds" in line)
-    assert "REGRESSION: slower beyond 25%" in row
+    assert "REGRESSION: B slower beyond 25%" in row
     ratio = float(re.search(r" ([0-9.]+)x ", row).group(1))
     assert ratio > 1.25
     assert "FAIL: 1 significant slowdown(s) beyond 25%" in failed.stdout
