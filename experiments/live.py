@@ -71,10 +71,11 @@ def read_server(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = ""
 
 class LiveReader:
     """A live server read again and again on one connection (the exporter: one login, not one per
-    scrape), made again after an error. Every read, the connection's making included, ends
-    within `timeout_s`: a watchdog shuts the connection's socket down when it is over, whatever
-    the driver waits for (a relay that stalls after authentication answers nothing, and neither
-    PostgreSQL's statement_timeout nor a TCP keepalive ends that). One read at a time."""
+    scrape), made again after an error. Once connected, every read ends within `timeout_s`: a
+    watchdog shuts the connection's socket down when it is over, whatever the driver waits for
+    (a relay that stalls after authentication answers nothing, and neither PostgreSQL's
+    statement_timeout nor a TCP keepalive ends that); the login itself is bounded by the driver's
+    connect timeout (libpq's is 2 s at the least). One read at a time."""
 
     def __init__(self, url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = ""):
         scheme, self.kind = READERS.get(engine, (None, None))
@@ -96,17 +97,16 @@ class LiveReader:
                 if self.connection is None:
                     self.connection = self.kind.connect(self.url, self.timeout_s)
                 return self.kind.read(self.connection, self.url, self.engine, self.wal_dir)
-            except LiveError as exc:
+            except Exception as exc:  # ours, the driver's, or a socket shut by the watchdog
                 self._drop()
                 if self._overdue.is_set():
                     raise LiveError(f"{self.url.name}: no answer within {self.timeout_s:g} s") from None
-                raise LiveError(scrubbed(str(exc), self.url)) from None
-            except Exception as exc:  # the driver's, or a socket shut by the watchdog
-                self._drop()
-                if self._overdue.is_set():
-                    raise LiveError(f"{self.url.name}: no answer within {self.timeout_s:g} s") from None
-                said = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-                raise LiveError(scrubbed(f"{self.url.name}: {said}", self.url)) from None
+                if isinstance(exc, LiveError):
+                    said = str(exc)
+                else:
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+                    said = f"{self.url.name}: {first}"
+                raise LiveError(scrubbed(said, self.url)) from None
             finally:
                 watchdog.cancel()
 
