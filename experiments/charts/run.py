@@ -234,3 +234,66 @@ def timeline_chart(timeline: dict) -> dict:
 
 def _row(bar: dict) -> str:
     return bar["name"] if bar["group"] == AFTER_CRASH else f"clean start: {bar['name']}"
+
+
+def progress_chart(timeline: dict) -> dict:
+    """The recovery as its progress lines told it, on the timeline's seconds from the kill: the
+    redo read so far (of the redo to replay) and each batch's pages, so a slow batch or a stall
+    shows. Empty where the log had fewer than two progress lines."""
+    progress = timeline.get("progress") or {}
+    t = progress.get("t") or []
+    if len(t) < 2:
+        return {"data": [], "layout": {}}
+    traces = []
+    if progress.get("redo_read_bytes"):
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "line": {"shape": "hv", "color": PALETTE[0]},
+                "name": "redo read (MiB)",
+                "x": t,
+                "y": [round(value * IN_MIB, 2) for value in progress["redo_read_bytes"]],
+                "hovertemplate": "%{x:.3f} s: %{y:,.1f} MiB of redo read<extra></extra>",
+            }
+        )
+    if progress.get("batch_pages"):
+        traces.append(
+            {
+                "type": "bar",
+                "name": "pages of the batch (left, where it goes on)",
+                "x": t,
+                "y": progress["batch_pages"],
+                "yaxis": "y2",
+                "width": 0.05,
+                "marker": {"color": PALETTE[1]},
+                "hovertemplate": "%{x:.3f} s: %{y:,} pages<extra></extra>",
+            }
+        )
+    batches = timeline.get("batches")
+    title = "Crash recovery's progress" + (f": {batches} batches" if batches else "")
+    shapes = []
+    if progress.get("redo_bytes"):
+        total = round(progress["redo_bytes"] * IN_MIB, 2)
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": total,
+                "y1": total,
+                "line": {"dash": "dot", "color": "#666"},
+            }
+        )
+    return {
+        "data": traces,
+        "layout": base_layout(
+            title,
+            height=320,
+            xaxis={"title": {"text": "seconds from the kill"}, "rangemode": "tozero"},
+            yaxis={"title": {"text": "redo read (MiB; dotted: all to replay)"}, "rangemode": "tozero"},
+            yaxis2={"title": {"text": "pages"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+            shapes=shapes,
+        ),
+    }

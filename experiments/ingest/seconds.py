@@ -151,6 +151,12 @@ class Timeline:
     bars: list[dict] = field(default_factory=list)
     moments: list[dict] = field(default_factory=list)
     zero: dict = field(default_factory=dict)
+    # The recovery after the crash, as its progress lines told it: {"t": [s from the zero],
+    # "redo_read_bytes": [...], "redo_bytes": total, "batch_pages": [...]} (a batch's pages, or those left of it); and its batches.
+    progress: dict = field(default_factory=dict)
+    batches: int = 0
+    # MariaDB's batches after the first re-read their redo in the same bar; MySQL's scan between them
+    batches_reread: bool = False
 
     def bar(self, group: str, name: str, start, end) -> None:
         if start is not None and end is not None and end >= start:
@@ -172,7 +178,15 @@ class Timeline:
                 bar["end"],
             ),
         )
-        return {"bars": bars, "moments": self.moments, "zero": self.zero} if bars else {}
+        if not bars:
+            return {}
+        found = {"bars": bars, "moments": self.moments, "zero": self.zero}
+        if self.progress:
+            found["progress"] = self.progress
+        if self.batches > 1:
+            found["batches"] = self.batches
+            found["batches_reread"] = self.batches_reread
+        return found
 
 
 def restart_timeline(
@@ -192,6 +206,9 @@ def restart_timeline(
         if killed is not None and spawned is not None:
             timeline.bar(AFTER_CRASH, "nothing running", (restored or killed) - zero, spawned - zero)
         _episode_bars(timeline, AFTER_CRASH, crash, zero, spawned, times.get("recovery_first_query"))
+        timeline.progress = _progress(crash, zero)
+        timeline.batches = len(crash.batches)
+        timeline.batches_reread = any(batch.lsn is not None for batch in crash.batches)
         replay = wal.phase("wal_replay") if wal is not None else None
         if replay is not None and replay.start is not None and replay.end is not None:
             timeline.bar(
@@ -216,12 +233,41 @@ def _episode_bars(
         timeline.bar(group, "process start to its first log line", at(spawned), at(started))
     for name, label in PHASE_LABELS.items():
         phase = episode.phase(name)
-        if phase is not None:
-            timeline.bar(group, label, at(_stamp(phase.start)), at(_stamp(phase.end)))
+        if phase is None:
+            continue
+        if name == "redo_apply" and len(episode.batches) > 1:
+            # a bar per batch, each from its first line to the next's (the last to the apply's end)
+            starts = [_stamp(batch.start) for batch in episode.batches] + [_stamp(phase.end)]
+            label = f"{label} ({len(episode.batches)} batches)"
+            for begin, end in zip(starts, starts[1:]):
+                timeline.bar(group, label, at(begin), at(end))
+            continue
+        for start, end in phase.parts():
+            timeline.bar(group, label, at(_stamp(start)), at(_stamp(end)))
     timeline.bar(group, START_TO_READY, at(spawned or started), at(ready))
     timeline.bar(group, READY_TO_QUERY, at(ready), at(first_query))
     timeline.moment(group, "ready for connections", at(ready))
     timeline.moment(group, "first query answered", at(first_query))
+
+
+def _progress(episode: Episode, zero: float) -> dict:
+    """The recovery's progress lines as series on the timeline's seconds: the redo read (from the
+    checkpoint) and the pages left to recover; {} where the log has fewer than two."""
+    points = [p for p in episode.progress if p.at is not None]
+    if len(points) < 2:
+        return {}
+    found: dict = {"t": [round(_stamp(p.at) - zero, 3) for p in points]}
+    checkpoint, end = episode.checkpoint_lsn, episode.crash_lsn
+    if checkpoint is not None and any(p.lsn is not None for p in points):
+        # the final batch reads to the end of the log
+        found["redo_read_bytes"] = [
+            max((p.lsn if p.lsn is not None else end or checkpoint) - checkpoint, 0) for p in points
+        ]
+        if end is not None:
+            found["redo_bytes"] = max(end - checkpoint, 0)
+    if any(p.pages is not None for p in points):
+        found["batch_pages"] = [p.pages for p in points]
+    return found if len(found) > 1 else {}
 
 
 def _stamp(moment) -> float | None:

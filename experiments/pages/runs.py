@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from experiments import services
-from experiments.charts.run import live_samples_chart, samples_chart, timeline_chart
+from experiments.charts.run import live_samples_chart, progress_chart, samples_chart, timeline_chart
 from experiments.metrics import LABELS, METRIC_NAMES
 from experiments.models import Run, RunStatus
 from experiments.pages.common import annotate_page
@@ -60,6 +60,7 @@ def _run_figures(run: Run) -> dict:
         figures = {
             "samples": samples_chart(run.samples, run.crash_method),
             "timeline": timeline_chart(run.timeline),
+            "progress": progress_chart(run.timeline),
         }
     return {"run_figures": {name: figure for name, figure in figures.items() if figure["data"]}}
 

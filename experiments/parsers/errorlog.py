@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable
 
 from experiments.parsers.lines import Line
-from experiments.parsers.model import Episode, ParsedFile, iso
+from experiments.parsers.model import Batch, Episode, ParsedFile, Progress, iso
 
 TRIGGERS = (
     "Starting MariaDB", "starting as process", "MySQL Server - start", "Version: '",
@@ -42,7 +42,7 @@ TRIGGERS = (
     "crash recovery", "shut down normally", "shutdown normally", "recovery from log files",
     "past the checkpoint", "scanned up to", "Starting log scan", "log sequence number",
     "parse redo log", "latest found checkpoint",
-    "End of log at", "Read redo log up to", "final batch", "To recover:",
+    "End of log at", "Read redo log up to", "final batch", "To recover:", "Multi-batch",
     "apply batch", "Applying a batch", "Apply batch", "Progress in percent",
     "transaction(s)", "row operations", "background the rollback", "rollback of uncommitted",
     "ransactions completed",
@@ -96,6 +96,11 @@ _READ_UP_TO = re.compile(_IB + r"Read redo log up to LSN=([0-9]+)")
 _FINAL_BATCH = re.compile(
     _IB + r"(?:Starting final batch to recover +([0-9]+) pages|To recover: ([0-9]+) pages)"
 )
+# MariaDB 10.6+: the redo does not fit the buffer pool; it is applied a batch at a time, each
+# batch logged as it begins with the LSN its redo was read up to ("To recover: LSN a/end; N pages";
+# the same line every 15 s while a batch goes on), the last as "To recover: N pages".
+_MULTI_BATCH = re.compile(_IB + r"Multi-batch recovery needed at LSN ([0-9]+)")
+_BATCH_TO_LSN = re.compile(_IB + r"To recover: LSN ([0-9]+)/([0-9]+); ([0-9]+) pages")
 _APPLY_BATCH = re.compile(_IB + r"(?:Starting an apply batch|Applying a batch of ([0-9]+) redo log records)")
 _APPLY_DONE = re.compile(_IB + r"Apply batch completed")
 _PROGRESS = re.compile(_IB + r"Progress in percents?:")
@@ -392,22 +397,38 @@ class _SourceReader:
             self._begin_crash_recovery(episode, moment)
             episode.crash_lsn = max(episode.crash_lsn or 0, _lsn(*match.groups()))
         elif match := _END_OF_LOG.search(text):
+            # (the scan goes on to the first batch: what InnoDB does between is reading too)
             if episode.crash_recovery:
                 episode.crash_lsn = int(match.group(1))
-                episode.close_phase("redo_scan", moment)
         elif match := _READ_UP_TO.search(text):
             if episode.crash_recovery:
-                episode.crash_lsn = max(episode.crash_lsn or 0, int(match.group(1)))
+                lsn = int(match.group(1))
+                episode.crash_lsn = max(episode.crash_lsn or 0, lsn)
+                episode.progress.append(Progress(moment, lsn=lsn))
+        elif match := _MULTI_BATCH.search(text):
+            if episode.crash_recovery:
+                episode.multi_batch_lsn = int(match.group(1))
         else:
             return False
         return True
 
     def _feed_apply_and_rollback(self, episode: Episode, text: str, moment) -> bool:
-        if match := _FINAL_BATCH.search(text):
+        if match := _BATCH_TO_LSN.search(text):
+            if episode.crash_recovery:
+                lsn, end, pages = (int(group) for group in match.groups())
+                episode.crash_lsn = max(episode.crash_lsn or 0, end)
+                episode.progress.append(Progress(moment, lsn=lsn, pages=pages))
+                if not episode.batches or episode.batches[-1].lsn != lsn:  # not a 15-s report
+                    episode.batches.append(Batch(moment, lsn=lsn, pages=pages))
+                    self._start_apply(episode, moment)
+        elif match := _FINAL_BATCH.search(text):
             if episode.crash_recovery:
                 pages = int(match.group(1) or match.group(2))
+                episode.progress.append(Progress(moment, pages=pages))
+                if not episode.batches or episode.batches[-1].lsn is not None:
+                    episode.batches.append(Batch(moment, pages=pages))
                 if episode.pages_to_recover is None:
-                    episode.pages_to_recover = pages
+                    episode.pages_to_recover = sum(batch.pages or 0 for batch in episode.batches)
                 self._start_apply(episode, moment)
                 self._apply_open = True
         elif match := _APPLY_BATCH.search(text):
@@ -417,6 +438,7 @@ class _SourceReader:
             if records:
                 episode.redo_records_applied = (episode.redo_records_applied or 0) + records
             if episode.crash_recovery and records != 0:
+                episode.batches.append(Batch(moment, records=records))
                 self._start_apply(episode, moment)
         elif _APPLY_DONE.search(text):
             if episode.phase("redo_apply"):
@@ -505,10 +527,19 @@ class _SourceReader:
                 episode.close_phase(name, moment)
         return True
 
-    def _start_apply(self, episode: Episode, moment) -> None:
-        episode.close_phase("redo_scan", moment)
-        apply = episode.open_phase("redo_apply", moment)
-        apply.end = None  # a later batch (5.7 scans and applies in several) extends the apply
+    @staticmethod
+    def _start_apply(episode: Episode, moment) -> None:
+        """A batch begins. The first ends the scan; one after a batch that completed (MySQL
+        scans, applies, scans on) makes the time between a go of the scan, not of the apply."""
+        apply = episode.phase("redo_apply")
+        if apply is None:
+            episode.close_phase("redo_scan", moment)
+            episode.open_phase("redo_apply", moment)
+        elif apply.end is not None:
+            scan = episode.phase("redo_scan")
+            if scan is not None:
+                scan.add(apply.end, moment)
+            apply.resume(moment)
 
     def _apply_completed(self, episode: Episode, moment) -> None:
         """The last batch is applied: crash recovery ends here unless another batch follows."""

@@ -16,16 +16,72 @@ def seconds_between(start: datetime | None, end: datetime | None) -> float | Non
 
 @dataclass
 class Phase:
+    """A step of a start, from its first line to its last. A step the server takes in several
+    goes (MySQL scans, applies a batch, scans on) has gaps: its seconds are its goes' only."""
+
     name: str
     start: datetime | None = None
     end: datetime | None = None
+    gaps: list[tuple[datetime, datetime]] = field(default_factory=list)
 
     @property
     def seconds(self) -> float | None:
-        return seconds_between(self.start, self.end)
+        whole = seconds_between(self.start, self.end)
+        if whole is None:
+            return None
+        return round(whole - sum((to - since).total_seconds() for since, to in self.gaps), 6)
+
+    def parts(self) -> list[tuple[datetime | None, datetime | None]]:
+        """Each go of the step, (start, end), in order."""
+        edges = [self.start] + [m for gap in self.gaps for m in gap] + [self.end]
+        return list(zip(edges[::2], edges[1::2], strict=True))
+
+    def resume(self, moment: datetime | None) -> None:
+        """Another go of a step that ended: the time since its end is no part of it."""
+        if self.end is not None and moment is not None and moment >= self.end:
+            if moment > self.end:
+                self.gaps.append((self.end, moment))
+            self.end = None
+
+    def add(self, start: datetime | None, end: datetime | None) -> None:
+        """A closed go from start to end, after the goes it has."""
+        if self.end is None or start is None or end is None or start < self.end:
+            return
+        self.resume(start)
+        self.end = end
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "start": iso(self.start), "end": iso(self.end), "seconds": self.seconds}
+        found = {"name": self.name, "start": iso(self.start), "end": iso(self.end), "seconds": self.seconds}
+        if self.gaps:
+            found["parts"] = [[iso(start), iso(end)] for start, end in self.parts()]
+        return found
+
+
+@dataclass
+class Batch:
+    """One batch of a recovery that applies its redo in several: where it began, the LSN its
+    redo was read up to (MariaDB; None for the final batch, which reads to the end), and the
+    pages or records it applied as the server logged them."""
+
+    start: datetime | None
+    lsn: int | None = None
+    pages: int | None = None
+    records: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"start": iso(self.start), "lsn": self.lsn, "pages": self.pages, "records": self.records}
+
+
+@dataclass
+class Progress:
+    """A progress line of a recovery: the redo read up to an LSN, or the pages left to recover."""
+
+    at: datetime | None
+    lsn: int | None = None
+    pages: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"at": iso(self.at), "lsn": self.lsn, "pages": self.pages}
 
 
 # Phases a server finishes before it is ready for connections.
@@ -48,6 +104,11 @@ class Episode:
     ready_at: datetime | None = None
     wal_files: list[int] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
+    # A recovery whose redo does not fit its buffer pool at once applies it in batches (MariaDB:
+    # "Multi-batch recovery needed at LSN"; MySQL: "Applying a batch of N redo log records").
+    batches: list[Batch] = field(default_factory=list)
+    multi_batch_lsn: int | None = None
+    progress: list[Progress] = field(default_factory=list)
     # The last timestamp seen in this start (not serialized): no duration may outlast it.
     last_seen: datetime | None = None
     # The start failed before it was ready (an assertion, a signal, an abort): why, in the
@@ -169,6 +230,9 @@ class Episode:
             "failure": self.failure,
             "wal_files": list(self.wal_files),
             "phases": [p.to_dict() for p in self.phases],
+            "multi_batch_lsn": self.multi_batch_lsn,
+            "batches": [b.to_dict() for b in self.batches],
+            "progress": [p.to_dict() for p in self.progress],
         }
 
 
