@@ -21,7 +21,7 @@ is refused with a message per field and nothing is queued.
 Exit codes: 0 done (the gate passed); 1 the gate found a regression (a slowdown the statistics
 call significant, beyond the threshold); 2 nothing could be decided (bad definition, the server
 unreachable or refusing the token, no run finished, no cell matching the baseline, too few runs
-for an interval); 3 `run
+for an interval, runs measured on a disturbed host unless --decide-on-disturbed-host); 3 `run
 --wait` / `wait`: the experiment finished but some of its runs failed.
 predict: 0 the worst case within --rto (or none given), 2 the worst case over --rto, 3 no answer
 (the server unreadable, the lab without comparable runs, the dashboard unreachable).
@@ -246,9 +246,7 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     if ci is None:
         return "no interval: fewer than 2 runs a side", False
     if not block.get("significant"):
-        # which side took longer, in words: the ratio alone follows the columns' order
-        longer = f"B {ratio:.2f}x as long as A" if ratio >= 1 else f"A {1 / ratio:.2f}x as long as B"
-        return f"no significant difference ({longer})", False
+        return f"no significant difference ({longer_text(ratio)})", False
     if ratio > 1 + threshold:
         beyond = f" beyond {threshold:.0%}" if threshold else ""
         return f"REGRESSION: B slower{beyond}, {ratio:.2f}x as long as A", True
@@ -257,12 +255,21 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     return "faster", False
 
 
-UNDECIDED = ("not compared", "no interval")
+def longer_text(ratio: float) -> str:
+    """Which side took longer, in words: the ratio alone follows the columns' order."""
+    return f"B {ratio:.2f}x as long as A" if ratio >= 1 else f"A {1 / ratio:.2f}x as long as B"
 
 
-def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple[list[list[str]], int, int]:
+UNDECIDED = ("not compared", "no interval", "undecided")
+
+
+def comparison_rows(
+    result: dict, metrics: list[str], threshold: float, decide_disturbed: bool = True
+) -> tuple[list[list[str]], int, int]:
     """The table a reviewer reads (a row per cell and metric), how many rows are regressions and
-    how many could not be decided (no values, or too few runs for an interval)."""
+    how many could not be decided (no values, or too few runs for an interval; for the gate,
+    unless `decide_disturbed`, runs measured on a disturbed host: other work can make a
+    difference, or hide one)."""
     first, second = (str(i) for i in result["experiments"][:2])
     rows, regressions, undecided = [], 0, 0
     for cell in result["cells"]:
@@ -277,6 +284,10 @@ def comparison_rows(result: dict, metrics: list[str], threshold: float) -> tuple
             said, regression = verdict(block, threshold)
             if not cell.get("comparable", True):  # a recovery after another crash: another measurement
                 said, regression = "not compared: the crash plans differ", False
+            elif cell.get("disturbed_runs") and not decide_disturbed and not said.startswith(UNDECIDED):
+                measured = f"; measured {longer_text(block['ratio'])}" if block.get("ratio") else ""
+                said = f"undecided: host disturbed in {cell['disturbed_runs']} runs{measured}"
+                regression = False
             elif cell.get("disturbed_runs"):
                 said += f" (host disturbed in {cell['disturbed_runs']} runs)"
             regressions += regression
@@ -339,9 +350,11 @@ COMPARISON_HEADERS = [
 ]  # fmt: skip
 
 
-def compare(api: Api, first: int, second: int, metrics: list[str], threshold: float, ignore=()) -> tuple:
+def compare(
+    api: Api, first: int, second: int, metrics: list[str], threshold: float, ignore=(), decide_disturbed=True
+) -> tuple:
     result = api.get("/api/compare/", experiments=f"{first},{second}", ignore=",".join(sorted(ignore)))
-    return result, *comparison_rows(result, metrics, threshold)
+    return result, *comparison_rows(result, metrics, threshold, decide_disturbed)
 
 
 def changed_settings(baseline: dict, candidate: dict) -> list[str]:
@@ -444,7 +457,7 @@ def command_gate(api: Api, args, out) -> int:
         print(runs_table(finished), file=out)
         raise ClientError(f"no run of experiment {experiment['id']} finished: nothing to compare")
     result, rows, regressions, undecided = compare(
-        api, args.baseline, experiment["id"], metrics, threshold, changed
+        api, args.baseline, experiment["id"], metrics, threshold, changed, args.decide_on_disturbed_host
     )
     if not rows:
         raise ClientError(
@@ -469,6 +482,13 @@ def command_gate(api: Api, args, out) -> int:
             "the crash plans of the baseline and this definition differ: a recovery after another "
             "crash is another measurement, so nothing was compared; gate against a baseline with the "
             "same crash plan"
+        )
+    disturbed = sum(row[-1].startswith("undecided: host disturbed") for row in rows)
+    if disturbed:
+        raise ClientError(
+            f"nothing decided: {disturbed} comparison(s) stand on runs measured while other work used "
+            "the host (their pages say what); rerun on a quiet host, or pass --decide-on-disturbed-host "
+            "to take the verdict as measured"
         )
     if undecided:  # a pass must stand on intervals: one run a side can never be significant
         raise ClientError(
@@ -582,6 +602,11 @@ def parser() -> argparse.ArgumentParser:
     gate.add_argument("--baseline", type=int, required=True, help="the experiment to compare with")
     gate.add_argument("--max-slowdown", default="10%", help="slowdown tolerated, e.g. 10%% (default)")
     gate.add_argument("--metric", action="append", help="recovery_seconds (default); repeat to add")
+    gate.add_argument(
+        "--decide-on-disturbed-host",
+        action="store_true",
+        help="give a verdict on runs measured while other work used the host (default: exit 2, undecided)",
+    )
     waiting(gate)
     keyed(gate)
     series_ = commands.add_parser("series", help="a recurring series' change points")

@@ -98,3 +98,24 @@ def test_the_same_definitions_differ_in_nothing_and_a_build_named_on_one_side_di
     # an imported experiment states nothing: every key of the other is listed, as not stated
     imported = definition_differences({"1": same, "2": {"imported": True}})
     assert {d["values"]["2"] for d in imported} == {"-"} and "crash.when" in [d["key"] for d in imported]
+
+
+def test_the_gate_decides_nothing_on_runs_of_a_disturbed_host_unless_asked(api):
+    """Issue 42: a slowdown measured while other work used the host is not a regression to fail a
+    build on: the gate's row is 'undecided' (exit 2); compare, and a gate asked to decide anyway,
+    keep the verdict with the disturbance said beside it."""
+    before, after = full_definition("before", workload=WORKLOAD), full_definition("after", workload=WORKLOAD)
+    a, b = pair(before, after, 3.0)
+    b.runs.update(disturbed=True, disturbed_reason="other processes used 40% of the CPUs")
+    answer = api.get("/api/compare/", {"experiments": f"{a.id},{b.id}"}).json()
+    assert answer["cells"][0]["disturbed_runs"] == 3
+    rows, regressions, undecided = comparison_rows(answer, ["recovery_seconds"], 0.25, decide_disturbed=False)
+    assert (regressions, undecided) == (0, 1)
+    assert rows[0][-1].startswith("undecided: host disturbed in 3 runs; measured B 3.")
+    assert "REGRESSION" not in rows[0][-1]
+    rows, regressions, undecided = comparison_rows(answer, ["recovery_seconds"], 0.25)
+    assert (regressions, undecided) == (1, 0)
+    assert (
+        rows[0][-1].startswith("REGRESSION: B slower beyond 25%")
+        and "(host disturbed in 3 runs)" in rows[0][-1]
+    )

@@ -152,7 +152,8 @@ class Timeline:
     moments: list[dict] = field(default_factory=list)
     zero: dict = field(default_factory=dict)
     # The recovery after the crash, as its progress lines told it: {"t": [s from the zero],
-    # "redo_read_bytes": [...], "redo_bytes": total, "batch_pages": [...]} (a batch's pages, or those left of it); and its batches.
+    # "redo_read_bytes": [...], "redo_bytes": total, "batch_pages": [...]} (a batch's pages, or
+    # those left of it); and its batches.
     progress: dict = field(default_factory=dict)
     batches: int = 0
     # MariaDB's batches after the first re-read their redo in the same bar; MySQL's scan between them
@@ -239,7 +240,7 @@ def _episode_bars(
             # a bar per batch, each from its first line to the next's (the last to the apply's end)
             starts = [_stamp(batch.start) for batch in episode.batches] + [_stamp(phase.end)]
             label = f"{label} ({len(episode.batches)} batches)"
-            for begin, end in zip(starts, starts[1:]):
+            for begin, end in zip(starts, starts[1:], strict=False):
                 timeline.bar(group, label, at(begin), at(end))
             continue
         for start, end in phase.parts():
