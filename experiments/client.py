@@ -290,6 +290,8 @@ def comparison_rows(
                 regression = False
             elif cell.get("disturbed_runs"):
                 said += f" (host disturbed in {cell['disturbed_runs']} runs)"
+            if metric == "downtime_seconds" and (cell.get("startup_change") or {}).get(second):
+                said += f"; {cell['startup_change'][second]}"  # the gated metric still decides
             regressions += regression
             undecided += said.startswith(UNDECIDED)
             ci = block.get("ratio_ci")

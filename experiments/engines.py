@@ -29,6 +29,10 @@ class Engine:
     # It checkpoints before its log is full, when this share of the redo log size (redo_log_size)
     # is written since the last checkpoint: a crash at a redo target must fit under it.
     reachable_share_of_log: float | None = None
+    # Its log replay, the phase engines are compared on like for like (the stored phases summed;
+    # the apply rate is the redo over it), and what its crash recovery figure holds, in words.
+    replay_phases: tuple[str, ...] = ("redo_scan", "redo_apply")
+    recovery_holds: str = ""
 
     @property
     def runnable(self) -> bool:
@@ -44,7 +48,14 @@ ENGINES: dict[str, Engine] = {
     engine.name: engine
     for engine in (
         # InnoDB's async flushing starts at 7/8 of the log's capacity; 0.75 leaves room to stop
-        Engine("innodb", "InnoDB", "#1f77b4", redo_bounded_by_log=True, reachable_share_of_log=0.75),
+        Engine(
+            "innodb",
+            "InnoDB",
+            "#1f77b4",
+            redo_bounded_by_log=True,
+            reachable_share_of_log=0.75,
+            recovery_holds="the redo scan and apply, 'Starting crash recovery' to the last batch applied",
+        ),
         Engine(
             "rocksdb",
             "MyRocks",
@@ -52,16 +63,29 @@ ENGINES: dict[str, Engine] = {
             own_log_file="rocksdb_LOG",
             own_log_upload="rocksdb_log",
             own_log_missing="MyRocks recovery is read from RocksDB's LOG: upload it",
+            replay_phases=("wal_replay",),
+            recovery_holds="RocksDB's WAL replay, from its LOG",
         ),
         Engine(
             "tokudb",
             "TokuDB",
             "#2ca02c",
             not_runnable="TokuDB does not run on MariaDB 10.11 hosts: import its logs instead",
+            recovery_holds="TokuFT's log replay, backward to the checkpoint and forward",
         ),
         # A checkpoint starts when the WAL since the last one reaches max_wal_size / (1 +
         # checkpoint_completion_target), 1/1.9 of it by default.
-        Engine("postgresql", "PostgreSQL", "#9467bd", reachable_share_of_log=0.45),
+        Engine(
+            "postgresql",
+            "PostgreSQL",
+            "#9467bd",
+            reachable_share_of_log=0.45,
+            replay_phases=("wal_replay",),
+            recovery_holds=(
+                "the data directory's fsync, the WAL replay ('redo starts at' to 'redo done at') and "
+                "the end-of-recovery checkpoint"
+            ),
+        ),
     )
 }
 RUNNABLE_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.runnable)
@@ -71,6 +95,14 @@ DEFAULT_ENGINE = RUNNABLE_ENGINES[0]
 
 def engine(name: str) -> Engine:
     return ENGINES[name]
+
+
+def replay_seconds(name: str, phases: dict) -> float | None:
+    """An engine's log replay in seconds from a run's stored phases; None where none was timed."""
+    if name not in ENGINES:
+        return None
+    timed = [phases[phase] for phase in ENGINES[name].replay_phases if phases.get(phase) is not None]
+    return round(sum(timed), 6) if timed else None
 
 
 def engine_order(name: str) -> int:

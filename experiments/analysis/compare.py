@@ -14,7 +14,7 @@ from experiments.analysis import aa, stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
-from experiments.engines import engine_order
+from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
 from experiments.units import GIB, as_row_id
 from workers.runner.contract import SYSTEM_BUILD
@@ -22,7 +22,10 @@ from workers.runner.contract import SYSTEM_BUILD
 # metric -> (what it is in a sentence, less is better)
 COMPARED_METRICS = {
     "recovery_seconds": ("crash recovery", True),
+    "replay_seconds": ("log replay", True),
     "downtime_seconds": ("downtime", True),
+    "startup_rest_seconds": ("rest of start-up", True),
+    "clean_start_seconds": ("clean start", True),
     "ready_seconds": ("start to ready", True),
     "recovery_seconds_per_gib_redo": ("recovery per GiB of redo", True),
     "recovery_seconds_per_1000_rows": ("recovery per 1000 rows inserted", True),
@@ -36,13 +39,19 @@ REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_
 
 
 def normalised(row: dict) -> dict:
-    """The row with recovery per GiB of redo and per 1000 rows inserted: comparable when two runs
-    did different amounts of work."""
+    """The row with recovery per GiB of redo and per 1000 rows inserted (comparable when two runs
+    did different amounts of work), its engine's log replay alone (the like phase across
+    engines), and the downtime less the crash recovery (the rest of start-up)."""
     recovery, redo, rows = row.get("recovery_seconds"), row.get("redo_bytes"), row.get("rows_inserted")
+    downtime = row.get("downtime_seconds")
     return {
         **row,
         "recovery_seconds_per_gib_redo": recovery / (redo / GIB) if recovery is not None and redo else None,
         "recovery_seconds_per_1000_rows": recovery / (rows / 1000) if recovery is not None and rows else None,
+        "replay_seconds": replay_seconds(row["engine"], row.get("phases") or {}),
+        "startup_rest_seconds": (
+            max(downtime - recovery, 0.0) if downtime is not None and recovery is not None else None
+        ),
     }
 
 
@@ -145,8 +154,15 @@ def compare_experiments(
         matched_on = {"parameters": dict(parameters), "server_options": dict(options)}
         label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(matched_on) or 'the same settings'}"
         side_names = {str(i): _experiment_name(i, versions) for i in experiment_ids}
-        cell["sentences"] = _sentences(cell["metrics"], side_names, str(experiment_ids[0]), label)
-        cell["regressions"] = _regressions(cell["metrics"], side_names, str(experiment_ids[0]), label)
+        baseline = str(experiment_ids[0])
+        cell["startup_change"] = {
+            side: said
+            for side in side_names
+            if side != baseline and (said := startup_change(cell["metrics"], side, baseline))
+        }
+        cell["sentences"] = _sentences(cell["metrics"], side_names, baseline, label, cell["startup_change"])
+        startup = cell["startup_change"]
+        cell["regressions"] = _regressions(cell["metrics"], side_names, baseline, label, startup)
         cell["comparable"] = not crash
         if crash:  # a recovery after another crash is another measurement
             cell["not_compared"] = (
@@ -214,11 +230,19 @@ def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) ->
             parameters, options = key
             label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
             side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
+            sentences = _sentences(
+                metrics, side_names, sides[0], f"at {label}", subject_first=True, compared=ENGINE_METRICS
+            )
+            holds = "; ".join(f"{side_names[e]}, {ENGINES[e].recovery_holds}" for e in sides if e in ENGINES)
             cell = {
                 "parameters": dict(parameters),
                 "server_options": dict(options),
                 "metrics": metrics,
-                "sentences": _sentences(metrics, side_names, sides[0], f"at {label}", subject_first=True),
+                "sentences": [
+                    *sentences,
+                    f"at {label}: what each crash recovery holds: {holds}. The log replay is the like "
+                    "phase: the apply rates are the redo over it",
+                ],
             }
             _say_disturbed(cell, per_side)
             cells.append(cell)
@@ -242,21 +266,54 @@ def _experiment_name(experiment_id: int, versions: dict) -> str:
     return f"#{experiment_id}" + (f" ({version})" if version and len(set(versions.values())) > 1 else "")
 
 
+# What a manager reads about two experiments, and about engines at equal work (their log replay
+# first: it is the phase they share; the whole recovery holds other work, said beside it).
+EXPERIMENT_METRICS = ("recovery_seconds", "downtime_seconds")
+ENGINE_METRICS = ("replay_seconds", "recovery_seconds", "downtime_seconds")
+
+
 def _sentences(
-    metrics: dict, side_names: dict, baseline: str, label: str, subject_first: bool = False
+    metrics: dict,
+    side_names: dict,
+    baseline: str,
+    label: str,
+    startup: dict | None = None,
+    subject_first: bool = False,
+    compared: tuple = EXPERIMENT_METRICS,
 ) -> list[str]:
-    """Findings a manager reads, for recovery and downtime."""
+    """Findings a manager reads; a downtime that moved with the clean start says it is start-up."""
     found = []
-    for metric in ("recovery_seconds", "downtime_seconds"):
+    for metric in compared:
         block = metrics.get(metric)
         if not block:
             continue
         what = COMPARED_METRICS[metric][0]
         for side, result in block["versus"].items():
-            found.append(
-                finding_sentence(what, side_names[side], side_names[baseline], label, result, subject_first)
-            )
+            names = side_names[side], side_names[baseline]
+            said = finding_sentence(what, *names, label, result, subject_first)
+            if metric == "downtime_seconds" and (startup or {}).get(side):
+                said += f": {startup[side]}"
+            found.append(said)
     return found
+
+
+def startup_change(metrics: dict, side: str, baseline: str) -> str | None:
+    """Where the downtime grew and the clean start grew by at least half as much, the server's
+    own start got slower, not its crash recovery: said in words with both, else None."""
+    grew = {}
+    for metric in ("downtime_seconds", "clean_start_seconds", "recovery_seconds"):
+        block = metrics.get(metric) or {}
+        now, before = (block.get(side) or {}).get("median"), (block.get(baseline) or {}).get("median")
+        grew[metric] = None if now is None or before is None else now - before
+    downtime, clean = grew["downtime_seconds"], grew["clean_start_seconds"]
+    if downtime is None or clean is None or downtime <= 0 or clean < 0.5 * downtime:
+        return None
+    recovery = grew["recovery_seconds"]
+    recovered = f", crash recovery {recovery:+.2f} s" if recovery is not None else ""
+    return (
+        f"a start-up change, not a recovery one: the clean start grew alike ({clean:+.2f} s of the "
+        f"downtime's {downtime:+.2f} s{recovered}, medians)"
+    )
 
 
 def finding_sentence(
@@ -300,18 +357,22 @@ def finding_sentence(
     )
 
 
-def _regressions(metrics: dict, side_names: dict, baseline: str, label: str) -> list[str]:
-    """Slowdowns beyond the noise against the first experiment (the baseline version or build)."""
+def _regressions(metrics: dict, side_names: dict, baseline: str, label: str, startup: dict) -> list[str]:
+    """Slowdowns beyond the noise against the first experiment (the baseline version or build); a
+    downtime that moved with the clean start is named a start-up change."""
     found = []
     for metric in REGRESSION_METRICS:
         block = metrics.get(metric)
         for side, result in (block or {}).get("versus", {}).items():
             if result["significant"] and result["ratio"] and result["ratio"] > 1:
                 low, high = result["ratio_ci"]
-                found.append(
+                said = (
                     f"{label}: {COMPARED_METRICS[metric][0]} {result['ratio']:.2f}x slower in "
                     f"{side_names[side]} than in {side_names[baseline]} (95% CI {low:.2f}-{high:.2f}x)"
                 )
+                if metric == "downtime_seconds" and startup.get(side):
+                    said += f": {startup[side]}"
+                found.append(said)
     return found
 
 
