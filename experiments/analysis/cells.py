@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from experiments.analysis import stats
 from experiments.metrics import NUMERIC_METRICS
+from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
 from workers.runner.contract import SYSTEM_BUILD
 
@@ -118,6 +119,8 @@ class Cell:
     summaries: dict[str, stats.Summary] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     rate_note: str = ""
+    # The crash was planned at a redo target (crash.redo_bytes) its runs did not reach.
+    target_note: str = ""
 
     def median(self, metric: str) -> float | None:
         return self.summaries[metric].median
@@ -170,6 +173,7 @@ def build_cells(rows: list[dict]) -> list[Cell]:
         cell.rate_note = _rate_note(
             grouped[key][0].get("insert_rate"), cell.summaries["achieved_insert_rate"]
         )
+        cell.target_note = _target_note(cell.parameters.get("crash_redo_bytes"), cell.summaries["redo_bytes"])
     return list(cells.values())
 
 
@@ -182,6 +186,22 @@ def _rate_note(asked: int | None, reached: stats.Summary) -> str:
     if not asked or reached.median is None or reached.median >= RATE_REACHED_SHARE * asked:
         return ""
     return f"reached {reached.median:,.0f} of the {asked:,} rows/s asked for: not the same work"
+
+
+def _target_note(target: str | None, redo: stats.Summary) -> str:
+    """Where a cell's runs crashed short of the redo target it is labelled with (by the share a
+    rate must reach too), what they reached, in words; "" otherwise."""
+    try:
+        goal = parse_size(target) if target else None
+    except SizeError:
+        return ""
+    if not goal or redo.median is None or redo.median >= RATE_REACHED_SHARE * goal:
+        return ""
+    return (
+        f"crashed at {redo.median / MIB:,.1f} MiB of redo (median of {redo.n}), "
+        f"{1 - redo.median / goal:.0%} short of its {target} target: the workload ended first "
+        "(give it more time_seconds)"
+    )
 
 
 def varied_axes(rows: list[dict]) -> list[str]:

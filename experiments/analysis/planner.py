@@ -127,7 +127,7 @@ def plan(
         raise PlanRefused("every run replayed the same redo: vary the insert rate or redo log size", n)
     fit = fit_line(xs, ys)  # the line and slope interval the charts draw
     t = stats.t.ppf((1 + CONFIDENCE) / 2, n - 2)
-    if fit.slope_ci[0] <= 0:
+    if not fit.slope_ci[0] > 0 or not fit.slope > 0:  # (NaN where every downtime was the same)
         raise PlanRefused(
             "downtime does not grow measurably with redo in these runs (the slope's 95% interval "
             "reaches zero): redo volume is not what limits it here",

@@ -249,6 +249,10 @@ def caveats(runs: list, cells: list[Cell]) -> list[str]:
             found.append(f"{cell.label}: {reason}; read its values as rough.")
         if cell.rate_note:
             found.append(f"{cell.label}: the workload {cell.rate_note}.")
+    missed = [cell for cell in cells if cell.target_note]
+    if missed:
+        found.append(f"{len(missed)} of {len(cells)} cells crashed short of their redo target:")
+        found += _listed([f"{cell.label}: {cell.target_note}." for cell in missed])
     imported = [r for r in runs if r.imported]
     if imported:
         found.append(
