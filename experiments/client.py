@@ -45,13 +45,13 @@ from urllib3.util.retry import Retry
 from experiments import production
 from experiments.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
 from experiments.yaml_input import YamlRefused, load_plain_yaml
-from workers.runner.contract import SYSTEM_BUILD
+from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
 FINISHED = ("done", "partial", "failed", "cancelled")
 DEFAULT_METRICS = ("recovery_seconds",)
 # Parameters a stored definition leaves out unless named, and what their absence means.
-UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD}
+UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING}
 THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
 # A refused connection or a 502/503/504 is tried again this many times, with backoff (~1 min).
 DEFAULT_RETRIES = 6

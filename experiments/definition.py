@@ -123,6 +123,10 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     # The server binaries to run: "system" (the host's installed server) or a build the host's
     # probe lists under WORK_DIR/builds/NAME/. Left out of a run's parameters unless named.
     "server_build": (_matching(BUILD_NAME, "a build name like 10.11.9 or system"), None),
+    # held_back: the method's, the engine's flushing held back so recovery replays the redo the
+    # workload wrote; natural: the server's own flushing, as in production (what a bigger log
+    # buys while running). Left out of a run's parameters unless named: absent is held_back.
+    "flushing": (_one_of(*contract.FLUSHING), None),
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters. Each is
@@ -293,7 +297,12 @@ class ExperimentDefinition:
                     matrix_index=index,
                     host=host,
                     engine=engine,
-                    parameters=dict(zip(param_names, param_values, strict=True)),
+                    parameters={
+                        name: value
+                        for name, value in zip(param_names, param_values, strict=True)
+                        # the default is left unsaid, as runs made before it could be named are
+                        if not (name == "flushing" and value == contract.DEFAULT_FLUSHING)
+                    },
                     server_options=dict(zip(option_names, option_values, strict=True)),
                     repetition=repetition,
                 )

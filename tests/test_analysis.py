@@ -476,7 +476,7 @@ def test_a_difference_that_is_not_significant_still_says_which_side_took_longer(
 ):
     """Builds whose names sort against their speed: the sentence names the slower one in words,
     whatever the order of the names."""
-    from experiments.analysis.compare import finding_sentence
+    from experiments.analysis.sentences import finding_sentence
 
     result = {"ratio": ratio, "ratio_ci": ci, "significant": False}
     said = finding_sentence("crash recovery", "build system", "build mariadb-11.8", "log 96M", result, False)

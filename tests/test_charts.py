@@ -260,36 +260,32 @@ def test_a_straight_fit_on_log_axes_is_drawn_as_the_curve_it_is_there():
     assert fit["y"] == pytest.approx([1e-8 * x + 0.1 for x in fit["x"]])  # on the line
 
 
-def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_spreads_their_labels():
+def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_says_why_a_panel_is_missing():
     """Issue 34: an imported crash of 86 s (no workload measured) stretched the trade-off's axis
-    and pressed the live cells against zero; close points' labels hid each other."""
+    and pressed the live cells against zero. Issue 42: the log sizes are its axis, sorted by size
+    (not as text), each point with its interval; pages written all zero (flushing held back) is
+    no panel, said with what to change."""
     from experiments.charts.tradeoff import tradeoff_chart
 
     rows = [
-        row(i, recovery_seconds=0.1 + 0.01 * i, workload_tps=2000.0, log_bytes_written=10 << 20,
+        row(i, recovery_seconds=0.1 + 0.01 * i, workload_tps=2000.0 + i, log_bytes_written=(10 << 20) + i,
             parameters={"buffer_pool_size": "128M", "redo_log_size": log, "insert_rate": 0})
-        for i, log in enumerate(["64M", "64M", "64M", "512M", "512M", "512M"], start=1)
+        for i, log in enumerate(["512M", "512M", "512M", "64M", "64M", "64M", "1G", "1G", "1G"], start=1)
     ] + [
-        row(9, recovery_seconds=86.0, imported=True, host_label="db7.prod",
+        row(19, recovery_seconds=86.0, imported=True, host_label="db7.prod",
             parameters={"buffer_pool_size": "8G", "redo_log_size": "2G", "insert_rate": 0})
     ]  # fmt: skip
     figure = tradeoff_chart(build_cells(rows))
-    plotted = {x for trace in figure["data"] for x in trace["x"]}
-    assert plotted and max(plotted) < 1  # the imported 86 s is not on it
-    tps = next(trace for trace in figure["data"] if trace["name"] == "InnoDB: TPS")
-    assert tps["textposition"] == ["top center", "bottom center"]  # neighbours' labels apart
-    # pages counted and all zero (the checkpoint held back): no axis of pages
-    assert "yaxis3" not in figure["layout"]
-
-
-def test_trade_off_labels_go_above_the_higher_points_and_below_the_lower():
-    """The demo's InnoDB cells: 4,350 TPS at log 512M and 3,950 at 64M, at the same recovery;
-    labels in turn by recovery put 512M's below its point and onto 64M's label."""
-    from experiments.charts.tradeoff import label_positions
-
-    assert label_positions([3950.0, 4350.0]) == ["bottom center", "top center"]
-    assert label_positions([4350.0, 3950.0, 4100.0]) == ["top center", "bottom center", "top center"]
-    assert label_positions([None, 5.0]) == ["bottom center", "top center"]
+    layout = figure["layout"]
+    assert layout["xaxis"]["categoryarray"] == ["64M", "512M", "1G"]  # by size; the import is not on it
+    titles = [layout[axis]["title"]["text"] for axis in ("yaxis", "yaxis2", "yaxis3")]
+    assert titles == ["crash recovery (s)", "log written while running (MiB)", "workload TPS"]
+    (note,) = layout["meta"]["notes"]
+    assert "every cell wrote 0 pages while running, as flushing was held back" in note
+    assert "parameters.flushing: [natural]" in note
+    recovery = next(trace for trace in figure["data"] if trace["yaxis"] == "y")
+    assert recovery["x"] == ["64M", "512M", "1G"] and all(v > 0 for v in recovery["error_y"]["array"])
+    assert recovery["y"][0] == pytest.approx(0.15)  # the median of 64M's three
 
 
 def test_byte_ticks_are_in_one_unit_and_never_count_past_1000_of_it():

@@ -297,3 +297,30 @@ def test_a_redo_target_swept_is_a_dimension_of_the_matrix_and_each_run_crashes_a
     assert "crash.after_seconds" in errors_of(
         {**raw, "crash": {"when": "during_workload", "after_seconds": [5, 0]}}
     )
+
+
+def test_flushing_is_a_dimension_whose_default_a_run_leaves_unsaid():
+    """Issue 42: flushing held back (the method's) or natural (the server's own, as in production)
+    is swept like any parameter; a run of the default names none, as runs made before it did, so
+    the two still match in compare; the runner takes only the two words."""
+    from workers.runner.contract import RunFailed, RunSpec
+
+    raw = definition(
+        engines=["innodb"],
+        repetitions=1,
+        server_options={},
+        parameters={"flushing": ["held_back", "natural"], "redo_log_size": ["1G"]},
+    )
+    runs = list(validate_definition(raw, HOSTS).expand())
+    assert sorted(r.parameters.get("flushing", "-") for r in runs) == ["-", "natural"]
+    errors = errors_of(definition(parameters={"flushing": ["lazy"]}))
+    assert errors["parameters.flushing"] == ["'lazy' is not one of held_back, natural"]
+    spec = {
+        "run_id": 1,
+        "engine": "innodb",
+        "parameters": {"flushing": "lazy"},
+        "workload": {"name": "oltp_insert"},
+        "crash": {"when": "after_workload"},
+    }
+    with pytest.raises(RunFailed, match="flushing must be one of held_back, natural"):
+        RunSpec.from_dict(spec)

@@ -97,6 +97,7 @@ def test_a_postgresql_run_kills_its_whole_cluster_replays_the_wal_and_finds_the_
     assert result["server_version"].startswith("PostgreSQL 15.")
     settings_in_effect = result["effective_settings"]
     assert (settings_in_effect["shared_buffers"], settings_in_effect["max_wal_size"]) == ("64MB", "256MB")
+    assert settings_in_effect["checkpoint_timeout"] == "1d"  # flushing held back: no checkpoint by time
     # every process the cluster ever had is gone: the postmaster and its children, each by pid
     pids = {int(pid) for pid in re.findall(r"^\S+ \S+ UTC \[(\d+)\]", log, re.MULTILINE)}
     assert len(pids) > 10
@@ -157,10 +158,13 @@ def _cmdline(proc: Path) -> str:
 @pytest.mark.mariadb
 def test_a_transaction_open_at_the_kill_is_rolled_back_and_a_redo_target_is_reached(tmp_path):
     (tmp_path / "open").mkdir()
+    natural = {"buffer_pool_size": "64M", "redo_log_size": "256M", "flushing": "natural"}
     opened = run_runner(
-        tmp_path / "open", pg_spec(3303, {"when": "during_transaction", "open_rows": 20_000}, events=500)
+        tmp_path / "open",
+        pg_spec(3303, {"when": "during_transaction", "open_rows": 20_000}, events=500, parameters=natural),
     )
     assert opened["crash_plan"] == {"open_rows": 20_000, "rows_left_after_recovery": 0}
+    assert opened["effective_settings"]["checkpoint_timeout"] == "5min"  # natural: the server's own
     assert opened["verified"] is True
     (tmp_path / "redo").mkdir()
     target = run_runner(

@@ -12,7 +12,7 @@ from experiments.analysis import stats
 from experiments.metrics import NUMERIC_METRICS
 from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
-from workers.runner.contract import SYSTEM_BUILD
+from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 ENGINE_NAMES = ENGINE_LABELS
 ROW_FIELDS = (
@@ -56,6 +56,7 @@ PARAMETER_LABELS = {
     "insert_rate": "rate",
     "binlog_files": "binlogs",
     "server_build": "build",
+    "flushing": "flushing",
     "crash_when": "crash",
     "crash_redo_bytes": "crash at redo",
     "crash_after_seconds": "crash after s",
@@ -217,6 +218,7 @@ def varied_axes(rows: list[dict]) -> list[str]:
         for name, value in row["server_options"].items():
             values[name].add(str(value))
         values["server_build"].add(row["parameters"].get("server_build", SYSTEM_BUILD))
-    order = [*PARAMETER_ORDER, "engine", "host", "server_build", "server_version"]
+        values["flushing"].add(row["parameters"].get("flushing", DEFAULT_FLUSHING))
+    order = [*PARAMETER_ORDER, "engine", "host", "server_build", "flushing", "server_version"]
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

@@ -14,28 +14,20 @@ from experiments.analysis import aa, stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
+from experiments.analysis.sentences import (
+    COMPARED_METRICS,
+    ENGINE_METRICS,
+    regressions,
+    sentences,
+    startup_change,
+)
 from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
 from experiments.units import GIB, as_row_id
-from workers.runner.contract import SYSTEM_BUILD
+from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
-# metric -> (what it is in a sentence, less is better)
-COMPARED_METRICS = {
-    "recovery_seconds": ("crash recovery", True),
-    "replay_seconds": ("log replay", True),
-    "downtime_seconds": ("downtime", True),
-    "startup_rest_seconds": ("rest of start-up", True),
-    "clean_start_seconds": ("clean start", True),
-    "ready_seconds": ("start to ready", True),
-    "recovery_seconds_per_gib_redo": ("recovery per GiB of redo", True),
-    "recovery_seconds_per_1000_rows": ("recovery per 1000 rows inserted", True),
-    "redo_bytes": ("redo to replay", True),
-    "redo_apply_mb_per_s": ("redo apply rate", False),
-    "workload_tps": ("workload TPS", False),
-    "achieved_insert_rate": ("insert rate reached", False),
-}
-# Slower by a significant margin on these: a regression.
-REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gib_redo")
+# Parameters a run names only when its definition did, and what their absence means.
+ABSENT_PARAMETERS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING}
 
 
 def normalised(row: dict) -> dict:
@@ -160,9 +152,9 @@ def compare_experiments(
             for side in side_names
             if side != baseline and (said := startup_change(cell["metrics"], side, baseline))
         }
-        cell["sentences"] = _sentences(cell["metrics"], side_names, baseline, label, cell["startup_change"])
+        cell["sentences"] = sentences(cell["metrics"], side_names, baseline, label, cell["startup_change"])
         startup = cell["startup_change"]
-        cell["regressions"] = _regressions(cell["metrics"], side_names, baseline, label, startup)
+        cell["regressions"] = regressions(cell["metrics"], side_names, baseline, label, startup)
         cell["comparable"] = not crash
         if crash:  # a recovery after another crash is another measurement
             cell["not_compared"] = (
@@ -210,8 +202,8 @@ def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
                 for row in rows
                 if name in row["parameters"] or name in row["server_options"]
             }
-            if not values and name == "server_build":
-                values = {SYSTEM_BUILD}  # named by none of its runs: the system's build
+            if not values and name in ABSENT_PARAMETERS:
+                values = {ABSENT_PARAMETERS[name]}  # named by none of its runs: the system's build
             if values:
                 found.setdefault(str(side), {})[name] = sorted(values)
     return found
@@ -230,7 +222,7 @@ def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) ->
             parameters, options = key
             label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
             side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
-            sentences = _sentences(
+            said = sentences(
                 metrics, side_names, sides[0], f"at {label}", subject_first=True, compared=ENGINE_METRICS
             )
             holds = "; ".join(f"{side_names[e]}, {ENGINES[e].recovery_holds}" for e in sides if e in ENGINES)
@@ -239,7 +231,7 @@ def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) ->
                 "server_options": dict(options),
                 "metrics": metrics,
                 "sentences": [
-                    *sentences,
+                    *said,
                     f"at {label}: what each crash recovery holds: {holds}. The log replay is the like "
                     "phase: the apply rates are the redo over it",
                 ],
@@ -264,116 +256,6 @@ def _experiment_name(experiment_id: int, versions: dict) -> str:
     header gives the full names)."""
     version = versions.get(experiment_id)
     return f"#{experiment_id}" + (f" ({version})" if version and len(set(versions.values())) > 1 else "")
-
-
-# What a manager reads about two experiments, and about engines at equal work (their log replay
-# first: it is the phase they share; the whole recovery holds other work, said beside it).
-EXPERIMENT_METRICS = ("recovery_seconds", "downtime_seconds")
-ENGINE_METRICS = ("replay_seconds", "recovery_seconds", "downtime_seconds")
-
-
-def _sentences(
-    metrics: dict,
-    side_names: dict,
-    baseline: str,
-    label: str,
-    startup: dict | None = None,
-    subject_first: bool = False,
-    compared: tuple = EXPERIMENT_METRICS,
-) -> list[str]:
-    """Findings a manager reads; a downtime that moved with the clean start says it is start-up."""
-    found = []
-    for metric in compared:
-        block = metrics.get(metric)
-        if not block:
-            continue
-        what = COMPARED_METRICS[metric][0]
-        for side, result in block["versus"].items():
-            names = side_names[side], side_names[baseline]
-            said = finding_sentence(what, *names, label, result, subject_first)
-            if metric == "downtime_seconds" and (startup or {}).get(side):
-                said += f": {startup[side]}"
-            found.append(said)
-    return found
-
-
-def startup_change(metrics: dict, side: str, baseline: str) -> str | None:
-    """Where the downtime grew and the clean start grew by at least half as much, the server's
-    own start got slower, not its crash recovery: said in words with both, else None."""
-    grew = {}
-    for metric in ("downtime_seconds", "clean_start_seconds", "recovery_seconds"):
-        block = metrics.get(metric) or {}
-        now, before = (block.get(side) or {}).get("median"), (block.get(baseline) or {}).get("median")
-        grew[metric] = None if now is None or before is None else now - before
-    downtime, clean = grew["downtime_seconds"], grew["clean_start_seconds"]
-    if downtime is None or clean is None or downtime <= 0 or clean < 0.5 * downtime:
-        return None
-    recovery = grew["recovery_seconds"]
-    recovered = f", crash recovery {recovery:+.2f} s" if recovery is not None else ""
-    return (
-        f"a start-up change, not a recovery one: the clean start grew alike ({clean:+.2f} s of the "
-        f"downtime's {downtime:+.2f} s{recovered}, medians)"
-    )
-
-
-def finding_sentence(
-    what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool
-) -> str:
-    ratio, ci = result["ratio"], result["ratio_ci"]
-    where = f"{label}: " if not subject_first else ""
-    tail = f" {label}" if subject_first else ""
-    if ratio is None:
-        return f"{where}{what} of {subject} and {baseline} cannot be compared (no values on one side){tail}"
-    if ci is None:
-        return (
-            f"{where}{what}: {subject} took {ratio:.2f}x the time of {baseline}{tail}, "
-            "but with fewer than 2 runs a side there is no interval: repeat the runs"
-        )
-    if not result["significant"]:
-        floor = result.get("min_effect") or 1.0
-        within = f"; within the noise floor of {floor:.2f}x" if result.get("within_floor") else ""
-        if result.get("within_family"):  # a small p alone, one of many tests on the page
-            within += (
-                f"; p {result['p_value']:.2g} alone, {result['p_adjusted']:.2g} over the "
-                f"{result['family']} comparisons here"
-            )
-        # which side took longer, in words: a bare ratio follows the names' order, which a
-        # reader cannot see ("(0.87x)" had meant the second side was 15% slower)
-        if ratio >= 1:
-            longer, shorter, times, low, high = subject, baseline, ratio, ci[0], ci[1]
-        else:
-            longer, shorter, times, low, high = baseline, subject, 1 / ratio, 1 / ci[1], 1 / ci[0]
-        return (
-            f"{where}no significant difference in {what} between {subject} and {baseline}{tail}: "
-            f"{longer} took {times:.2f}x as long as {shorter} (95% CI {low:.2f}-{high:.2f}x{within})"
-        )
-    if ratio < 1:
-        return (
-            f"{where}{subject}: {what} {1 / ratio:.1f}x faster than {baseline}{tail}, "
-            f"95% CI {1 / ci[1]:.1f}-{1 / ci[0]:.1f}x"
-        )
-    return (
-        f"{where}{subject}: {what} {ratio:.1f}x slower than {baseline}{tail}, 95% CI {ci[0]:.1f}-{ci[1]:.1f}x"
-    )
-
-
-def _regressions(metrics: dict, side_names: dict, baseline: str, label: str, startup: dict) -> list[str]:
-    """Slowdowns beyond the noise against the first experiment (the baseline version or build); a
-    downtime that moved with the clean start is named a start-up change."""
-    found = []
-    for metric in REGRESSION_METRICS:
-        block = metrics.get(metric)
-        for side, result in (block or {}).get("versus", {}).items():
-            if result["significant"] and result["ratio"] and result["ratio"] > 1:
-                low, high = result["ratio_ci"]
-                said = (
-                    f"{label}: {COMPARED_METRICS[metric][0]} {result['ratio']:.2f}x slower in "
-                    f"{side_names[side]} than in {side_names[baseline]} (95% CI {low:.2f}-{high:.2f}x)"
-                )
-                if metric == "downtime_seconds" and startup.get(side):
-                    said += f": {startup[side]}"
-                found.append(said)
-    return found
 
 
 MAX_COMPARED = 6

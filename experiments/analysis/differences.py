@@ -3,12 +3,12 @@ matrix and of how a run is made (workload and its events, time or rate, crash pl
 repetitions, server options, builds, hosts), so a comparison never reads as like for like when
 it is not. Plain dicts in and out."""
 
-from workers.runner.contract import SYSTEM_BUILD
+from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 # Keys that do not change what a run measures: what the experiment is called and why.
 NOT_COMPARED = {"name", "description", "tags", "imported"}
 # A key absent from a stored definition where the server assumes a value.
-ABSENT_MEANS = {"parameters.server_build": SYSTEM_BUILD}
+ABSENT_MEANS = {"parameters.server_build": SYSTEM_BUILD, "parameters.flushing": DEFAULT_FLUSHING}
 KINDS = {
     "workload": "workload",
     "crash": "crash plan",

@@ -6,7 +6,7 @@ from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.units import binary_ticks
 from experiments.vocabulary import ENGINE_COLOURS
-from workers.runner.contract import SYSTEM_BUILD
+from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 SERIES = (
@@ -107,6 +107,8 @@ def axis_value(row: dict, axis: str):
         return row["server_version"] or "unknown"
     if axis == "server_build":
         return row["parameters"].get("server_build", SYSTEM_BUILD)
+    if axis == "flushing":
+        return row["parameters"].get("flushing", DEFAULT_FLUSHING)
     if axis in row["server_options"]:
         return str(row["server_options"][axis])
     if axis in row["parameters"]:

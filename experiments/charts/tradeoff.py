@@ -1,34 +1,50 @@
-"""The trade-off of a bigger redo log: what it buys while running (TPS, fewer writes) against
-what it costs at recovery, a point per cell labelled with its log size."""
+"""The trade-off of a bigger redo log (seed 004's question): against the log size, what it
+costs at recovery and what it buys while running (fewer page writes, more TPS), each a median
+with its 95% interval; a series per engine and per other setting that differs. A panel that
+cannot say anything (pages written all zero: flushing held back) is left out with the reason
+and what to change said under the chart."""
 
-import numpy as np
+from experiments.analysis.cells import ENGINE_NAMES, Cell, settings_text
+from experiments.charts.layout import base_layout, colour
+from experiments.units import MIB, parse_size
+from workers.runner.contract import DEFAULT_FLUSHING
 
-from experiments.analysis.cells import ENGINE_NAMES, Cell
-from experiments.charts.layout import axis_layout, base_layout, colour
-from experiments.units import MIB
+# (metric, panel title, scale): top to bottom
+PANELS = (
+    ("recovery_seconds", "crash recovery (s)", 1.0),
+    ("pages_written", "pages written while running", 1.0),
+    ("log_bytes_written", "log written while running (MiB)", 1 / MIB),
+    ("workload_tps", "workload TPS", 1.0),
+)
+GAP = 0.05
+FLUSHING_WORDS = {"held_back": "held back", "natural": "natural"}
 
 
-def label_positions(values: list) -> list[str]:
-    """Where each point's label goes: above the points in the upper half of their series, below
-    those in the lower half, so two close points push their labels apart (in turn where equal)."""
-    known = sorted(v for v in values if v is not None)
-    if not known:
-        return ["top center"] * len(values)
-    middle = float(np.median(known))
-    positions, ties = [], 0
-    for value in values:
-        if value is None or value != middle:
-            positions.append("top center" if value is not None and value > middle else "bottom center")
-        else:
-            positions.append("top center" if ties % 2 == 0 else "bottom center")
-            ties += 1
-    return positions
+def _log_bytes(cell: Cell) -> int:
+    return _sized(str(cell.parameters.get("redo_log_size")))
+
+
+def _series(cells: list[Cell]) -> dict[tuple, list[Cell]]:
+    """The cells by engine and by every other setting that differs among them (the log size
+    is the axis), each series' cells by log size."""
+
+    def others(cell: Cell) -> dict:
+        parameters = {k: v for k, v in cell.parameters.items() if k != "redo_log_size"}
+        return {"parameters": parameters, "server_options": cell.server_options}
+
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault((cell.engine, settings_text(others(cell))), []).append(cell)
+    return {key: sorted(mine, key=_log_bytes) for key, mine in sorted(groups.items())}
+
+
+def flushing_of(cells: list[Cell]) -> list[str]:
+    return sorted({c.parameters.get("flushing", DEFAULT_FLUSHING) for c in cells})
 
 
 def tradeoff_chart(cells: list[Cell]) -> dict:
-    """The throughput side of a bigger log: workload TPS (left) and log / page writes (right)
-    against recovery time, a point per cell labelled with its redo log size."""
-    traces, with_pages = [], False
+    """A panel per PANELS metric against the redo log size, a point per cell with its interval.
+    `layout.meta.notes`: why a panel was left out, and what to change."""
     # Only cells whose running side was measured (an imported production crash of 86 s, with no
     # workload, stretched the axis and pressed every live cell against zero: issue 34).
     measured = [
@@ -37,86 +53,92 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
         if c.median("recovery_seconds") is not None
         and (c.median("workload_tps") is not None or c.median("log_bytes_written") is not None)
     ]
-    for index, engine in enumerate(sorted({c.engine for c in measured})):
-        mine = sorted((c for c in measured if c.engine == engine), key=lambda c: c.median("recovery_seconds"))
-        recovery = [c.median("recovery_seconds") for c in mine]
-        text = [f"log {c.parameters.get('redo_log_size', '?')}" for c in mine]
-        name = ENGINE_NAMES.get(engine, engine)
-        tps = [c.median("workload_tps") for c in mine]
-        common = {
-            "mode": "markers+text",
-            "type": "scatter",
-            "x": recovery,
-            "text": text,
-            "legendgroup": name,
-            "marker": {"color": colour(engine, index), "size": 10, "opacity": 0.8},
-        }
-        traces.append(
-            {
-                **common,
-                "name": f"{name}: TPS",
-                "y": tps,
-                "textposition": label_positions(tps),
-                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:.0f} TPS<extra></extra>",
+    if not measured:
+        return {"data": [], "layout": {}}
+    sizes = sorted({str(c.parameters.get("redo_log_size", "?")) for c in measured}, key=_sized)
+    notes, shown = [], []
+    for metric, title, scale in PANELS:
+        values = [c.median(metric) for c in measured]
+        if metric == "pages_written" and not any(values):
+            held = "held back" if "held_back" in flushing_of(measured) else "natural"
+            notes.append(
+                f"No pages-written panel: every cell wrote 0 pages while running, as flushing was {held} "
+                "(the method's default holds it back so recovery replays the redo the workload wrote). "
+                "To see what a bigger log saves in page writes, run with parameters.flushing: [natural]."
+            )
+            continue
+        if not any(v is not None for v in values):
+            continue
+        shown.append((metric, title, scale))
+    height = 1 / len(shown)
+    layout = base_layout(
+        "What a bigger log costs at recovery and buys while running (medians, 95% intervals; flushing "
+        + " and ".join(FLUSHING_WORDS.get(f, f) for f in flushing_of(measured))
+        + ")",
+        height=190 * len(shown) + 120,
+        meta={"notes": notes, "flushing": flushing_of(measured)},
+        xaxis={
+            "title": {"text": "redo log size"},
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": sizes,
+        },
+    )
+    traces = []
+    for index, ((engine, others), mine) in enumerate(_series(measured).items()):
+        name = ENGINE_NAMES.get(engine, engine) + (f" · {others}" if others else "")
+        for position, (metric, title, scale) in enumerate(shown):
+            axis = "" if position == 0 else str(position + 1)
+            top = 1 - position * height
+            layout[f"yaxis{axis}"] = {
+                "title": {"text": title},
+                "domain": [max(top - height + GAP, 0), top],
+                "rangemode": "tozero",
+                "automargin": True,
+                "anchor": "x",
             }
-        )
-        writes = [c.median("log_bytes_written") for c in mine]
-        writes = [w / MIB if w is not None else None for w in writes]
-        traces.append(
-            {
-                **common,
-                "name": f"{name}: log bytes written",
-                "xaxis": "x2",
-                "yaxis": "y2",
-                "y": writes,
-                "textposition": label_positions(writes),
-                "marker": {**common["marker"], "symbol": "diamond"},
-                "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:,.1f} MiB written<extra></extra>",
-            }
-        )
-        pages = [c.median("pages_written") for c in mine]
-        # Pages counted and all zero (the checkpoint held back through the workload) say nothing
-        # a point at zero on an axis of its own would add.
-        if any(p for p in pages):
-            with_pages = True
+            summaries = [c.summaries.get(metric) for c in mine]
+            y = [_scaled(s.median, scale) if s else None for s in summaries]
             traces.append(
                 {
-                    **common,
-                    "name": f"{name}: pages written",
-                    "xaxis": "x2",
-                    "yaxis": "y3",
-                    "y": pages,
-                    "textposition": label_positions(pages),
-                    "marker": {**common["marker"], "symbol": "x"},
-                    "hovertemplate": "%{text}<br>recovery %{x:.3f} s<br>%{y:,} pages<extra></extra>",
+                    "type": "scatter",
+                    "mode": "lines+markers",
+                    "name": name,
+                    "legendgroup": name,
+                    "showlegend": position == 0,
+                    "x": [str(c.parameters.get("redo_log_size", "?")) for c in mine],
+                    "y": y,
+                    "yaxis": f"y{axis}",
+                    "marker": {"color": colour(engine, index), "size": 9},
+                    "line": {"color": colour(engine, index)},
+                    "error_y": _interval(summaries, scale),
+                    # (not customdata: a whole number there is a run a click opens)
+                    "text": [f"n={s.n}" if s else "" for s in summaries],
+                    "hovertemplate": f"log %{{x}}: %{{y:,.3~f}} ({title}; %{{text}})<extra>{name}</extra>",
                 }
             )
-    all_recovery = [c.median("recovery_seconds") for c in measured]
-    xaxis = axis_layout("crash recovery (s)", "s", all_recovery)
-    if all_recovery and xaxis.get("type") != "log":
-        # room on the right for the last points' labels (the PDF's narrower page cut them)
-        xaxis["range"] = [0, max(all_recovery) * 1.15]
-    figure = {
-        "data": traces,
-        "layout": base_layout(
-            "What a bigger log buys while running, and costs at recovery",
-            xaxis={"domain": [0, 0.42], **xaxis},
-            yaxis={"title": {"text": "workload TPS"}, "rangemode": "tozero"},
-            xaxis2={"domain": [0.55, 0.93], **xaxis},
-            yaxis2={
-                "anchor": "x2",
-                "title": {"text": "log written (MiB)"},
-                "rangemode": "tozero",
-            },
-        ),
-    }
-    if with_pages:
-        figure["layout"]["yaxis3"] = {
-            "anchor": "x2",
-            "overlaying": "y2",
-            "side": "right",
-            "title": {"text": "pages written"},
-            "rangemode": "tozero",
-            "showgrid": False,
-        }
-    return figure
+    return {"data": traces, "layout": layout}
+
+
+def _sized(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError:
+        return 0
+
+
+def _scaled(value, scale: float):
+    return None if value is None else value * scale
+
+
+def _interval(summaries: list, scale: float) -> dict:
+    """Error bars from each median to its 95% interval (none where a cell has no interval)."""
+    above, below = [], []
+    for summary in summaries:
+        if summary is None or summary.ci is None or summary.median is None:
+            above.append(0)
+            below.append(0)
+            continue
+        above.append(max(summary.ci[1] - summary.median, 0) * scale)
+        below.append(max(summary.median - summary.ci[0], 0) * scale)
+    return {"type": "data", "symmetric": False, "array": above, "arrayminus": below, "thickness": 1.5}

@@ -17,7 +17,7 @@ from experiments.analysis.cells import (
     settings_text,
     varied_axes,
 )
-from experiments.analysis.compare import COMPARED_METRICS
+from experiments.analysis.sentences import COMPARED_METRICS
 from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
 from experiments.charts.layout import WIDE_FIGURES

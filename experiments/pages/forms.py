@@ -25,6 +25,10 @@ from experiments.vocabulary import (
 from workers.runner.contract import WORKLOAD_NUMBERS
 
 
+def _listed(values) -> list:
+    return list(values) if isinstance(values, list | tuple) else [values]
+
+
 def _split(text: str) -> list[str]:
     return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
 
@@ -37,7 +41,8 @@ def _number_or_text(text: str):
 YAML_ORDER = {
     "": ("name", "description", "tags", "hosts", "engines", "parameters", "server_options", "workload",
          "crash", "repetitions"),
-    "parameters": ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files", "server_build"),
+    "parameters": ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files", "server_build",
+                   "flushing"),
     "workload": ("name", *WORKLOAD_NUMBERS),
     "crash": ("method", "when", "after_seconds", "redo_bytes", "open_rows"),
 }  # fmt: skip
@@ -97,6 +102,16 @@ class ExperimentForm(forms.Form):
         required=False,
         help_text="comma-separated builds the hosts list (the hosts page): system, mariadb-11.8; "
         "blank: the host's installed servers",
+    )
+    flushing = forms.MultipleChoiceField(
+        choices=[
+            ("held_back", "held back: recovery replays the redo the workload wrote (the method's)"),
+            ("natural", "natural: the server flushes as in production (what a bigger log buys)"),
+        ],
+        initial=["held_back"],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="both: a sweep; none ticked: held back",
     )
     server_options = forms.CharField(
         required=False,
@@ -195,6 +210,8 @@ class ExperimentForm(forms.Form):
         }
         if _split(data.get("server_build") or ""):
             parameters["server_build"] = _split(data["server_build"])
+        if data.get("flushing") and data["flushing"] != ["held_back"]:
+            parameters["flushing"] = data["flushing"]
         return {
             "name": data["name"],
             "hosts": data["hosts"],
@@ -246,6 +263,7 @@ class ExperimentForm(forms.Form):
                 )
                 if name in parameters
             },
+            **({"flushing": _listed(parameters["flushing"])} if "flushing" in parameters else {}),
             "server_options": "\n".join(
                 f"{name}={listed(values)}" for name, values in definition.get("server_options", {}).items()
             ),

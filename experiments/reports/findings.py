@@ -14,8 +14,9 @@ from experiments.analysis.cells import (
     scalar_key,
     settings_text,
 )
-from experiments.analysis.compare import compare_engines, finding_sentence
+from experiments.analysis.compare import compare_engines
 from experiments.analysis.noise import disturbed_text
+from experiments.analysis.sentences import finding_sentence
 from experiments.units import MIB, SizeError, parse_size
 
 # Sizes in bytes; everything else a number where it reads as one, else text.

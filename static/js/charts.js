@@ -2,10 +2,24 @@
 // customdata is a run id opens that run. Plotly.react keeps the user's zoom across redraws
 // (the layouts carry a uirevision).
 window.RecoveryLab = (function () {
+  // What a figure could not draw, and why (layout.meta.notes): said under it, as text.
+  function showNotes(holder, figure) {
+    const notes = (figure.layout && figure.layout.meta && figure.layout.meta.notes) || [];
+    let said = holder.parentNode.querySelector(".chart-notes");
+    if (!notes.length) { if (said) said.remove(); return; }
+    if (!said) {
+      said = document.createElement("p");
+      said.className = "hint chart-notes";
+      holder.parentNode.appendChild(said);
+    }
+    said.textContent = notes.join(" ");
+  }
+
   function draw(holder, figure) {
     if (!holder || !figure || !window.Plotly) return;
     const first = !holder.classList.contains("js-plotly-plot");
     Plotly.react(holder, figure.data, figure.layout, {responsive: true, displaylogo: false});
+    showNotes(holder, figure);
     if (first) {
       holder.on("plotly_click", function (event) {
         const runId = event.points[0].customdata;

@@ -11,9 +11,17 @@
     // The legend goes under the axis title, with room for its rows (two entries a row on paper).
     const entries = figures[name].data.filter(function (t) { return t.showlegend !== false && t.name; }).length;
     const bottom = 70 + 22 * Math.ceil(entries / 2);
+    const notes = (figures[name].layout.meta && figures[name].layout.meta.notes) || [];
+    if (notes.length) {
+      const said = document.createElement("p");
+      said.className = "hint chart-notes";
+      said.textContent = notes.join(" ");
+      holder.parentNode.appendChild(said);
+    }
+    const tall = figures[name].layout.height > 430;  // stacked panels keep their height
     const layout = Object.assign({}, figures[name].layout, {
       width: holder.clientWidth,
-      height: 330 + bottom,
+      height: (tall ? figures[name].layout.height : 330) + bottom,
       legend: {orientation: "h", yref: "container", y: 0, yanchor: "bottom"},
       margin: Object.assign({}, figures[name].layout.margin, {b: bottom}),
     });

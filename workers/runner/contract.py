@@ -92,6 +92,11 @@ CRASH_METHODS = ("sigkill", "power_loss")
 # Written to at the top of the power-cut layer's mount, it makes the cut (powercut.py).
 POWER_CUT_FILE = ".recovery-lab-power-cut"
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
+# held_back: the engine's method settings hold its flushing (and so its checkpoint) back during the
+# workload, so the redo written is the redo recovery replays; natural: the server flushes as it
+# would in production (what a bigger log buys while running). Each engine's are its `held_back`.
+FLUSHING = ("held_back", "natural")
+DEFAULT_FLUSHING = "held_back"
 MAX_OPEN_ROWS = 10_000_000
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -162,6 +167,8 @@ class RunSpec:
         files = self.parameters.get("binlog_files", 0)
         if isinstance(files, bool) or not isinstance(files, int) or not 0 <= files <= 1000:
             raise RunFailed("binlog_files must be a whole number from 0 to 1000")
+        if self.parameters.get("flushing", DEFAULT_FLUSHING) not in FLUSHING:
+            raise RunFailed(f"flushing must be one of {', '.join(FLUSHING)}")
         rate = self.parameters.get("insert_rate", 0)
         if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
             raise RunFailed("insert_rate must be a whole number >= 0")

@@ -28,8 +28,9 @@ class Engine:
     # every second during the workload.
     counters: dict[str, str] = {}
     sampled_status: tuple[str, ...] = ()
-    # Method defaults a user's server_options override (the run records what was in effect).
-    method_defaults: dict[str, str] = {}
+    # Its flushing held back (parameters.flushing held_back, the default): settings a user's
+    # server_options override; natural flushing gives none (the run records what was in effect).
+    held_back: dict[str, str] = {}
     # Whether the server's clock stamps its recovery lines (the error log) or a log of its own.
     own_recovery_log: str | None = None
 

@@ -63,7 +63,7 @@ class InnoDB(Engine):
     )
     # Hold the checkpoint back during the workload (no pre-flushing, no adaptive flushing below
     # 70% of the log, dirty pages up to 99%), so the redo written is the redo recovery replays.
-    method_defaults = {
+    held_back = {
         "innodb_max_dirty_pages_pct": "99",
         "innodb_max_dirty_pages_pct_lwm": "0",
         "innodb_adaptive_flushing_lwm": "70",
@@ -111,6 +111,7 @@ class MyRocks(Engine):
         **BINARY_LOG_OPTIONS,
     }
     own_recovery_log = "rocksdb_LOG"
+    # Nothing of its flushing is held back: flushing held_back and natural run it alike.
     counters = {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"}
     sampled_status = (
         "Rocksdb_wal_bytes",

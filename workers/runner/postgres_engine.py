@@ -37,7 +37,7 @@ class PostgreSQL(Engine):
     }
     # Hold the checkpoint back as for InnoDB: none by time, so the WAL since the last one is the
     # workload's, up to max_wal_size (the redo_log_size).
-    method_defaults = {"checkpoint_timeout": "86400"}
+    held_back = {"checkpoint_timeout": "86400"}
     power_loss_refuses = {"fsync": "off"}
     counters = {"log_bytes_written": "wal_lsn", "commits": "xact_commit", "pages_written": "buffers_written"}
     sampled_status = (

@@ -18,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import contract
 from .builds import (
     BuildUnusable,
     build_options,
@@ -77,8 +78,11 @@ class Server:
         self.build = ""
 
     def options(self) -> dict:
-        """The engine's method defaults, then the definition's server options."""
-        return {**self.engine.method_defaults, **self.spec.get("server_options", {})}
+        """The engine's flushing held back (unless the run asks for the server's natural
+        flushing), then the definition's server options."""
+        flushing = self.spec["parameters"].get("flushing", contract.DEFAULT_FLUSHING)
+        held_back = self.engine.held_back if flushing == "held_back" else {}
+        return {**held_back, **self.spec.get("server_options", {})}
 
     def own_work_dir(self) -> None:
         """The server's folder: entered by the runner's user and the server's only; its tmpdir
