@@ -84,3 +84,21 @@ AXIS_TITLES = {
     "experiment": "experiment",
 }
 PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}
+
+# A run's stored phases (Run.phases) in words.
+PHASE_WORDS = {
+    "redo_scan": "redo scan",
+    "redo_apply": "redo apply",
+    "data_directory_sync": "data directory fsync",
+    "wal_replay": "WAL replay",
+    "recovery_checkpoint": "end-of-recovery checkpoint",
+    "binlog_recovery": "binlog / XA recovery",
+    "rollback": "background rollback",
+    "buffer_pool_load": "buffer pool load",
+}
+# The phase a parameter acts on directly: a finding about the parameter says whether it moved.
+OWN_PHASES = {
+    "binlog_files": ("binlog_recovery",),
+    "redo_log_size": ("redo_scan", "redo_apply", "wal_replay"),
+    "buffer_pool_size": ("redo_apply", "buffer_pool_load"),
+}

@@ -4,6 +4,8 @@ table and the caveats. Plain rows in, plain values out; the page and its PDF (pd
 
 from collections import defaultdict
 
+import numpy as np
+
 from experiments.analysis import aa, stats
 from experiments.analysis.cells import (
     ENGINE_NAMES,
@@ -18,6 +20,7 @@ from experiments.analysis.compare import compare_engines
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import finding_sentence
 from experiments.units import MIB, SizeError, parse_size
+from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
 SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size")
@@ -140,6 +143,7 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
     other setting equal, on crash recovery (ratio of typical values, 95% CI, Welch's test,
     significant beyond the host's noise floor: analysis/aa.py)."""
     requests = []
+    compared_rows: dict[tuple, tuple] = {}
     for axis in axes:
         if axis in ("engine", "host", "server_version"):
             continue
@@ -159,6 +163,7 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
             disturbed = sum(bool(row.get("disturbed")) for row in compared)
             pair = tuple([row["recovery_seconds"] for row in per_value[v]] for v in (low, high))
             requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
+            compared_rows[(axis, host, engine, rest)] = (per_value[low], per_value[high])
     several_hosts = len({r[1] for r in requests}) > 1
     floors = [aa.floor({host}, "recovery_seconds", spreads or {}) for _, host, *_ in requests]
     results = stats.compare_many([pair for *_, pair in requests], floors, family=True)
@@ -175,8 +180,42 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
             result.as_dict(),
             subject_first=False,
         )
-        found.append(sentence + (disturbed_text(disturbed, total) if disturbed else "") + ".")
+        moved = what_moved(axis, compared_rows[(axis, host, engine, rest)]) if result.significant else ""
+        found.append(sentence + moved + (disturbed_text(disturbed, total) if disturbed else "") + ".")
     return found
+
+
+def _phase_medians(rows: list[dict]) -> dict[str, float]:
+    names = {name for row in rows for name in (row.get("phases") or {})}
+    found = {}
+    for name in names:
+        values = [row["phases"][name] for row in rows if (row.get("phases") or {}).get(name) is not None]
+        if values:
+            found[name] = float(np.median(values))
+    return found
+
+
+def what_moved(axis: str, sides: tuple[list[dict], list[dict]]) -> str:
+    """Which phase carried a difference (the largest change of its median), and whether the
+    parameter's own phase (the binlog files' binlog / XA recovery, ...) moved with it."""
+    low, high = (_phase_medians(rows) for rows in sides)
+    changes = {name: high.get(name, 0.0) - low.get(name, 0.0) for name in set(low) | set(high)}
+    changes = {name: change for name, change in changes.items() if name in PHASE_WORDS}
+    if not changes:
+        return ""
+    name = max(changes, key=lambda n: abs(changes[n]))
+    said = (
+        f"; the phase that moved: {PHASE_WORDS[name]} ({low.get(name, 0.0):.3f} s to "
+        f"{high.get(name, 0.0):.3f} s, medians)"
+    )
+    own = [phase for phase in OWN_PHASES.get(axis, ()) if phase in low or phase in high]
+    if own and name not in own:
+        stayed = ", ".join(
+            f"{PHASE_WORDS[phase]} {low.get(phase, 0.0):.3f} s to {high.get(phase, 0.0):.3f} s"
+            for phase in own
+        )
+        said += f"; this parameter's own phase did not carry it ({stayed})"
+    return said
 
 
 def engine_findings(rows: list[dict], spreads: dict | None = None) -> list[str]:
