@@ -250,11 +250,11 @@ def progress_chart(timeline: dict) -> dict:
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "line": {"shape": "hv", "color": PALETTE[0]},
-                "name": "redo read (MiB)",
+                "line": {"color": PALETTE[0]},
+                "name": "redo reached (MiB past the checkpoint)",
                 "x": t,
                 "y": [round(value * IN_MIB, 2) for value in progress["redo_read_bytes"]],
-                "hovertemplate": "%{x:.3f} s: %{y:,.1f} MiB of redo read<extra></extra>",
+                "hovertemplate": "%{x:.3f} s: redo reached %{y:,.1f} MiB past the checkpoint<extra></extra>",
             }
         )
     if progress.get("batch_pages"):
@@ -292,7 +292,10 @@ def progress_chart(timeline: dict) -> dict:
             title,
             height=320,
             xaxis={"title": {"text": "seconds from the kill"}, "rangemode": "tozero"},
-            yaxis={"title": {"text": "redo read (MiB; dotted: all to replay)"}, "rangemode": "tozero"},
+            yaxis={
+                "title": {"text": "MiB past the checkpoint (dotted: all to replay)"},
+                "rangemode": "tozero",
+            },
             yaxis2={"title": {"text": "pages"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
             shapes=shapes,
         ),

@@ -5,6 +5,7 @@ cannot say anything (pages written all zero: flushing held back) is left out wit
 and what to change said under the chart."""
 
 from experiments.analysis.cells import ENGINE_NAMES, Cell, settings_text
+from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.layout import base_layout, colour
 from experiments.units import MIB, parse_size
 from workers.runner.contract import DEFAULT_FLUSHING
@@ -72,17 +73,12 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
         shown.append((metric, title, scale))
     height = 1 / len(shown)
     layout = base_layout(
-        "What a bigger log costs at recovery and buys while running (medians, 95% intervals; flushing "
+        "What a bigger log costs at recovery and buys while running (medians; bars: 95% intervals, "
+        f"the runs' range under {MIN_REPETITIONS} runs; flushing "
         + " and ".join(FLUSHING_WORDS.get(f, f) for f in flushing_of(measured))
         + ")",
         height=190 * len(shown) + 120,
         meta={"notes": notes, "flushing": flushing_of(measured)},
-        xaxis={
-            "title": {"text": "redo log size"},
-            "type": "category",
-            "categoryorder": "array",
-            "categoryarray": sizes,
-        },
     )
     traces = []
     for index, ((engine, others), mine) in enumerate(_series(measured).items()):
@@ -95,7 +91,16 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
                 "domain": [max(top - height + GAP, 0), top],
                 "rangemode": "tozero",
                 "automargin": True,
-                "anchor": "x",
+                "anchor": f"x{axis}",
+            }
+            # each panel its own x axis (its sizes under it), all alike; the title under the last
+            layout[f"xaxis{axis}"] = {
+                "type": "category",
+                "categoryorder": "array",
+                "categoryarray": sizes,
+                "anchor": f"y{axis}",
+                **({"matches": "x"} if axis else {}),
+                **({"title": {"text": "redo log size"}} if position == len(shown) - 1 else {}),
             }
             summaries = [c.summaries.get(metric) for c in mine]
             y = [_scaled(s.median, scale) if s else None for s in summaries]
@@ -108,6 +113,7 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
                     "showlegend": position == 0,
                     "x": [str(c.parameters.get("redo_log_size", "?")) for c in mine],
                     "y": y,
+                    "xaxis": f"x{axis}",
                     "yaxis": f"y{axis}",
                     "marker": {"color": colour(engine, index), "size": 9},
                     "line": {"color": colour(engine, index)},
@@ -132,13 +138,15 @@ def _scaled(value, scale: float):
 
 
 def _interval(summaries: list, scale: float) -> dict:
-    """Error bars from each median to its 95% interval (none where a cell has no interval)."""
+    """Error bars from each median to its 95% interval; for a cell of fewer than
+    MIN_REPETITIONS runs, whose interval would say little but its width, to its runs' range."""
     above, below = [], []
     for summary in summaries:
-        if summary is None or summary.ci is None or summary.median is None:
+        if summary is None or summary.median is None:
             above.append(0)
             below.append(0)
             continue
-        above.append(max(summary.ci[1] - summary.median, 0) * scale)
-        below.append(max(summary.median - summary.ci[0], 0) * scale)
+        low, high = summary.ci if summary.ci and summary.n >= MIN_REPETITIONS else (summary.min, summary.max)
+        above.append(max(high - summary.median, 0) * scale)
+        below.append(max(summary.median - low, 0) * scale)
     return {"type": "data", "symmetric": False, "array": above, "arrayminus": below, "thickness": 1.5}
