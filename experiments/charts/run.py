@@ -296,7 +296,13 @@ def progress_chart(timeline: dict) -> dict:
                 "title": {"text": "MiB past the checkpoint (dotted: all to replay)"},
                 "rangemode": "tozero",
             },
-            yaxis2={"title": {"text": "pages"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+            yaxis2={
+                "title": {"text": "pages"},
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "automargin": True,
+            },
             shapes=shapes,
         ),
     }
