@@ -81,9 +81,13 @@ AXIS_TITLES = {
     "host": "host",
     "server_version": "server version",
     "server_build": "server build",
+    "flushing": "flushing",
+    "crash_redo_bytes": "crash at redo to replay (bytes)",
+    "crash_when": "crash plan",
+    "crash_after_seconds": "crash after (s)",
     "experiment": "experiment",
 }
-PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B"}
+PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B", "crash_redo_bytes": "B"}
 
 # A run's stored phases (Run.phases) in words.
 PHASE_WORDS = {

@@ -210,3 +210,42 @@ def test_the_answer_holds_the_worst_case_against_systemd_and_a_startup_probe(cli
     assert "With that log, a startupProbe of 60 s would kill this server during recovery" in page
     calm = client.get("/planner/", {**query, "target_downtime_seconds": 6, "startup_probe_seconds": ""})
     assert "With that log, systemd&#x27;s default start timeout leaves 84 s to spare" in calm.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_planner_plans_without_disturbed_runs_when_it_can_and_says_so_and_names_pooled_versions(api):
+    """Issue 42: it advised a log from nine disturbed runs without a word, and pooled 10.11 and
+    11.8 runs warning only about workloads."""
+    make_runs(server_version="10.11.19-MariaDB")
+    make_runs(count=5, disturbed=True, disturbed_reason="a backup", server_version="10.11.19-MariaDB")
+    query = {"host": "db7", "engine": "innodb", "target_downtime_seconds": 6}
+    answer = api.get("/api/planner/", query).json()
+    assert answer["based_on_runs"] == 8 and answer["disturbed_runs"] == 5 and answer["disturbed_left_out"]
+    assert "5 of the matching runs were measured on a disturbed host" in " ".join(answer["warnings"])
+    make_runs(server_version="11.8.9-MariaDB")
+    pooled = api.get("/api/planner/", query).json()
+    assert pooled["server_versions"] == ["10.11.19-MariaDB", "11.8.9-MariaDB"]
+    assert any(
+        "2 server versions (10.11.19-MariaDB, 11.8.9-MariaDB): the line pools them" in w
+        for w in pooled["warnings"]
+    )
+    only = api.get("/api/planner/", {**query, "server_version": "11.8.9-MariaDB"}).json()
+    assert only["based_on_runs"] == 8 and not any("server versions" in w for w in only["warnings"])
+
+
+@pytest.mark.django_db
+def test_a_report_plans_for_the_teams_recovery_time_objective_when_one_is_set(settings):
+    from experiments.reports.planner import sweep_plans
+
+    experiment = ExperimentFactory()
+    make_runs(experiment=experiment)
+    settings.RTO_SECONDS = None
+    (measured,) = sweep_plans(experiment.id)
+    assert measured.sentences[0].startswith("No recovery time objective is set (RTO_SECONDS), so the target")
+    settings.RTO_SECONDS = 6.0
+    (team,) = sweep_plans(experiment.id)
+    assert (
+        team.sentences[0]
+        == "The target is the team's recovery time objective: 6 s of downtime (RTO_SECONDS)."
+    )
+    assert "under 6 s" in " ".join(team.sentences)

@@ -51,7 +51,7 @@ def test_a_series_edited_as_yaml_with_nested_aliases_answers_at_once_with_a_shor
     )
     response = client.post(
         f"/series/{series.pk}/edit/",
-        {"name": "nightly InnoDB", "schedule": "@nightly", "enabled": "on", "alert_threshold": "0.1",
+        {"name": "nightly InnoDB", "schedule": "@nightly", "enabled": "on", "alert_threshold_percent": "10",
          "alert_emails": "", "alert_webhooks": "", "definition": ALIAS_BOMB},
     )  # fmt: skip
     assert response.status_code == 200
@@ -66,3 +66,27 @@ def test_a_long_bad_value_is_quoted_in_a_few_words():
         validate_definition({**DEFINITION, "engines": ["x" * 5000]}, ["local"])
     said = str(refused.value.errors)
     assert "xxxx ..." in said and len(said) < 1000
+
+
+def test_a_series_alert_threshold_is_in_percent_where_it_is_made_and_where_it_is_edited(
+    client, user, local_host
+):
+    """Issue 42: it was '10 (%)' when made and '0.1 (a share)' when edited."""
+    from experiments.services import series as series_service
+
+    client.force_login(user)
+    series = series_service.create_series(
+        {"name": "nightly", "definition": DEFINITION, "schedule": "@nightly", "alert_threshold": 0.1},
+        user=user,
+    )
+    page = client.get(f"/series/{series.pk}/edit/").content.decode()
+    assert 'name="alert_threshold_percent"' in page and 'value="10.0"' in page
+    assert "worse by more than (%)" in page
+    client.post(
+        f"/series/{series.pk}/edit/",
+        {"name": "nightly", "schedule": "@nightly", "enabled": "on", "alert_threshold_percent": "25",
+         "alert_emails": "", "alert_webhooks": "",
+         "definition": "name: nightly\nhosts: [local]\nengines: [innodb]\n"},
+    )  # fmt: skip
+    series.refresh_from_db()
+    assert series.alert_threshold == 0.25

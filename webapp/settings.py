@@ -196,6 +196,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+# The team's recovery time objective in seconds: what an experiment's report plans a redo log
+# for (RTO_SECONDS; unset: the longest downtime the experiment measured, said as such).
+RTO_SECONDS = env.float("RTO_SECONDS", default=0.0) or None
 USE_I18N = False
 USE_TZ = True
 

@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from experiments.analysis import stats
+from experiments.engines import engine_order
 from experiments.metrics import NUMERIC_METRICS
 from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
@@ -49,7 +50,7 @@ SUMMARY_METRICS = (
     ("achieved_insert_rate", "insert rate reached (rows/s)"),
 )
 # Summarised too, for the charts (the trade-off of a bigger log, the clean-start baseline).
-CHART_METRICS = ("pages_written", "log_bytes_written", "clean_start_seconds")
+CHART_METRICS = ("pages_written", "log_bytes_written", "clean_start_seconds", "ready_seconds")
 PARAMETER_LABELS = {
     "buffer_pool_size": "pool",
     "redo_log_size": "log",
@@ -62,6 +63,8 @@ PARAMETER_LABELS = {
     "crash_after_seconds": "crash after s",
 }
 PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files")
+# The crash plan's swept values, among a run's parameters (definition.CRASH_SWEEPS).
+CRASH_AXES = ("crash_redo_bytes", "crash_when", "crash_after_seconds")
 
 
 def analysable(row: dict) -> bool:
@@ -179,8 +182,33 @@ def build_cells(rows: list[dict]) -> list[Cell]:
 
 
 def _sort_key(key: tuple) -> tuple:
+    """Cells in the order a person reads them: by engine (the registry's order), then each
+    setting by value, sizes by bytes (8M, 32M, 96M; 256M, 1G), numbers by value, text as text."""
     host, engine, parameters, options = key
-    return (host, engine, [(k, str(v)) for k, v in parameters], [(k, str(v)) for k, v in options])
+    return (
+        host,
+        engine_order(engine),
+        engine,
+        [(k, value_order(v)) for k, v in parameters],
+        [(k, value_order(v)) for k, v in options],
+    )
+
+
+def value_order(value) -> tuple:
+    """A setting's value as a sort key: a size by its bytes, a number by itself, else its text."""
+    if isinstance(value, bool):
+        return (2, 0, str(value))
+    if isinstance(value, int | float):
+        return (0, value, "")
+    text = str(value)
+    try:
+        return (0, parse_size(text), "")
+    except SizeError:
+        pass
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0, text)
 
 
 def _rate_note(asked: int | None, reached: stats.Summary) -> str:
@@ -219,6 +247,8 @@ def varied_axes(rows: list[dict]) -> list[str]:
             values[name].add(str(value))
         values["server_build"].add(row["parameters"].get("server_build", SYSTEM_BUILD))
         values["flushing"].add(row["parameters"].get("flushing", DEFAULT_FLUSHING))
-    order = [*PARAMETER_ORDER, "engine", "host", "server_build", "flushing", "server_version"]
+        for name in CRASH_AXES:  # a swept crash plan is an axis too (its values otherwise pooled)
+            values[name].add(str(row["parameters"].get(name)))
+    order = [*PARAMETER_ORDER, *CRASH_AXES, "engine", "host", "server_build", "flushing", "server_version"]
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

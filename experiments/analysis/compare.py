@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable
 from django.db.models import Max, Min
 
 from experiments.analysis import aa, stats
-from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
+from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text, value_order
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import (
@@ -63,7 +63,17 @@ def _match(
     for row in rows:
         if analysable(row) and side_of(row) in sides:
             cells[key_of(row)][side_of(row)].append(normalised(row))
-    return [(key, cells[key]) for key in sorted(cells, key=str) if len(cells[key]) >= 2]
+    return [(key, cells[key]) for key in sorted(cells, key=_natural) if len(cells[key]) >= 2]
+
+
+def _natural(key: tuple) -> list:
+    """A cell key in reading order: each setting by value (sizes by bytes), engines as registered."""
+    return [
+        [(name, value_order(value)) for name, value in part]
+        if isinstance(part, tuple)
+        else (engine_order(part), part)
+        for part in key
+    ]
 
 
 def _metric_blocks(

@@ -83,6 +83,11 @@ class Plan:
     # Who defined those experiments, and how many of the runs were imported (0 unless asked for).
     made_by: list[str] = field(default_factory=list)
     imported_runs: int = 0
+    # Runs measured while other work used the host: how many matched, and whether the plan
+    # stands on the others alone (it does where they are enough).
+    disturbed_runs: int = 0
+    disturbed_left_out: bool = False
+    server_versions: list[str] = field(default_factory=list)
     # The fitted line and its 95% prediction band on a grid of redo (bytes), for the chart.
     band: dict = field(default_factory=dict)
 
@@ -255,7 +260,7 @@ def matching_runs(data: dict):
     return runs
 
 
-def _shape(workload: dict) -> str:
+def workload_shape(workload: dict) -> str:
     """'oltp_insert 2x20000, 4 threads': what a workload's redo and pages depend on."""
     return (
         f"{workload.get('name', '?')} {workload.get('tables', '?')}x{workload.get('table_size', '?')}, "
@@ -284,9 +289,17 @@ def plan_from(data: dict) -> tuple[Plan, list[Point]]:
             "redo_log_bytes",
             "experiment_id",
             "experiment__definition",
+            "disturbed",
+            "server_version",
         )
     )
-    points = [Point(run_id, redo, downtime, log_size) for run_id, redo, downtime, log_size, _, _ in rows]
+    disturbed = sum(1 for row in rows if row[6])
+    quiet = [row for row in rows if not row[6]]
+    # Plan without the disturbed runs where the others are enough for a line; else with all, said.
+    left_out = bool(disturbed) and len(quiet) >= MIN_RUNS and len({row[1] for row in quiet}) > 1
+    if left_out:
+        rows = quiet
+    points = [Point(run_id, redo, downtime, log_size) for run_id, redo, downtime, log_size, *_ in rows]
     # pages counted (a run that wrote none counted nothing: no "0 pages per MiB")
     page_samples = list(
         runs.filter(redo_log_bytes__isnull=False, pages_written__gt=0, log_bytes_written__gt=0).values_list(
@@ -303,9 +316,27 @@ def plan_from(data: dict) -> tuple[Plan, list[Point]]:
                 "it replayed and its downtime (imported runs have no downtime: the runner measures it)"
             )
         raise
-    answer.experiment_ids = sorted({experiment for *_, experiment, _ in rows})
+    answer.experiment_ids = sorted({row[4] for row in rows})
+    answer.disturbed_runs, answer.disturbed_left_out = disturbed, left_out
+    if left_out:
+        answer.warnings.append(
+            f"{disturbed} of the matching runs were measured on a disturbed host (other work used it): the "
+            f"plan stands on the other {len(rows)} alone"
+        )
+    elif disturbed:
+        answer.warnings.append(
+            f"{disturbed} of these {len(rows)} runs were measured on a disturbed host (other work used it), "
+            "and too few others are left to plan on: read the line as rough, or measure again on a quiet host"
+        )
+    answer.server_versions = sorted({row[7] for row in rows if row[7]})
+    if len(answer.server_versions) > 1:
+        answer.warnings.append(
+            f"these runs ran {len(answer.server_versions)} server versions "
+            f"({', '.join(answer.server_versions)}): the line pools them; choose one server version if "
+            "their recovery may differ"
+        )
     answer.made_by, answer.imported_runs = authors(runs.filter(id__in=[row[0] for row in rows]))
-    answer.workloads = sorted({_shape((definition or {}).get("workload") or {}) for *_, definition in rows})
+    answer.workloads = sorted({workload_shape((row[5] or {}).get("workload") or {}) for row in rows})
     if len(answer.workloads) > 1:
         answer.warnings.append(
             f"these runs ran {len(answer.workloads)} workload shapes ({'; '.join(answer.workloads)}): "

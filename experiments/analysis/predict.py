@@ -15,7 +15,7 @@ import numpy as np
 from django.db.models import Max
 from scipy import stats
 
-from experiments.analysis.planner import MIN_RUNS, PlanRefused, authors, matching_runs
+from experiments.analysis.planner import MIN_RUNS, PlanRefused, authors, matching_runs, workload_shape
 from experiments.analysis.stats import CONFIDENCE
 from experiments.prediction import Fit, release_of
 
@@ -82,6 +82,29 @@ def lab_fit(host: str, engine: str, server_version: str, include_imported: bool 
                 f"the lab's runs are of {', '.join(used)}, not {server_version} itself: the same "
                 f"{release[0]} {release[1]} release series"
             )
+    quiet = runs.filter(disturbed=False)
+    disturbed = runs.count() - quiet.count()
+    if disturbed and quiet.count() >= MIN_RUNS:
+        runs = quiet
+        warnings.append(
+            f"{disturbed} matching runs were measured on a disturbed host (other work used it): the fit "
+            "stands on the others alone"
+        )
+    elif disturbed:
+        warnings.append(
+            f"{disturbed} of these runs were measured on a disturbed host (other work used it), and too "
+            "few others are left to fit on: read the prediction as rough"
+        )
+    shapes = sorted(
+        {
+            workload_shape((definition or {}).get("workload") or {})
+            for definition in runs.values_list("experiment__definition", flat=True)
+        }
+    )
+    if len(shapes) > 1:
+        warnings.append(
+            f"these runs ran {len(shapes)} workload shapes ({'; '.join(shapes)}): the fit pools them"
+        )
     rows = list(runs.order_by("id").values_list("id", "redo_bytes", "downtime_seconds", "experiment_id"))
     n = len(rows)
     if n < MIN_RUNS:

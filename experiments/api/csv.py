@@ -7,7 +7,19 @@ from django.http import StreamingHttpResponse
 
 from experiments.metrics import METRIC_NAMES
 
-PARAMETER_COLUMNS = ("buffer_pool_size", "redo_log_size", "insert_rate")
+# Every parameter a run can have, a column each (empty where a run does not name it: server_build
+# and flushing are named only when not the default, system and held_back).
+PARAMETER_COLUMNS = (
+    "buffer_pool_size",
+    "redo_log_size",
+    "insert_rate",
+    "binlog_files",
+    "server_build",
+    "flushing",
+    "crash_when",
+    "crash_redo_bytes",
+    "crash_after_seconds",
+)
 # The CSV's columns, in order: the run's own columns, its parameters spread out, every metric.
 CSV_COLUMNS = (
     "id",
@@ -56,7 +68,8 @@ def _stream(filename: str, header: list[str], rows) -> StreamingHttpResponse:
 
 
 def runs_csv(runs, filename: str = "runs.csv") -> StreamingHttpResponse:
-    """Every metric a column; parameters spread into columns; server options and phases as JSON."""
+    """Every metric a column; parameters spread into columns; server options, phases and their
+    resolution as JSON."""
     header = [HEADERS.get(column, column) for column in CSV_COLUMNS]
     records = runs.order_by("id").values(*QUERIED).iterator(chunk_size=2000)
     return _stream(filename, header, ([_cell(r, c) for c in CSV_COLUMNS] for r in records))
@@ -66,7 +79,7 @@ def _cell(record: dict, column: str):
     if column in PARAMETER_COLUMNS:
         return record["parameters"].get(column, "")
     value = record[column]
-    if column in ("server_options", "phases"):
+    if column in ("server_options", "phases", "phase_resolution"):
         return json.dumps(value, sort_keys=True) if value else ""
     if column == "finished_at":
         return value.isoformat() if value else ""

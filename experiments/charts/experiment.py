@@ -271,15 +271,24 @@ def phase_chart(cells: list[Cell]) -> dict:
     for name, title, colour_ in PHASE_SEGMENTS:
         values = [cell.phases.get(name, 0.0) for cell in cells]
         before_ready.append(values)
-        traces.append(_bar(title, crash_rows, values, colour_))
+        if any(name in cell.phases for cell in cells):  # no legend entry for a phase none had
+            traces.append(_bar(title, crash_rows, values, colour_))
     downtimes = [c.median("downtime_seconds") for c in cells]
+    # an imported crash has no kill timed, so no downtime: its start to ready is what it knows
+    readies = [
+        c.median("ready_seconds") if d is None else None for c, d in zip(cells, downtimes, strict=True)
+    ]
     rest = []
     for i, downtime in enumerate(downtimes):
         known = sum(part[i] for part in before_ready)
-        rest.append(max((downtime if downtime is not None else known) - known, 0.0))
-    traces.append(_bar("rest of start-up to first query", crash_rows, rest, "#9ecae1"))
+        end = downtime if downtime is not None else readies[i]
+        rest.append(max((end if end is not None else known) - known, 0.0))
+    traces.append(
+        _bar("rest of start-up (to the first query; imports: to ready)", crash_rows, rest, "#9ecae1")
+    )
     for name, title, colour_ in BACKGROUND_SEGMENTS:
-        traces.append(_bar(title, crash_rows, [c.phases.get(name, 0.0) for c in cells], colour_, "/"))
+        if any(name in cell.phases for cell in cells):
+            traces.append(_bar(title, crash_rows, [c.phases.get(name, 0.0) for c in cells], colour_, "/"))
     clean = [c.median("clean_start_seconds") or 0 for c in cells]
     traces.append(_bar("clean start (baseline)", clean_rows, clean, "#41ab5d"))
     traces.append(
@@ -293,6 +302,18 @@ def phase_chart(cells: list[Cell]) -> dict:
             "hovertemplate": "downtime %{x:.3f} s<extra></extra>",
         }
     )
+    if any(r is not None for r in readies):
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "ready for connections (imported: no kill was timed)",
+                "y": crash_rows,
+                "x": readies,
+                "marker": {"symbol": "line-ns-open", "size": 22, "color": "#555", "line": {"width": 3}},
+                "hovertemplate": "start to ready %{x:.3f} s<extra></extra>",
+            }
+        )
     order = [row for pair in zip(crash_rows, clean_rows, strict=True) for row in pair]
     return {
         "data": traces,

@@ -4,7 +4,7 @@ chart logic lives in templates or scripts."""
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
-from experiments.units import binary_ticks
+from experiments.units import SizeError, binary_ticks, parse_size
 from experiments.vocabulary import ENGINE_COLOURS
 from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
@@ -20,7 +20,9 @@ NUMERIC_AXES = {
     "insert_rate": "insert_rate",
 }
 # Numbers kept only in a run's parameters.
-NUMERIC_PARAMETERS = ("binlog_files",)
+NUMERIC_PARAMETERS = ("binlog_files", "crash_after_seconds")
+# Sizes kept only in a run's parameters ("96M"), drawn by their bytes.
+SIZE_PARAMETERS = ("crash_redo_bytes",)
 WEBGL_FROM_POINTS = 2000
 MAX_SERIES = 8
 # Charts drawn across the whole page width (long labels, many legend entries).
@@ -95,6 +97,11 @@ def base_layout(title: str, **extra) -> dict:
 def axis_value(row: dict, axis: str):
     if axis in NUMERIC_AXES:
         return row[NUMERIC_AXES[axis]]
+    if axis in SIZE_PARAMETERS:  # a swept redo target, "96M": its bytes
+        try:
+            return parse_size(str(row["parameters"][axis]))
+        except (KeyError, SizeError):
+            return None
     if axis in NUMERIC_PARAMETERS:
         value = row["parameters"].get(axis, 0)
         # a stored value of another shape is no point on a numeric axis (never a failed page)

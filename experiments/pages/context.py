@@ -18,6 +18,7 @@ from experiments.analysis.cells import (
     varied_axes,
 )
 from experiments.analysis.sentences import COMPARED_METRICS
+from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
 from experiments.charts.layout import WIDE_FIGURES
@@ -82,6 +83,10 @@ DISPLAY = {
 }
 
 
+# Counts of events per run: summarised by their range, not an interval.
+COUNTS = ("rows_undone", "lost_commits")
+
+
 def _shown(metric: str, value: float) -> str:
     scale, pattern = DISPLAY.get(metric, (1, "{:.3f}"))
     return pattern.format(value * scale)
@@ -97,7 +102,13 @@ def summary_table(cells: list[Cell]) -> list[dict]:
             if summary.median is None:
                 values.append({"text": "-", "ci": "", "title": "no value", "metric": metric})
                 continue
-            ci = f"{_shown(metric, summary.ci[0])}-{_shown(metric, summary.ci[1])}" if summary.ci else "n < 2"
+            if metric in COUNTS or (summary.n and summary.n < MIN_REPETITIONS):
+                # a count of a few runs, mostly zero, has no interval worth reading (it read
+                # "6 [0 - 13,701,600]"): its runs' range says what they did
+                ci = f"range {_shown(metric, summary.min)}-{_shown(metric, summary.max)}"
+            else:
+                low, high = summary.ci or (None, None)
+                ci = f"{_shown(metric, low)}-{_shown(metric, high)}" if summary.ci else "n < 2"
             spread = f"n {summary.n}, min {_shown(metric, summary.min)}, max {_shown(metric, summary.max)}"
             values.append(
                 {
@@ -219,26 +230,80 @@ def experiment_live_context(experiment: Experiment, request) -> dict:
     }
 
 
+def compared_value(metric: str, value: float | None) -> str:
+    """A compared metric's value in its unit, never in scientific notation (it read '1.2e+06'
+    for bytes and '1.98e+03' for TPS)."""
+    if value is None:
+        return "-"
+    if metric == "redo_bytes":
+        return f"{value / MIB:,.1f} MiB"
+    if metric == "redo_apply_mb_per_s":
+        return f"{value * MB_PER_MIB:,.1f} MiB/s"
+    if metric in ("workload_tps", "achieved_insert_rate"):
+        return f"{value:,.0f}"
+    if metric == "recovery_seconds_per_gib_redo":
+        return f"{value:,.3f} s/GiB"
+    if metric == "recovery_seconds_per_1000_rows":
+        return f"{value:,.4f} s"
+    return f"{value:,.3f} s"
+
+
+def _ratio_text(ratio: float) -> str:
+    return f"{ratio:,.2f}x"
+
+
 def comparison_table(result: dict) -> dict:
-    """GET /api/compare/'s answer laid out for the page: a line per matched cell and metric."""
+    """GET /api/compare/'s answer laid out for the page: a line per matched cell and metric, a
+    column per experiment (its median, the geometric mean's interval, n) and one per pair it
+    states (each later experiment over the first, with its interval and verdict)."""
     ids = [str(i) for i in result["experiments"]]
     cells = []
     for cell in result["cells"]:
         label = f"{ENGINE_NAMES.get(cell['engine'], cell['engine'])} · " + settings_text(cell)
-        lines = [
-            {
-                "label": COMPARED_METRICS[metric][0],
-                "sides": [block.get(side) for side in ids],
-                "ratio": block.get("ratio"),
-                "ratio_ci": block.get("ratio_ci"),
-                "significant": block.get("significant") if cell.get("comparable", True) else None,
-                "p_value": block.get("p_value"),
-                "comparable": cell.get("comparable", True),
-            }
-            for metric, block in cell["metrics"].items()
-        ]
+        comparable = cell.get("comparable", True)
+        lines = []
+        for metric, block in cell["metrics"].items():
+            sides = []
+            for side in ids:
+                found = block.get(side)
+                if not found or found.get("median") is None:
+                    sides.append(None)
+                    continue
+                ci = found.get("ci")
+                sides.append(
+                    {
+                        "text": compared_value(metric, found["median"]),
+                        "ci": f"{compared_value(metric, ci[0])}-{compared_value(metric, ci[1])}"
+                        if ci
+                        else "",
+                        "n": found["n"],
+                    }
+                )
+            ratios = []
+            for side in ids[1:]:
+                versus = (block.get("versus") or {}).get(side) or {}
+                ratio, ci = versus.get("ratio"), versus.get("ratio_ci")
+                ratios.append(
+                    {
+                        "text": _ratio_text(ratio) if ratio else "-",
+                        "ci": f"{_ratio_text(ci[0])}-{_ratio_text(ci[1])}" if ci else "",
+                        "significant": versus.get("significant") if comparable else None,
+                        "p_value": versus.get("p_value"),
+                        "has_interval": bool(ci),
+                    }
+                )
+            lines.append(
+                {
+                    "label": COMPARED_METRICS[metric][0],
+                    "sides": sides,
+                    "ratios": ratios,
+                    "significant": any(r["significant"] for r in ratios),
+                    "comparable": comparable,
+                }
+            )
         cells.append({"label": label, "lines": lines})
     return {
+        "pairs": [f"#{side}/#{ids[0]}" for side in ids[1:]],
         "sides": [(side, result["names"][side], result["server_versions"][side]) for side in ids],
         "cells": cells,
         "findings": [line for cell in result["cells"] for line in cell["sentences"]],

@@ -14,7 +14,7 @@ from experiments.metrics import LABELS, METRIC_NAMES
 from experiments.models import Run, RunStatus
 from experiments.pages.common import annotate_page
 from experiments.roles import may_change, require_change
-from experiments.units import duration_text
+from experiments.units import below_resolution, duration_text
 
 
 @login_required
@@ -46,6 +46,10 @@ def _run_context(run: Run) -> dict:
             (name, duration_text(seconds, run.phase_resolution.get(name)))
             for name, seconds in run.phases.items()
         ],
+        # the note on "< 5 ms" only where a phase reads so
+        "below_resolution": any(
+            below_resolution(seconds, run.phase_resolution.get(name)) for name, seconds in run.phases.items()
+        ),
         "files": run.files.defer("content"),
         "attempts": run.attempt_rows.select_related("host"),
     }

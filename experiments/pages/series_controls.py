@@ -23,8 +23,9 @@ class SeriesForm(forms.Form):
         max_length=100, help_text="cron (minute hour day month weekday) or @hourly, @daily, @nightly, @weekly"
     )
     enabled = forms.BooleanField(required=False, label="Firing (unticked: paused)")
-    alert_threshold = forms.FloatField(
-        min_value=0.001, max_value=10, help_text="a share: 0.1 alerts when a metric is 10% worse"
+    # in percent, as the form that makes a series asks it (the series keeps a share)
+    alert_threshold_percent = forms.FloatField(
+        label="Alert when a metric gets worse by more than (%)", min_value=0.1, max_value=1000
     )
     alert_emails = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="one per line"
@@ -43,7 +44,7 @@ class SeriesForm(forms.Form):
             "name": series.name,
             "schedule": series.schedule,
             "enabled": series.enabled,
-            "alert_threshold": series.alert_threshold,
+            "alert_threshold_percent": round(series.alert_threshold * 100, 6),
             "alert_emails": "\n".join(series.alert_emails),
             "alert_webhooks": "\n".join(series.alert_webhooks),
             "definition": definition_yaml(series.definition),
@@ -60,7 +61,7 @@ class SeriesForm(forms.Form):
             "name": data["name"],
             "schedule": data["schedule"],
             "enabled": data["enabled"],
-            "alert_threshold": data["alert_threshold"],
+            "alert_threshold": data["alert_threshold_percent"] / 100,
             "alert_emails": listed_lines(data["alert_emails"]),
             "alert_webhooks": listed_lines(data["alert_webhooks"]),
             "definition": definition,

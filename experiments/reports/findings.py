@@ -23,7 +23,7 @@ from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
-SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size")
+SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size", "crash_redo_bytes")
 MAX_LISTED = 8  # caveats list this many runs by name, then count the rest
 
 
@@ -57,9 +57,15 @@ def headline_findings(cells: list[Cell]) -> list[str]:
         where = _where(engine, host, several_hosts)
         if len(group) == 1:
             summary = group[0].summaries["recovery_seconds"]
-            interval = f", 95% CI {_seconds(summary.ci[0])}-{_seconds(summary.ci[1])}" if summary.ci else ""
+            # the median, and the interval of the statistic it is for (the geometric mean): one
+            # number is not called "typical" beside another's interval
+            interval = (
+                f"; the geometric mean's 95% CI {_seconds(summary.ci[0])}-{_seconds(summary.ci[1])}"
+                if summary.ci
+                else ""
+            )
             sentence = (
-                f"{where}: crash recovery took {_seconds(summary.median)} (typical of {summary.n} "
+                f"{where}: crash recovery took {_seconds(summary.median)} (median of {summary.n} "
                 f"run{'s' if summary.n != 1 else ''}{interval})"
                 if summary.median is not None
                 else f"{where}: no crash recovery time was measured"
@@ -67,7 +73,7 @@ def headline_findings(cells: list[Cell]) -> list[str]:
         else:
             sentence = (
                 f"{where}: crash recovery took {_range(recovery)} across {len(group)} settings "
-                f"(typical value per setting, {runs} runs)"
+                f"(the median per setting, {runs} runs)"
                 if recovery
                 else f"{where}: no crash recovery time was measured"
             )

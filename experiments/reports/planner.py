@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db.models import Max
 
 from experiments.analysis.cells import ENGINE_NAMES
@@ -116,9 +117,19 @@ def target_above(seconds: float) -> float:
     return round(math.ceil(seconds / step) * step, 10)
 
 
+def _whose_target(target: float, longest: float) -> str:
+    if settings.RTO_SECONDS:
+        return f"The target is the team's recovery time objective: {target:g} s of downtime (RTO_SECONDS)."
+    return (
+        f"No recovery time objective is set (RTO_SECONDS), so the target is the longest downtime these "
+        f"runs measured, {longest:.2f} s, rounded up to {target:g} s."
+    )
+
+
 def sweep_plans(experiment_id: int) -> list[SweepPlan]:
     """For each host and engine of the experiment: the planner's answer from its runs alone, for
-    the longest downtime they measured as the target (the planner page answers any other)."""
+    the team's recovery time objective (settings.RTO_SECONDS), or where none is set for the
+    longest downtime they measured, said so (the planner page answers any other)."""
     groups = (
         Run.objects.filter(
             experiment_id=experiment_id,
@@ -134,11 +145,12 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
     )
     plans = []
     for host, engine, longest in groups:
+        target = settings.RTO_SECONDS or target_above(longest)
         question = {
             "host": host,
             "engine": engine,
             "experiments": [experiment_id],
-            "target_downtime_seconds": target_above(longest),
+            "target_downtime_seconds": target,
         }
         shown = SweepPlan(
             title=f"{ENGINE_NAMES.get(engine, engine)} on {host}",
@@ -151,7 +163,7 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
         except PlanRefused as refused:
             shown.sentences = [f"No plan from these runs: {refused.reason}."]
         else:
-            shown.sentences = plan_sentences(answer.as_dict(), question)
+            shown.sentences = [_whose_target(target, longest), *plan_sentences(answer.as_dict(), question)]
             shown.warnings = answer.warnings
         plans.append(shown)
     return plans
