@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.analysis.differences import definition_differences
-from experiments.client import comparison_rows, differences_text
+from experiments.client import ClientError, comparison_rows, differences_text, refuse_to_pass
 
 from .factories import ExperimentFactory, full_definition
 from .test_analysis import done_run, noisy
@@ -113,6 +113,10 @@ def test_the_gate_decides_nothing_on_runs_of_a_disturbed_host_unless_asked(api):
     assert (regressions, undecided) == (0, 1)
     assert rows[0][-1].startswith("undecided: host disturbed in 3 runs; measured B 3.")
     assert "REGRESSION" not in rows[0][-1]
+    with pytest.raises(ClientError, match="nothing decided: 1 comparison.* --decide-on-disturbed-host"):
+        refuse_to_pass(
+            answer, *comparison_rows(answer, ["recovery_seconds"], 0.25, decide_disturbed=False)[::2]
+        )
     rows, regressions, undecided = comparison_rows(answer, ["recovery_seconds"], 0.25)
     assert (regressions, undecided) == (1, 0)
     assert (

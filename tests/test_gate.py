@@ -5,6 +5,7 @@ the build) and gives its verdict on MariaDB 11.8 against the host's 10.11, measu
 quiet test); and, in a test beside the others, fails ten times the redo with exit 1 and the
 table, and the run page of one of those runs shows its seconds before and after the crash."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -58,7 +59,7 @@ def artifact(name: str, done: subprocess.CompletedProcess) -> None:
     (folder / name).write_text(f"exit {done.returncode}\n{done.stdout}{done.stderr}")
 
 
-def gate(live_server, token: str, definition_file: str, baseline_id: int, kept_as: str):
+def gate(live_server, token: str, definition_file: str, baseline_id: int, kept_as: str, *more: str):
     """`recovery-lab gate` against the baseline at 25%, its output kept for the reviewer. These
     tests hold the verdict to what was measured, so they ask for one even where the runner found
     the host disturbed (the row then says so); that a disturbed host otherwise decides nothing is
@@ -75,6 +76,7 @@ def gate(live_server, token: str, definition_file: str, baseline_id: int, kept_a
         "--poll",
         "1",
         "--decide-on-disturbed-host",
+        *more,
     )
     artifact(kept_as, done)
     return done
@@ -134,12 +136,33 @@ def test_gate_passes_another_build_of_the_same_settings_and_names_the_version_ch
     # test holds the gate to naming the change and to an exit code that is its verdict.
     on_11_8 = definition("gate: MariaDB 11.8", 3000)
     on_11_8["parameters"]["server_build"] = [debian_build[0]]
+    # Gated on the downtime too: 11.8's clean start is slower than 10.11's (issue 42 measured 0.09 s
+    # against 0.59-1.03 s), so where its downtime is a regression the row must say whether the
+    # clean start moved alike (a start-up change), and the exit still follows the gated metrics.
     versions = gate(
-        live_server, token, written(tmp_path, "versions.yaml", on_11_8), baseline_id, "gate-versions.txt"
+        live_server,
+        token,
+        written(tmp_path, "versions.yaml", on_11_8),
+        baseline_id,
+        "gate-versions.txt",
+        *("--metric", "recovery_seconds", "--metric", "downtime_seconds"),
     )
     assert versions.returncode in (0, 1), versions.stdout + versions.stderr
-    verdict = "PASS: no significant slowdown" if versions.returncode == 0 else "FAIL: 1 significant slowdown"
-    assert verdict in versions.stdout, versions.stdout
+    rows = {m: line for line in versions.stdout.splitlines() for m in ("recovery_seconds", "downtime_seconds")
+            if line.startswith("innodb ") and f" {m} " in line}  # fmt: skip
+    failing = sum("REGRESSION" in line for line in rows.values())
+    verdict = (
+        "PASS: no significant slowdown"
+        if versions.returncode == 0
+        else f"FAIL: {failing} significant slowdown"
+    )
+    assert (versions.returncode == 1) == (failing > 0) and verdict in versions.stdout, versions.stdout
+    candidate = re.search(r"^experiment (\d+) \(3 runs\) queued", versions.stdout, re.M).group(1)
+    answer = client(
+        live_server, token, "compare", str(baseline_id), candidate, "--ignore", "server_build", "--json"
+    )
+    startup = next(iter(json.loads(answer.stdout)["cells"]), {}).get("startup_change", {})
+    assert ("a start-up change" in rows["downtime_seconds"]) == bool(startup), versions.stdout
     assert "changed from the baseline (left out of the match): server_build\n" in versions.stdout
     assert re.search(
         r"^the servers reported: 10\.11\.\S+ in #\d+, 11\.8\.[^,]+ in #\d+$", versions.stdout, re.M

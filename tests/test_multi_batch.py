@@ -95,3 +95,18 @@ def test_mysql_batches_split_the_scan_and_the_apply_into_their_goes():
         "2024-03-01T10:00:01.500000+00:00",
         "2024-03-01T10:00:02.000000+00:00",
     ]
+
+
+def test_a_recovery_of_any_length_keeps_a_bounded_evenly_thinned_progress():
+    from datetime import UTC, datetime, timedelta
+
+    from experiments.parsers.model import MAX_PROGRESS, Episode, Progress
+
+    episode, start = Episode(), datetime(2026, 1, 1, tzinfo=UTC)
+    for second in range(5 * MAX_PROGRESS):
+        episode.add_progress(Progress(start + timedelta(seconds=second), lsn=second))
+    kept = [p.lsn for p in episode.progress_lines()]
+    assert len(kept) <= MAX_PROGRESS + 1 and kept[0] == 0 and kept[-1] == 5 * MAX_PROGRESS - 1  # the latest
+    body = kept[:-1]
+    steps = {b - a for a, b in zip(body, body[1:], strict=False)}
+    assert steps == {8}  # evenly spaced: every 8th of 10,000 lines

@@ -254,7 +254,7 @@ def _episode_bars(
 def _progress(episode: Episode, zero: float) -> dict:
     """The recovery's progress lines as series on the timeline's seconds: the redo read (from the
     checkpoint) and the pages left to recover; {} where the log has fewer than two."""
-    points = [p for p in episode.progress if p.at is not None]
+    points = [p for p in episode.progress_lines() if p.at is not None]
     if len(points) < 2:
         return {}
     found: dict = {"t": [round(_stamp(p.at) - zero, 3) for p in points]}

@@ -395,7 +395,9 @@ class _SourceReader:
             self._checkpoint_next = True
         elif match := _SCANNED.search(text):
             self._begin_crash_recovery(episode, moment)
-            episode.crash_lsn = max(episode.crash_lsn or 0, _lsn(*match.groups()))
+            lsn = _lsn(*match.groups())
+            episode.crash_lsn = max(episode.crash_lsn or 0, lsn)
+            episode.add_progress(Progress(moment, lsn=lsn))
         elif match := _END_OF_LOG.search(text):
             # (the scan goes on to the first batch: what InnoDB does between is reading too)
             if episode.crash_recovery:
@@ -404,7 +406,7 @@ class _SourceReader:
             if episode.crash_recovery:
                 lsn = int(match.group(1))
                 episode.crash_lsn = max(episode.crash_lsn or 0, lsn)
-                episode.progress.append(Progress(moment, lsn=lsn))
+                episode.add_progress(Progress(moment, lsn=lsn))
         elif match := _MULTI_BATCH.search(text):
             if episode.crash_recovery:
                 episode.multi_batch_lsn = int(match.group(1))
@@ -417,14 +419,14 @@ class _SourceReader:
             if episode.crash_recovery:
                 lsn, end, pages = (int(group) for group in match.groups())
                 episode.crash_lsn = max(episode.crash_lsn or 0, end)
-                episode.progress.append(Progress(moment, lsn=lsn, pages=pages))
+                episode.add_progress(Progress(moment, lsn=lsn, pages=pages))
                 if not episode.batches or episode.batches[-1].lsn != lsn:  # not a 15-s report
                     episode.batches.append(Batch(moment, lsn=lsn, pages=pages))
                     self._start_apply(episode, moment)
         elif match := _FINAL_BATCH.search(text):
             if episode.crash_recovery:
                 pages = int(match.group(1) or match.group(2))
-                episode.progress.append(Progress(moment, pages=pages))
+                episode.add_progress(Progress(moment, pages=pages))
                 if not episode.batches or episode.batches[-1].lsn is not None:
                     episode.batches.append(Batch(moment, pages=pages))
                 if episode.pages_to_recover is None:

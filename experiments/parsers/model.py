@@ -84,6 +84,9 @@ class Progress:
         return {"at": iso(self.at), "lsn": self.lsn, "pages": self.pages}
 
 
+# Progress lines kept per start (a recovery of 8 GB logs thousands).
+MAX_PROGRESS = 2000
+
 # Phases a server finishes before it is ready for connections.
 BEFORE_READY = ("crash_recovery", "redo_scan", "redo_apply", "innodb_init", "tokudb_recovery")
 
@@ -109,6 +112,9 @@ class Episode:
     batches: list[Batch] = field(default_factory=list)
     multi_batch_lsn: int | None = None
     progress: list[Progress] = field(default_factory=list)
+    _progress_seen: int = 0
+    _progress_stride: int = 1
+    _progress_tail: Progress | None = None
     # The last timestamp seen in this start (not serialized): no duration may outlast it.
     last_seen: datetime | None = None
     # The start failed before it was ready (an assertion, a signal, an abort): why, in the
@@ -172,6 +178,24 @@ class Episode:
             self.crash_lsn = None
         return dropped
 
+    def add_progress(self, line: Progress) -> None:
+        """A progress line. A recovery of any length keeps at most MAX_PROGRESS of them, evenly
+        spaced (past it every other one kept goes and only every 2nd, 4th, ... new one is kept),
+        and always its latest (memory stays flat)."""
+        self._progress_seen += 1
+        if (self._progress_seen - 1) % self._progress_stride:
+            self._progress_tail = line
+            return
+        self._progress_tail = None
+        if len(self.progress) >= MAX_PROGRESS:
+            del self.progress[1::2]
+            self._progress_stride *= 2
+        self.progress.append(line)
+
+    def progress_lines(self) -> list[Progress]:
+        """The progress lines kept, the latest last."""
+        return self.progress + ([self._progress_tail] if self._progress_tail else [])
+
     def phase(self, name: str) -> Phase | None:
         return next((p for p in self.phases if p.name == name), None)
 
@@ -232,7 +256,7 @@ class Episode:
             "phases": [p.to_dict() for p in self.phases],
             "multi_batch_lsn": self.multi_batch_lsn,
             "batches": [b.to_dict() for b in self.batches],
-            "progress": [p.to_dict() for p in self.progress],
+            "progress": [p.to_dict() for p in self.progress_lines()],
         }
 
 
