@@ -63,7 +63,12 @@ def startup_change(metrics: dict, side: str, baseline: str) -> str | None:
     if downtime is None or clean is None or downtime <= 0 or clean < 0.5 * downtime:
         return None
     recovery = grew["recovery_seconds"]
-    recovered = f", crash recovery {recovery:+.2f} s" if recovery is not None else ""
+    if recovery is None:
+        recovered = ""
+    elif abs(recovery) < 0.005:
+        recovered = ", crash recovery unchanged"
+    else:
+        recovered = f", crash recovery {recovery:+.2f} s"
     return (
         f"a start-up change, not a recovery one: the clean start grew alike ({clean:+.2f} s of the "
         f"downtime's {downtime:+.2f} s{recovered}, medians)"
