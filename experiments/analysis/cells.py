@@ -28,6 +28,7 @@ ROW_FIELDS = (
     "imported",
     "server_version",
     "phases",
+    "phase_resolution",
     "suspect",
     "suspect_reason",
     "disturbed",

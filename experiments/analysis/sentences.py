@@ -84,8 +84,9 @@ def finding_sentence(
     if ratio is None:
         return f"{where}{what} of {subject} and {baseline} cannot be compared (no values on one side){tail}"
     if ci is None:
+        longer, shorter, times = (subject, baseline, ratio) if ratio >= 1 else (baseline, subject, 1 / ratio)
         return (
-            f"{where}{what}: {subject} took {ratio:.2f}x the time of {baseline}{tail}, "
+            f"{where}{what}: {longer} took {times:.2f}x as long as {shorter}{tail}, "
             "but with fewer than 2 runs a side there is no interval: repeat the runs"
         )
     if not result["significant"]:
