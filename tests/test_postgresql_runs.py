@@ -226,15 +226,15 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     api, staff_api, local_host, celery_worker_process
 ):
     """Issue 33's Done-when: the local host's probe lists postgresql; one experiment with InnoDB
-    and PostgreSQL, one crash after the workload and one during it, 2 repetitions each, finishes
-    every run done with its recovery time, the redo (WAL) replayed and its data verified; explore
-    by engine shows postgresql."""
+    and PostgreSQL (and MyRocks: issue 42's equal-work comparison of the three), one crash after
+    the workload and one during it, 2 repetitions each, finishes every run done with its recovery
+    time, the redo (WAL) replayed and its data verified; explore by engine shows postgresql."""
     probed = staff_api.post(f"/api/hosts/{local_host.pk}/probe/").json()
     assert "postgresql" in probed["facts"]["engines"], probed
     body = {
-        "name": "InnoDB and PostgreSQL, after and during the workload",
+        "name": "InnoDB, MyRocks and PostgreSQL, after and during the workload",
         "hosts": ["local"],
-        "engines": ["innodb", "postgresql"],
+        "engines": ["innodb", "rocksdb", "postgresql"],
         # paced: 6,000 transactions take 2 s on either engine, so the crash at 1 s comes mid-workload
         "parameters": {"insert_rate": [3000]},
         "workload": {
@@ -249,11 +249,10 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     }
     experiment = run_to_the_end(api, body)
     runs = api.get(f"/api/experiments/{experiment}/").json()["runs"]
-    assert len(runs) == 8 and [r["status"] for r in runs] == ["done"] * 8, [r["error"] for r in runs]
+    assert len(runs) == 12 and [r["status"] for r in runs] == ["done"] * 12, [r["error"] for r in runs]
     cells = sorted((r["engine"], r["parameters"]["crash_when"]) for r in runs)
-    assert cells == sorted(
-        [(e, w) for e in ("innodb", "postgresql") for w in ("after_workload", "during_workload")] * 2
-    )
+    engines = ("innodb", "rocksdb", "postgresql")
+    assert cells == sorted([(e, w) for e in engines for w in ("after_workload", "during_workload")] * 2)
     for run in runs:
         metrics = run["metrics"]
         assert "ended before the planned crash" not in (run["error"] or ""), run  # its warnings
@@ -265,7 +264,8 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
         assert metrics["verified"] is True, run
     postgres = Run.objects.filter(experiment_id=experiment, engine="postgresql")
     assert all(run.server_version.startswith("PostgreSQL 15.") for run in postgres)
-    for run in postgres:  # its apply rate is its WAL replay's, not its whole recovery's (issue 42)
+    # the apply rate is the log replay's, not the whole recovery's (issue 42)
+    for run in Run.objects.filter(experiment_id=experiment, engine__in=("postgresql", "rocksdb")):
         if run.phases.get("wal_replay"):
             assert run.redo_apply_mb_per_s == pytest.approx(
                 run.redo_bytes / 1e6 / run.phases["wal_replay"], 1e-3
@@ -275,6 +275,7 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     for cell in compare_engines(rows)["cells"]:
         said = " | ".join(cell["sentences"])
         assert "log replay" in said and "PostgreSQL, the data directory's fsync, the WAL replay" in said, said
+        assert "MyRocks, RocksDB's WAL replay" in said, said
     explored = api.get("/api/explore/", {"x": "engine", "y": "recovery_seconds"}).json()
     assert "postgresql" in {x for series in explored["series"] for x in series["x"]}
 
