@@ -272,8 +272,9 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
             )
     # at equal work the engines are compared on their log replay, and each recovery says what it holds
     rows = list(Run.objects.filter(experiment_id=experiment).values(*ROW_FIELDS))
-    for cell in compare_engines(rows)["cells"]:
-        said = " | ".join(cell["sentences"])
+    compared = compare_engines(rows)
+    for cell in compared["cells"]:
+        said = " | ".join([*cell["sentences"], compared["holds"]])
         assert "log replay" in said and "PostgreSQL, the data directory's fsync, the WAL replay" in said, said
         assert "MyRocks, RocksDB's WAL replay" in said, said
     explored = api.get("/api/explore/", {"x": "engine", "y": "recovery_seconds"}).json()

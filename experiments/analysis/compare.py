@@ -235,20 +235,26 @@ def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) ->
             said = sentences(
                 metrics, side_names, sides[0], f"at {label}", subject_first=True, compared=ENGINE_METRICS
             )
-            holds = "; ".join(f"{side_names[e]}, {ENGINES[e].recovery_holds}" for e in sides if e in ENGINES)
             cell = {
                 "parameters": dict(parameters),
                 "server_options": dict(options),
                 "metrics": metrics,
-                "sentences": [
-                    *said,
-                    f"at {label}: what each crash recovery holds: {holds}. The log replay is the like "
-                    "phase: the apply rates are the redo over it",
-                ],
+                "sentences": said,
             }
             _say_disturbed(cell, per_side)
             cells.append(cell)
-    return {"engines": present, "cells": cells}
+    return {"engines": present, "cells": cells, "holds": holds_sentence(present) if cells else ""}
+
+
+def holds_sentence(engines: list[str]) -> str:
+    """What each engine's crash recovery figure holds, once for a comparison of engines."""
+    holds = "; ".join(
+        f"{ENGINE_NAMES.get(e, e)}, {ENGINES[e].recovery_holds}" for e in engines if e in ENGINES
+    )
+    return (
+        f"what each engine's crash recovery holds: {holds}. The log replay is the phase they share: "
+        "engines are compared on it first, and the apply rates are the redo over it"
+    )
 
 
 def _versions(rows: list[dict]) -> dict[int, str]:

@@ -307,7 +307,8 @@ def comparison_table(result: dict) -> dict:
         "sides": [(side, result["names"][side], result["server_versions"][side]) for side in ids],
         "cells": cells,
         "findings": [line for cell in result["cells"] for line in cell["sentences"]],
-        "engine_findings": [line for cell in result["engines"]["cells"] for line in cell["sentences"]],
+        "engine_findings": [line for cell in result["engines"]["cells"] for line in cell["sentences"]]
+        + ([holds[0].upper() + holds[1:]] if (holds := result["engines"].get("holds")) else []),
         "regressions": [line for cell in result["cells"] for line in cell["regressions"]],
     }
 

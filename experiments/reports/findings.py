@@ -236,10 +236,10 @@ def what_moved(axis: str, sides: tuple[list[dict], list[dict]], significant: boo
 
 
 def engine_findings(rows: list[dict], spreads: dict | None = None) -> list[str]:
+    compared = compare_engines(rows, spreads)
+    said = [sentence for cell in compared["cells"] for sentence in cell["sentences"]]
     return [
-        sentence[0].upper() + sentence[1:] + "."
-        for cell in compare_engines(rows, spreads)["cells"]
-        for sentence in cell["sentences"]
+        sentence[0].upper() + sentence[1:] + "." for sentence in [*said, *filter(None, [compared["holds"]])]
     ]
 
 
