@@ -163,6 +163,9 @@ def test_a_recovery_the_server_died_in_imports_as_a_failed_run_without_times():
     assert run.error.startswith("the server failed during this recovery: Assertion failure in thread")
     assert (run.checkpoint_lsn, run.redo_bytes) == (19949026883, 56)
     assert run.recovery_seconds is None and run.ready_seconds is None
+    # a record of a production crash: it does not make its experiment "some runs failed" (issue 42)
+    run.experiment.refresh_from_db()
+    assert run.experiment.status == "done"
 
 
 def test_a_shutdown_tail_and_a_default_verbosity_recovery_import_as_one_run():

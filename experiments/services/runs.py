@@ -57,15 +57,20 @@ ANALYSE_SERIES_TASK = "workers.tasks.analyse_series_task"
 
 
 def refresh_experiment_status(experiment_id: int) -> None:
-    """Derive the experiment's status from its runs' rows. Idempotent."""
-    counts = Run.objects.filter(experiment_id=experiment_id).aggregate(
+    """Derive the experiment's status from its runs' rows. Idempotent. Imported runs are records
+    of crashes elsewhere (one whose server failed to start is a fact about that server, not a run
+    of this experiment that failed): they never change its status; an experiment of imports only
+    is done."""
+    counts = Run.objects.filter(experiment_id=experiment_id, imported=False).aggregate(
         total=Count("id"),
         queued=Count("id", filter=Q(status=RunStatus.QUEUED)),
         running=Count("id", filter=Q(status=RunStatus.RUNNING)),
         failed=Count("id", filter=Q(status=RunStatus.FAILED)),
         cancelled=Count("id", filter=Q(status=RunStatus.CANCELLED)),
     )
-    if counts["running"] or (counts["queued"] and counts["queued"] < counts["total"]):
+    if not counts["total"]:  # imports only
+        status, finished_at = ExperimentStatus.DONE, timezone.now()
+    elif counts["running"] or (counts["queued"] and counts["queued"] < counts["total"]):
         status, finished_at = ExperimentStatus.RUNNING, None
     elif counts["queued"]:
         status, finished_at = ExperimentStatus.QUEUED, None

@@ -192,6 +192,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     except (RunFailed, subprocess.SubprocessError, OSError) as exc:
         gone = server.exited_unasked() if "killed" not in times else None
         if gone:  # a server that died before the planned crash explains what failed after it
+            stamper.settle()  # its last lines, read before they are quoted
             raise RunFailed(early_exit(gone, oom_kills_before, stamper.tail(), exc), permanent=False) from exc
         raise
     finally:

@@ -116,6 +116,7 @@ class Server:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self.stamper.settle()  # its last lines, the reason it gave, read before they are quoted
                 raise RunFailed(
                     f"{self.name} exited with code {self.process.returncode} while starting. "
                     f"Last lines of its error log:\n{self.stamper.tail()}"

@@ -17,6 +17,9 @@ class LogStamper(threading.Thread):
         self._stopping = threading.Event()
         self.lines: list[tuple[float, str]] = []
         self._lock = threading.Lock()
+        # reads of the log done so far, for settle()
+        self._passes = 0
+        self._passed = threading.Condition()
 
     def run(self) -> None:
         offset, pending = 0, b""
@@ -41,6 +44,9 @@ class LogStamper(threading.Thread):
                         with self._lock:
                             self.lines.append((moment, text))
                     out.flush()
+                with self._passed:
+                    self._passes += 1
+                    self._passed.notify_all()
                 if stopping:
                     if pending:
                         text = pending.decode("utf-8", errors="replace")
@@ -52,6 +58,14 @@ class LogStamper(threading.Thread):
         self._stopping.set()
         self.join(timeout=10)
 
+    def settle(self, timeout_s: float = 2.0) -> None:
+        """Wait until a read of the log that began after this call is done: once the server has
+        exited, its last lines (the reason it gave) are then in `lines`."""
+        with self._passed:
+            wanted = self._passes + 2
+            self._passed.wait_for(lambda: self._passes >= wanted or not self.is_alive(), timeout_s)
+
     def tail(self, count: int = 12) -> str:
+        """The last lines read; after the server exited, call settle() first."""
         with self._lock:
             return "\n".join(text for _, text in self.lines[-count:])
