@@ -18,7 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import contract
 from .builds import (
     BuildUnusable,
     build_options,
@@ -27,7 +26,7 @@ from .builds import (
     programs,
     server_command,
 )
-from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
+from .contract import BUILDS_DIR, DEFAULT_FLUSHING, SYSTEM_BUILD, RunFailed
 from .engines import engine as engine_named
 from .events import Clock
 from .files import server_home
@@ -80,7 +79,7 @@ class Server:
     def options(self) -> dict:
         """The engine's flushing held back (unless the run asks for the server's natural
         flushing), then the definition's server options."""
-        flushing = self.spec["parameters"].get("flushing", contract.DEFAULT_FLUSHING)
+        flushing = self.spec["parameters"].get("flushing", DEFAULT_FLUSHING)
         held_back = self.engine.held_back if flushing == "held_back" else {}
         return {**held_back, **self.spec.get("server_options", {})}
 

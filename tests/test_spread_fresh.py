@@ -1,0 +1,60 @@
+"""Issue 43: a host's A/A spread is read from the database in one query per view instead of from
+every run of its history, and is never stale: after each event that changes what it stands on (a
+new experiment of a definition, a run excluded, the same run included again, an A/A check), it
+equals the spread computed from the runs' rows in Python (aa.pair_cells, the reference)."""
+
+import pytest
+
+from experiments.analysis import aa
+from experiments.analysis.cells import ROW_FIELDS
+from experiments.models import Run
+
+from .factories import ExperimentFactory
+from .test_aa import definition
+from .test_analysis import done_run
+
+pytestmark = pytest.mark.django_db
+
+
+def reference(nights: list, checks: bool = True) -> dict:
+    """The spread of `local` from its runs' rows: each night paired with the next one made."""
+    rows = [list(Run.objects.filter(experiment=night).values(*ROW_FIELDS)) for night in nights]
+    apart = [aa.pair_cells(first, second) for first, second in zip(rows, rows[1:], strict=False)]
+    found = aa.host_checks({"local"}).get("local", []) if checks else []
+    return aa.spread([check["cells"] for check in found], apart)
+
+
+def night(same: dict, level: float, name: str):
+    made = ExperimentFactory(definition={**same, "name": name})
+    for n, factor in enumerate((1.0, 1.03, 0.96)):
+        done_run(
+            made, recovery_seconds=level * factor, downtime_seconds=level * factor + 0.4, repetition=n + 1
+        )
+    return made
+
+
+def test_the_spread_read_in_one_query_is_the_rows_own_after_every_event_that_changes_it():
+    same = {**definition("nightly"), "engines": ["innodb"]}
+    nights = [night(same, level, f"night {i}") for i, level in enumerate((1.0, 1.2, 0.9))]
+    before = aa.host_spreads({"local"})["local"]
+    assert before == reference(nights) and before["recovery_seconds"]["apart_pairs"] == 2
+
+    nights.append(night(same, 1.6, "night 3"))  # a new experiment of that definition
+    grown = aa.host_spreads({"local"})["local"]
+    assert grown == reference(nights) and grown["recovery_seconds"]["apart_pairs"] == 3
+    assert grown != before
+
+    middle = Run.objects.filter(experiment=nights[-1]).order_by("recovery_seconds")[1]  # its median
+    Run.objects.filter(id=middle.id).update(excluded=True, excluded_reason="a backup ran")
+    excluded = aa.host_spreads({"local"})["local"]
+    assert excluded == reference(nights) and excluded != grown
+
+    Run.objects.filter(id=middle.id).update(excluded=False, excluded_reason="")  # included again
+    assert aa.host_spreads({"local"})["local"] == reference(nights) == grown
+
+    check = ExperimentFactory(definition={**same, "name": "A/A"}, aa_check=True)
+    for n, seconds in enumerate((1.0, 1.4, 1.02, 1.38)):  # copies A and B, interleaved
+        done_run(check, recovery_seconds=seconds, downtime_seconds=seconds + 0.4, repetition=n + 1)
+    checked = aa.host_spreads({"local"})["local"]
+    assert checked == reference(nights) and checked["recovery_seconds"]["checks"] == 1
+    assert checked != grown
