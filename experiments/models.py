@@ -581,3 +581,24 @@ class ApiToken(AbstractAuthToken):
 
     class Meta:
         verbose_name = "API token"
+
+
+class CellMedians(models.Model):
+    """An experiment's cells' medians on one host (analysis/aa.py, what a host's A/A spread reads
+    of its history), kept with the fingerprint of the runs they were taken from: the runs' count
+    and the sums of their rows' transaction ids and places (xmin, ctid), which every insert,
+    update and delete of a run changes. Taken again where the fingerprint differs."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="+")
+    host_label = models.CharField(max_length=100)
+    fingerprint = models.CharField(max_length=100)
+    # [[engine, settings text, {metric: median}], ...]
+    cells = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "host_label"], name="cell_medians_once"),
+        ]
+
+    def __str__(self):
+        return f"cell medians of experiment {self.experiment_id} on {self.host_label}"

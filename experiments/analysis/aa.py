@@ -15,17 +15,19 @@ slow hour falls on both alike. Plain rows in (cells.ROW_FIELDS), plain dicts out
 one reader of the database here, host_checks().
 """
 
+import hashlib
 import json
 import math
 from collections import defaultdict
 
 import numpy as np
+from django.core.cache import cache
 from django.db import connection
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text
 from experiments.analysis.differences import flattened
-from experiments.models import Experiment, Run
+from experiments.models import CellMedians, Experiment, Run
 
 # The floor when a host has no A/A check on record: measured, see docs/statistics.md.
 DEFAULT_MIN_EFFECT = 1.25
@@ -204,14 +206,11 @@ def host_checks(hosts: set[str]) -> dict[str, list[dict]]:
 HISTORY_EXPERIMENTS = 200
 
 
-def apart_pairs(hosts: set[str], exclude: set[int] = frozenset()) -> dict[str, list[list[dict]]]:
-    """Each host's pairs of experiments of one definition (name, description and tags aside),
-    each with the next one made: pair_cells() of each. The experiments in `exclude` (the ones
-    being compared) are not among them: a comparison does not learn its floor from itself.
-
-    Read afresh at every call, so never stale (a new experiment, a run excluded or included again
-    counts at once): PostgreSQL takes the cells' medians of the pairs' runs in one query
-    (cell_medians), 40,000 runs of a nightly series' history becoming a few hundred rows."""
+def history_pairs(hosts: set[str], exclude: set[int] = frozenset()) -> list[tuple[int, int]]:
+    """The hosts' pairs of experiments of one definition (name, description and tags aside),
+    each with the next one made, older first, among their HISTORY_EXPERIMENTS newest. The
+    experiments in `exclude` (the ones being compared) are not among them: a comparison does
+    not learn its floor from itself."""
     experiments = (
         Experiment.objects.filter(id__in=Run.objects.filter(host_label__in=hosts).values("experiment_id"))
         .filter(aa_check=False, imported=False)
@@ -222,8 +221,16 @@ def apart_pairs(hosts: set[str], exclude: set[int] = frozenset()) -> dict[str, l
     same: dict[str, list[int]] = defaultdict(list)
     for experiment_id, definition in experiments:
         same[json.dumps(flattened(definition), sort_keys=True)].append(experiment_id)
-    pairs = [(ids[i + 1], ids[i]) for ids in same.values() for i in range(len(ids) - 1)]  # older first
-    medians = cell_medians(hosts, {i for pair in pairs for i in pair})
+    return [(ids[i + 1], ids[i]) for ids in same.values() for i in range(len(ids) - 1)]
+
+
+def apart_pairs(
+    hosts: set[str], exclude: set[int] = frozenset(), pairs: list | None = None, current: dict | None = None
+) -> dict[str, list[list[dict]]]:
+    """Each host's pairs of experiments of one definition (history_pairs): pair_cells() of each,
+    from the cells' medians PostgreSQL took of their runs (cell_medians), never stale."""
+    pairs = history_pairs(hosts, exclude) if pairs is None else pairs
+    medians = cell_medians(hosts, {i for pair in pairs for i in pair}, current)
     found: dict[str, list[list[dict]]] = defaultdict(list)
     for host in hosts:
         for first, second in pairs:
@@ -232,12 +239,69 @@ def apart_pairs(hosts: set[str], exclude: set[int] = frozenset()) -> dict[str, l
     return dict(found)
 
 
-def cell_medians(hosts: set[str], experiment_ids: set[int]) -> dict[tuple[str, int], dict[tuple, dict]]:
-    """{(host, experiment): {(engine, settings): {metric: median}}}, as _cell_medians() gives
-    them from the rows, in one query."""
-    found: dict[tuple[str, int], dict[tuple, dict]] = defaultdict(dict)
+def fingerprints(hosts: set[str], experiment_ids: set[int]) -> dict[tuple[str, int], str]:
+    """{(host, experiment): the fingerprint of its runs there}: their count and the sums of their
+    rows' places and transaction ids (ctid, xmin). Every insert, update and delete of a run row
+    writes a new version of it elsewhere, by a later transaction unless the same one: the sums
+    change. One query."""
     if not experiment_ids or not hosts:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT host_label, experiment_id,
+                   count(*) || ':' || sum(xmin::text::bigint) || ':' || sum(hashtext(ctid::text))
+              FROM experiments_run
+             WHERE experiment_id = ANY(%s) AND host_label = ANY(%s)
+             GROUP BY host_label, experiment_id
+            """,
+            [sorted(experiment_ids), sorted(hosts)],
+        )
+        return {(host, experiment): fingerprint for host, experiment, fingerprint in cursor.fetchall()}
+
+
+def cell_medians(
+    hosts: set[str], experiment_ids: set[int], current: dict | None = None
+) -> dict[tuple[str, int], dict[tuple, dict]]:
+    """{(host, experiment): {(engine, settings): {metric: median}}}, as _cell_medians() gives
+    them from the rows. Kept in CellMedians with their runs' fingerprint (`current`, or read):
+    the kept medians whose fingerprint still holds are used, and only the others (a new
+    experiment, a run finished, excluded or included again) are taken again."""
+    found: dict[tuple[str, int], dict[tuple, dict]] = {}
+    current = fingerprints(hosts, experiment_ids) if current is None else current
+    current = {key: value for key, value in current.items() if key[1] in experiment_ids}
+    if not current:
         return found
+    kept = CellMedians.objects.filter(experiment_id__in={e for _, e in current}, host_label__in=hosts)
+    for host, experiment, fingerprint, cells in kept.values_list(
+        "host_label", "experiment_id", "fingerprint", "cells"
+    ):
+        if current.get((host, experiment)) == fingerprint:
+            found[(host, experiment)] = {(engine, settings): medians for engine, settings, medians in cells}
+    stale = set(current) - set(found)
+    if stale:
+        taken = _take_cell_medians({host for host, _ in stale}, {experiment for _, experiment in stale})
+        CellMedians.objects.bulk_create(
+            [
+                CellMedians(
+                    experiment_id=experiment,
+                    host_label=host,
+                    fingerprint=current[(host, experiment)],
+                    cells=[[e, s, m] for (e, s), m in taken.get((host, experiment), {}).items()],
+                )
+                for host, experiment in stale
+            ],
+            update_conflicts=True,
+            unique_fields=["experiment", "host_label"],
+            update_fields=["fingerprint", "cells"],
+        )
+        found.update({key: taken.get(key, {}) for key in stale})
+    return found
+
+
+def _take_cell_medians(hosts: set[str], experiment_ids: set[int]) -> dict[tuple[str, int], dict[tuple, dict]]:
+    """The cells' medians of these experiments' runs on these hosts, from their rows, in SQL."""
+    found: dict[tuple[str, int], dict[tuple, dict]] = defaultdict(dict)
     with connection.cursor() as cursor:
         # _cell_medians() in SQL: the analysable, undisturbed runs' median of each metric over its
         # positive values, per host, experiment and cell (percentile_cont(0.5) is numpy's median)
@@ -266,11 +330,32 @@ def _json(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
+# How long a host's spread is kept in the cache at most (it is keyed on what it stands on, so
+# it is never stale: this only bounds the memory of spreads no page asks for again).
+SPREAD_CACHE_SECONDS = 3600
+
+
 def host_spreads(hosts: set[str], exclude: set[int] = frozenset()) -> dict[str, dict]:
     """Each host's A/A spread (spread()), for the hosts with A/A checks or identical experiments
-    on record; `exclude`: experiments not to learn from (those being compared)."""
-    checks, apart = host_checks(hosts), apart_pairs(hosts, exclude)
-    spreads = {
-        host: spread([c["cells"] for c in checks.get(host, [])], apart.get(host, [])) for host in hosts
-    }
-    return {host: found for host, found in spreads.items() if found}
+    on record; `exclude`: experiments not to learn from (those being compared). Kept in the cache
+    under the fingerprints of every run it stands on (its history's pairs and its A/A checks),
+    read in one query: a new experiment, a run changed, excluded or included again, or an A/A
+    check makes another key, so it is learnt again, once."""
+    pairs = history_pairs(hosts, exclude)
+    check_ids = set(
+        Run.objects.filter(experiment__aa_check=True, host_label__in=hosts)
+        .values_list("experiment_id", flat=True)
+        .distinct()
+    )
+    current = fingerprints(hosts, {i for pair in pairs for i in pair} | check_ids)
+    stands_on = [sorted(hosts), pairs, sorted([*key, value] for key, value in current.items())]
+    key = "aa-spreads:" + hashlib.sha256(json.dumps(stands_on).encode()).hexdigest()
+    found = cache.get(key)
+    if found is None:
+        checks, apart = host_checks(hosts), apart_pairs(hosts, exclude, pairs, current)
+        spreads = {
+            host: spread([c["cells"] for c in checks.get(host, [])], apart.get(host, [])) for host in hosts
+        }
+        found = {host: value for host, value in spreads.items() if value}
+        cache.set(key, found, SPREAD_CACHE_SECONDS)
+    return found
