@@ -43,6 +43,7 @@ test: setup
 bench: setup
 	@$(PY) scripts/bench.py
 	@$(PY) scripts/bench_analysis.py
+	@$(PY) scripts/bench_browser.py
 	@$(PY) scripts/bench_dataset.py
 	@$(PY) scripts/bench_dispatch.py
 	@$(PY) scripts/bench_load.py
