@@ -71,7 +71,7 @@ def test_a_downtime_that_the_clean_start_shows_too_is_a_start_up_change_not_a_re
     answer = api.get("/api/compare/", {"experiments": f"{a.id},{b.id}"}).json()
     (cell,) = answer["cells"]
     change = cell["startup_change"][str(b.id)]
-    assert change.startswith("a start-up change, not a recovery one: the clean start grew alike (+0.5")
+    assert change.startswith("a start-up change, not a recovery one: the clean start grew by 0.5")
     (regression,) = cell["regressions"]  # the downtime, named for what moved
     assert "downtime" in regression and "a start-up change" in regression
     downtime = next(s for s in cell["sentences"] if "in downtime" in s or ": downtime" in s)

@@ -70,8 +70,8 @@ def startup_change(metrics: dict, side: str, baseline: str) -> str | None:
     else:
         recovered = f", crash recovery {recovery:+.2f} s"
     return (
-        f"a start-up change, not a recovery one: the clean start grew alike ({clean:+.2f} s of the "
-        f"downtime's {downtime:+.2f} s{recovered}, medians)"
+        f"a start-up change, not a recovery one: the clean start grew by {clean:.2f} s and the "
+        f"downtime by {downtime:.2f} s{recovered} (medians)"
     )
 
 

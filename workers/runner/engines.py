@@ -111,7 +111,7 @@ class MyRocks(Engine):
         **BINARY_LOG_OPTIONS,
     }
     own_recovery_log = "rocksdb_LOG"
-    # Nothing of its flushing is held back: flushing held_back and natural run it alike.
+    held_back: dict[str, str] = {}  # nothing of its flushing: held_back and natural run it alike
     counters = {"log_bytes_written": "Rocksdb_wal_bytes", "data_bytes_written": "Rocksdb_bytes_written"}
     sampled_status = (
         "Rocksdb_wal_bytes",
