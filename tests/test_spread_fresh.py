@@ -1,12 +1,15 @@
 """Issue 43: a host's A/A spread is read from the database in one query per view instead of from
 every run of its history, and is never stale: after each event that changes what it stands on (a
 new experiment of a definition, a run excluded, the same run included again, an A/A check), it
-equals the spread computed from the runs' rows in Python (aa.pair_cells, the reference)."""
+equals the spread computed from the runs' rows in Python (pair_cells below, the reference)."""
 
+from collections import defaultdict
+
+import numpy as np
 import pytest
 
 from experiments.analysis import aa
-from experiments.analysis.cells import ROW_FIELDS
+from experiments.analysis.cells import ROW_FIELDS, analysable, settings_text
 from experiments.models import Run
 
 from .factories import ExperimentFactory
@@ -16,10 +19,31 @@ from .test_analysis import done_run
 pytestmark = pytest.mark.django_db
 
 
+def pair_cells(first: list[dict], second: list[dict]) -> list[dict]:
+    """The reference: two experiments' cells, each metric's median in the second over the
+    first's, from their rows (analysable, undisturbed runs; positive values), in numpy."""
+    return aa.pair_medians(cell_medians(first), cell_medians(second))
+
+
+def cell_medians(rows: list[dict]) -> dict[tuple, dict[str, float]]:
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        if analysable(row) and not row.get("disturbed"):
+            cells[(row["engine"], settings_text(row))].append(row)
+    return {
+        key: {
+            m: float(np.median(values))
+            for m in aa.AA_METRICS
+            if (values := [r[m] for r in cell_rows if r[m] is not None and r[m] > 0])
+        }
+        for key, cell_rows in cells.items()
+    }
+
+
 def reference(nights: list, checks: bool = True) -> dict:
     """The spread of `local` from its runs' rows: each night paired with the next one made."""
     rows = [list(Run.objects.filter(experiment=night).values(*ROW_FIELDS)) for night in nights]
-    apart = [aa.pair_cells(first, second) for first, second in zip(rows, rows[1:], strict=False)]
+    apart = [pair_cells(first, second) for first, second in zip(rows, rows[1:], strict=False)]
     found = aa.host_checks({"local"}).get("local", []) if checks else []
     return aa.spread([check["cells"] for check in found], apart)
 

@@ -80,7 +80,7 @@ def aa_cells(rows: list[dict]) -> list[dict]:
 def spread(checks: list[list[dict]], apart: list[list[dict]] | None = None) -> dict[str, dict]:
     """A host's A/A spread, per metric: the ratio identical things differed by there, from its
     A/A checks' cells (the largest difference between copies) and from pairs of experiments of
-    one definition run apart (their cells, pair_cells(): a 95% bound once there are MIN_PAIRS,
+    one definition run apart (their cells, pair_medians(): a 95% bound once there are MIN_PAIRS,
     the largest before). The larger of the two, with what it stands on."""
     found: dict[str, dict] = {}
     for metric in AA_METRICS:
@@ -141,15 +141,9 @@ def spread_text(host: str, metric_spread: dict | None) -> str:
     return f"{host}'s A/A spread {metric_spread['ratio']:.2f}x (from {' and '.join(sources)})"
 
 
-def pair_cells(first: list[dict], second: list[dict]) -> list[dict]:
-    """Two experiments of one definition: per cell, each metric's median in the second over the
-    first's. Disturbed runs are left out (a busy hour is not the host's usual noise). The
-    reference for what apart_pairs() reads from the database in one query."""
-    return pair_medians(_cell_medians(first), _cell_medians(second))
-
-
 def pair_medians(first: dict[tuple, dict[str, float]], second: dict[tuple, dict[str, float]]) -> list[dict]:
-    """pair_cells() from each experiment's cell medians."""
+    """Two experiments of one definition, from each one's cell medians (cell_medians()): per
+    cell, each metric's median in the second over the first's."""
     medians = [first, second]
     return [
         {
@@ -162,21 +156,6 @@ def pair_medians(first: dict[tuple, dict[str, float]], second: dict[tuple, dict[
         }
         for key in sorted(set(medians[0]) & set(medians[1]))
     ]
-
-
-def _cell_medians(rows: list[dict]) -> dict[tuple, dict[str, float]]:
-    cells: dict[tuple, list[dict]] = defaultdict(list)
-    for row in rows:
-        if analysable(row) and not row.get("disturbed"):
-            cells[(row["engine"], settings_text(row))].append(row)
-    return {
-        key: {
-            m: float(np.median(values))
-            for m in AA_METRICS
-            if (values := [r[m] for r in cell_rows if r[m] is not None and r[m] > 0])
-        }
-        for key, cell_rows in cells.items()
-    }
 
 
 def host_checks(hosts: set[str]) -> dict[str, list[dict]]:
@@ -227,7 +206,7 @@ def history_pairs(hosts: set[str], exclude: set[int] = frozenset()) -> list[tupl
 def apart_pairs(
     hosts: set[str], exclude: set[int] = frozenset(), pairs: list | None = None, current: dict | None = None
 ) -> dict[str, list[list[dict]]]:
-    """Each host's pairs of experiments of one definition (history_pairs): pair_cells() of each,
+    """Each host's pairs of experiments of one definition (history_pairs): pair_medians() of each,
     from the cells' medians PostgreSQL took of their runs (cell_medians), never stale."""
     pairs = history_pairs(hosts, exclude) if pairs is None else pairs
     medians = cell_medians(hosts, {i for pair in pairs for i in pair}, current)
@@ -263,8 +242,9 @@ def fingerprints(hosts: set[str], experiment_ids: set[int]) -> dict[tuple[str, i
 def cell_medians(
     hosts: set[str], experiment_ids: set[int], current: dict | None = None
 ) -> dict[tuple[str, int], dict[tuple, dict]]:
-    """{(host, experiment): {(engine, settings): {metric: median}}}, as _cell_medians() gives
-    them from the rows. Kept in CellMedians with their runs' fingerprint (`current`, or read):
+    """{(host, experiment): {(engine, settings): {metric: median}}}: each cell's median of each
+    metric over the positive values of its analysable, undisturbed runs (a busy hour is not the
+    host's usual noise). Kept in CellMedians with their runs' fingerprint (`current`, or read):
     the kept medians whose fingerprint still holds are used, and only the others (a new
     experiment, a run finished, excluded or included again) are taken again."""
     found: dict[tuple[str, int], dict[tuple, dict]] = {}
@@ -303,8 +283,7 @@ def _take_cell_medians(hosts: set[str], experiment_ids: set[int]) -> dict[tuple[
     """The cells' medians of these experiments' runs on these hosts, from their rows, in SQL."""
     found: dict[tuple[str, int], dict[tuple, dict]] = defaultdict(dict)
     with connection.cursor() as cursor:
-        # _cell_medians() in SQL: the analysable, undisturbed runs' median of each metric over its
-        # positive values, per host, experiment and cell (percentile_cont(0.5) is numpy's median)
+        # per host, experiment and cell (percentile_cont(0.5) is numpy's median)
         cursor.execute(
             """
             SELECT host_label, experiment_id, engine, parameters, server_options,
