@@ -80,6 +80,15 @@ DISPLAY = {
     "workload_tps": (1, "{:,.0f}"),
     "achieved_insert_rate": (1, "{:,.0f}"),
     "redo_apply_mb_per_s": (MB_PER_MIB, "{:,.1f}"),  # stored in MB/s (the API's unit), shown in MiB/s
+    "recovery_seconds_per_1000_rows": (1, "{:,.4f}"),
+}
+# The unit compare writes after a value (durations in seconds unless named).
+UNITS_SHOWN = {
+    "redo_bytes": " MiB",
+    "redo_apply_mb_per_s": " MiB/s",
+    "workload_tps": "",
+    "achieved_insert_rate": "",
+    "recovery_seconds_per_gib_redo": " s/GiB",
 }
 
 
@@ -88,7 +97,7 @@ COUNTS = ("rows_undone", "lost_commits")
 
 
 def _shown(metric: str, value: float) -> str:
-    scale, pattern = DISPLAY.get(metric, (1, "{:.3f}"))
+    scale, pattern = DISPLAY.get(metric, (1, "{:,.3f}"))
     return pattern.format(value * scale)
 
 
@@ -235,17 +244,7 @@ def compared_value(metric: str, value: float | None) -> str:
     for bytes and '1.98e+03' for TPS)."""
     if value is None:
         return "-"
-    if metric == "redo_bytes":
-        return f"{value / MIB:,.1f} MiB"
-    if metric == "redo_apply_mb_per_s":
-        return f"{value * MB_PER_MIB:,.1f} MiB/s"
-    if metric in ("workload_tps", "achieved_insert_rate"):
-        return f"{value:,.0f}"
-    if metric == "recovery_seconds_per_gib_redo":
-        return f"{value:,.3f} s/GiB"
-    if metric == "recovery_seconds_per_1000_rows":
-        return f"{value:,.4f} s"
-    return f"{value:,.3f} s"
+    return _shown(metric, value) + UNITS_SHOWN.get(metric, " s")
 
 
 def _ratio_text(ratio: float) -> str:
