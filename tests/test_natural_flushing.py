@@ -45,7 +45,10 @@ def test_natural_flushing_shows_what_a_bigger_log_saves_in_page_writes(api):
             matrix_index=index,
             parameters=parameters,
         )
-        assert ingest_bundle(run.id, Bundle(result, files)).status == "done"
+        run = ingest_bundle(run.id, Bundle(result, files))
+        assert run.status == "done"
+        # a checkpoint moving is what natural flushing does, not a flaw of the run to warn of
+        assert "a checkpoint moved" not in run.error, run.error
 
     figure = experiment_context(experiment)["figures"]["tradeoff"]
     layout = figure["layout"]
