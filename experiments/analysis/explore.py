@@ -181,26 +181,8 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
             x_high=Max("_x"),
             y_median=Median("_y"),
         )
-    # Runs crashed by a power cut are a series of their own in any grouping (the layer slows the
-    # workload before the crash; they answer a durability question): "_m" splits them off.
-    power_cut = "" if query.group == "crash_method" else POWER_CUT_SUFFIX
-    groups = list(
-        runs.annotate(
-            _x=_expression(query.x),
-            _y=_expression(query.y),
-            _g=_expression(query.group),
-            _m=Case(
-                When(crash_method="power_loss", then=Value(power_cut)),
-                default=Value(""),
-                output_field=CharField(),
-            ),
-        )
-        .filter(_x__isnull=False, _y__isnull=False)
-        .values("_g", "_m")
-        .annotate(**aggregates)
-        .order_by("_g", "_m")
-    )
-    names = _group_names(query.group, [g["_g"] for g in groups])
+    groups = list(points(runs, query).values("_g", "_m").annotate(**aggregates).order_by("_g", "_m"))
+    names = group_names(query.group, [g["_g"] for g in groups])
     result = ExploreResult(
         meta={
             "x": query.x,
@@ -261,7 +243,26 @@ def fit_reading(query: Query, group: dict) -> str:
     return f"{1 / group['slope'] / MIB:,.1f} MiB/s"
 
 
-def _group_names(group: str, keys: list) -> dict:
+def points(runs: QuerySet, query: Query) -> QuerySet:
+    """The runs that have both values, each with its x (`_x`), y (`_y`), group key (`_g`) and the
+    suffix of its series' name (`_m`): the explore answer and its CSV both start here."""
+    # Runs crashed by a power cut are a series of their own in any grouping (the layer slows the
+    # workload before the crash; they answer a durability question): "_m" splits them off.
+    power_cut = "" if query.group == "crash_method" else POWER_CUT_SUFFIX
+    return runs.annotate(
+        _x=_expression(query.x),
+        _y=_expression(query.y),
+        _g=_expression(query.group),
+        _m=Case(
+            When(crash_method="power_loss", then=Value(power_cut)),
+            default=Value(""),
+            output_field=CharField(),
+        ),
+    ).filter(_x__isnull=False, _y__isnull=False)
+
+
+def group_names(group: str, keys: list) -> dict:
+    """What a series is called, for each group key."""
     if group == "engine":
         return {key: ENGINE_NAMES.get(key, key) for key in keys}
     if group == "experiment":

@@ -81,9 +81,10 @@ class ExploreView(generics.GenericAPIView):
             query = Query.from_params(request.query_params)
         except ExploreError as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)
-        result = explore(self.filter_queryset(self.get_queryset()), query)
+        runs = self.filter_queryset(self.get_queryset())
         if wants_csv(request):
-            return explore_csv(result.to_dict())
+            return explore_csv(runs, query)
+        result = explore(runs, query)
         return HttpResponse(result.to_json(), content_type="application/json")
 
 
