@@ -30,6 +30,7 @@ STORAGES["staticfiles"] = {  # noqa: F405
 }
 STATIC_ROOT = BASE_DIR / "test-artifacts" / "static"  # noqa: F405
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_USE_FINDERS = True  # the tests' pages get static/ as it is, without collectstatic
 
 CELERY_TASK_DEFAULT_QUEUE = f"recovery-lab-test-{SESSION}"
 CELERY_ALERTS_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-alerts"

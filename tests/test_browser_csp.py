@@ -20,6 +20,13 @@ document.addEventListener("securitypolicyviolation", e => window.__violations.pu
   `${e.violatedDirective} ${e.blockedURI || "inline"} ${e.sourceFile}:${e.lineNumber}`));
 """
 
+# Trace types a page asked for that its plotly.js build (cartesian, or strict for WebGL) lacks.
+UNDRAWABLE = """
+!window.Plotly ? [] : Array.from(document.querySelectorAll(".js-plotly-plot")).flatMap(
+  gd => gd.data.map(t => t.type || "scatter")
+).filter(type => !(type in Plotly.PlotSchema.get().traces))
+"""
+
 
 def _history(user):
     """Two finished experiments of 12 runs each, one of them with thousands of points more."""
@@ -117,6 +124,7 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
             page.wait_for_selector(".js-plotly-plot")
         drawn = page.locator(".js-plotly-plot").count()
         assert drawn >= charts_at_least, path
+        assert page.evaluate(UNDRAWABLE) == [], path  # a trace the page's plotly.js build lacks
         assert page.evaluate("window.__violations") == [], path
         if "explore" in path:
             assert page.locator("#explore-chart .gl-container, #explore-chart canvas").count() > 0

@@ -1,5 +1,7 @@
 """Figures from plain rows, without a database: what each chart draws and how it reads."""
 
+import datetime
+import decimal
 import math
 
 import numpy as np
@@ -320,3 +322,19 @@ def test_the_series_charts_say_bytes_by_their_ticks_and_the_apply_rate_in_mib_pe
     rate = series_chart("redo_apply_mb_per_s", firings, [])
     assert rate["layout"]["title"]["text"] == "redo apply (MiB/s)"
     assert rate["data"][0]["y"] == [pytest.approx(95.367, abs=0.001)] * 2  # 100 MB/s
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"name": "</script><script>alert(1)</script>", "x": [1, 2.5, None], "note": "a & b <c> 'd' \"e\""},
+        ["naïve ☃", "\u2028\u2029", {"nested": ["<!--", "-->", "]]>"]}],
+        {"when": datetime.datetime(2026, 11, 27, 11, 0, tzinfo=datetime.UTC), "n": decimal.Decimal("1.5")},
+    ],
+)
+def test_figure_json_writes_what_djangos_json_script_writes(value):
+    from django.utils.html import json_script
+
+    from experiments.templatetags.figures import figure_json
+
+    assert figure_json(value, "figures") == json_script(value, "figures")

@@ -154,15 +154,16 @@ def test_the_image_runs_as_an_unprivileged_user():
     assert lines.index(f"USER {users[-1]}") > last_run
 
 
-def test_the_strict_plotly_served_is_the_version_the_plotly_package_draws_for():
-    """The figures are built for the plotly package's plotly.js; the strict build in static/ must
-    be that same version (upgrade both together)."""
+def test_the_plotly_builds_served_are_the_version_the_plotly_package_draws_for():
+    """The figures are built for the plotly package's plotly.js; both builds in static/ (cartesian
+    for most pages, strict for WebGL) must be that same version (upgrade them together)."""
     import plotly
 
     def version(path: Path) -> str:
         return re.search(
-            r"plotly\.js(?: \(strict - minified\))? v(\d+\.\d+\.\d+)", path.read_text()[:300]
+            r"plotly\.js(?: \((?:strict|cartesian) - minified\))? v(\d+\.\d+\.\d+)", path.read_text()[:300]
         ).group(1)
 
-    served = version(ROOT / "static" / "plotly-strict" / "plotly-strict.min.js")
-    assert served == version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")
+    package = version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")
+    for build in ("strict", "cartesian"):
+        assert version(ROOT / "static" / f"plotly-{build}" / f"plotly-{build}.min.js") == package, build

@@ -203,16 +203,19 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-# plotly.js is served from static/ (users run this on closed networks): its "strict" build, the
-# one that needs no eval (WebGL charts included) under the site's content policy, of the same
-# version as the plotly package's own (tests/test_browser_csp.py compares them).
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")  # what collectstatic writes
+# plotly.js is served from static/ (users run this on closed networks): its cartesian build, and
+# for WebGL its "strict" one, which needs no eval under the site's content policy; both of the
+# plotly package's version (templates/plotly.html, tests/test_deploy.py).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = True
+# Served from what collectstatic wrote (make start and the image run it), where each file has its
+# compressed copies beside it: plotly.js goes out as 0.5 MB of gzip, not 1.4 MB. Found in static/
+# as it is only with DEBUG (whitenoise's default): those files would win and go out uncompressed.
+WHITENOISE_USE_FINDERS = DEBUG
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "experiment-list"

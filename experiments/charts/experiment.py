@@ -73,6 +73,7 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
             shown = True
             traces.append(trace)
             traces.append(_medians(name, colour_key, xs, ys, index, categorical, group_name=label))
+    _summarise_medians([t for t in traces if "by_x" in t])
     return {
         "data": traces + _symbol_key() if traces else [],
         "layout": base_layout(
@@ -147,30 +148,44 @@ def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int, group_
 
 
 def _medians(name: str, group: str, xs, ys, index: int, categorical: bool, group_name: str = "") -> dict:
+    """A series' medians per x with their 95% intervals; the values come in _summarise_medians,
+    which takes a whole chart's at once (scipy computes intervals of one size in one call)."""
     by_x: dict = defaultdict(list)
     for x, y in zip(xs, ys, strict=True):
         by_x[x].append(y)
-    keys = sorted(by_x, key=lambda k: (isinstance(k, str), k))
-    summaries = stats.summarize_many([by_x[k] for k in keys])
-    # With fewer than 3 runs the interval is too wide to draw (it would squash the chart); the
-    # summary table still gives it, flagged.
-    shown = [s.ci if s.ci and s.n >= stats.MIN_REPETITIONS else None for s in summaries]
-    high = [(ci[1] - s.median) if ci else 0 for s, ci in zip(summaries, shown, strict=True)]
-    low = [(s.median - ci[0]) if ci else 0 for s, ci in zip(summaries, shown, strict=True)]
     return {
         "type": "scatter",
         "mode": "markers" if categorical else "lines+markers",  # no line between categories
         "name": f"{name}, median and 95% CI",
         "legendgroup": group_name or name,
         "showlegend": False,
-        "x": keys,
-        "y": [s.median for s in summaries],
-        "text": [f"median of {s.n}, 95% CI {_ci_text(s)}" for s in summaries],
+        "x": sorted(by_x, key=lambda k: (isinstance(k, str), k)),
+        "by_x": by_x,
         "hovertemplate": "%{text}<extra></extra>",
-        "error_y": {"type": "data", "symmetric": False, "array": high, "arrayminus": low, "width": 6},
         "line": {"color": colour(group, index), "width": 1.5},
         "marker": {"color": colour(group, index), "size": 12, "symbol": "line-ew-open", "line": {"width": 3}},
     }
+
+
+def _summarise_medians(traces: list[dict]) -> None:
+    """Fills the median traces of one chart (_medians) with their medians and intervals."""
+    samples = [trace["by_x"][x] for trace in traces for x in trace["x"]]
+    summaries = iter(stats.summarize_many(samples))
+    for trace in traces:
+        trace.pop("by_x")
+        mine = [next(summaries) for _ in trace["x"]]
+        # With fewer than 3 runs the interval is too wide to draw (it would squash the chart); the
+        # summary table still gives it, flagged.
+        shown = [s.ci if s.ci and s.n >= stats.MIN_REPETITIONS else None for s in mine]
+        trace["y"] = [s.median for s in mine]
+        trace["text"] = [f"median of {s.n}, 95% CI {_ci_text(s)}" for s in mine]
+        trace["error_y"] = {
+            "type": "data",
+            "symmetric": False,
+            "array": [(ci[1] - s.median) if ci else 0 for s, ci in zip(mine, shown, strict=True)],
+            "arrayminus": [(s.median - ci[0]) if ci else 0 for s, ci in zip(mine, shown, strict=True)],
+            "width": 6,
+        }
 
 
 def _ci_text(summary: stats.Summary) -> str:

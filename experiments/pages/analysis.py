@@ -45,7 +45,9 @@ def explore_page(request):
         context["errors"] = runs.errors
         return render(request, "experiments/explore.html", context, status=400)
     result = explore(runs.qs, query).to_dict()
-    context.update(query=query, result=result, figure=explore_figure(result))
+    figure = explore_figure(result)
+    webgl = any(trace.get("type") == "scattergl" for trace in figure["data"])  # plotly.js's strict build
+    context.update(query=query, result=result, figure=figure, webgl=webgl)
     return render(request, "experiments/explore.html", context)
 
 

@@ -1,4 +1,4 @@
-// The experiment page: draws every chart, and while runs go keeps tables, progress and charts
+// The experiment page: draws every chart (on-screen ones first, one a task), and while runs go keeps tables, progress and charts
 // current from the page's JSON endpoint without reloading (zoom and hidden traces are kept).
 (function () {
   const lab = window.RecoveryLab;
@@ -20,7 +20,7 @@
         section.appendChild(holder);
         charts.appendChild(section);
       }
-      lab.draw(holder, figures[name]);
+      lab.drawSoon(holder, figures[name]);
     });
   }
 
