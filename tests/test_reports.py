@@ -1,9 +1,11 @@
 """Reports: findings in sentences from seeded runs whose effects are known, the caveats a reader
 must see, the page for every role, and the PDF as Chromium prints it, read back with poppler."""
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from experiments.analysis.cells import build_cells
 from experiments.models import Run, RunStatus
 from experiments.pages.context import row_of
+from experiments.reports import pdf
 from experiments.reports.findings import caveats, findings
 
 from .factories import ExperimentFactory, UserFactory
@@ -304,3 +307,40 @@ def test_findings_on_disturbed_runs_say_so_and_the_caveats_name_them(known):
         f"Run {disturbed.pk} was measured on a disturbed host (kept; comparisons say so): other processes"
         in ("\n".join(lines))
     )
+
+
+def _printer_chromium() -> list[int]:
+    """This process' report printer: the Chromium browser process (not its renderers) among the
+    processes this test process started."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    found = []
+    for pid in parents:
+        with contextlib.suppress(OSError):
+            command = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+            if pdf.PRINTER_CLASS.encode() in command and not any(a.startswith(b"--type=") for a in command):
+                found.append(pid)
+    return [pid for pid in found if ours(pid)]
+
+
+def test_reports_share_one_chromium_and_one_that_died_is_started_again():
+    page = "<body data-charts-ready=yes><h1>{}</h1></body>"
+    assert pdf.html_to_pdf(page.format("first"), "first")[:5] == b"%PDF-"
+    launched = pdf._PRINTER.launches
+    (chromium,) = _printer_chromium()
+    assert pdf.html_to_pdf(page.format("second"), "second")[:5] == b"%PDF-"
+    assert pdf._PRINTER.launches == launched and _printer_chromium() == [chromium]
+    os.kill(chromium, signal.SIGKILL)  # as the OOM killer would
+    assert pdf.html_to_pdf(page.format("third"), "third")[:5] == b"%PDF-"
+    assert pdf._PRINTER.launches == launched + 1 and chromium not in _printer_chromium()

@@ -6,6 +6,7 @@ from collections import defaultdict
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, PARAMETER_LABELS, Cell, analysable, hover_text
 from experiments.charts.layout import (
+    MARGIN,
     MAX_SERIES,
     NUMERIC_AXES,
     NUMERIC_PARAMETERS,
@@ -345,7 +346,7 @@ def phase_chart(cells: list[Cell]) -> dict:
                 "categoryarray": order[::-1],
                 "automargin": True,
             },
-            margin={"t": 45, "r": 20, "b": 40, "l": 20},
+            margin={**MARGIN, "l": 20},
         ),
     }
 

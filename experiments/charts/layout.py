@@ -83,11 +83,16 @@ def chart_title(text: str) -> dict:
     return {"text": text, "font": {"size": 15}, "yref": "container", "y": 0.99, "yanchor": "top"}
 
 
+# Room for an x axis' ticks and title: where automargin has to grow a margin, plotly.js draws the
+# chart again (a parameter chart took 75 ms instead of 30: docs/benchmarks.md).
+MARGIN = {"t": 45, "r": 20, "b": 50, "l": 60}
+
+
 def base_layout(title: str, **extra) -> dict:
     return {
         "title": chart_title(title),
         "legend": LEGEND_ABOVE,
-        "margin": {"t": 45, "r": 20, "b": 40, "l": 60},
+        "margin": dict(MARGIN),
         "height": 430,
         "uirevision": "keep",  # live updates keep the user's zoom and hidden traces
         **extra,
