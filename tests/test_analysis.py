@@ -3,6 +3,7 @@ the experiment page's summary, against the real database."""
 
 import csv
 import io
+import json
 
 import numpy as np
 import pytest
@@ -259,7 +260,7 @@ def test_explore_downloads_its_points_as_csv(api, two_engines):
 def test_the_explore_page_holds_its_state_in_the_address(client, user, two_engines):
     client.force_login(user)
     page = client.get("/explore/", {"x": "insert_rate", "y": "downtime_seconds", "group": "host"})
-    figure = page.context["figure"]
+    figure = json.loads(page.context["figure"])
     assert figure["layout"]["xaxis"]["title"]["text"] == "insert rate asked (rows/s)"
     assert sorted(t["name"] for t in figure["data"] if t["mode"] == "markers") == ["db7 (4)", "local (4)"]
     assert client.get("/explore/", {"x": "nonsense"}).status_code == 400

@@ -2,6 +2,7 @@
 
 import datetime
 import decimal
+import json
 import math
 
 import numpy as np
@@ -338,3 +339,29 @@ def test_figure_json_writes_what_djangos_json_script_writes(value):
     from experiments.templatetags.figures import figure_json
 
     assert figure_json(value, "figures") == json_script(value, "figures")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("x", ["redo_bytes", "buffer_pool_size", "engine"])
+def test_the_explore_page_draws_the_figure_of_the_whole_answer(x):
+    """explore_page_json puts PostgreSQL's arrays into a figure drawn from their ranges: the same
+    figure explore_figure draws from every point (axes, ticks, fitted curves, names)."""
+    from experiments.analysis.explore import Query, explore
+    from experiments.charts.explore import explore_page_json
+    from experiments.models import Run
+
+    from .factories import ExperimentFactory, RunFactory
+
+    experiment = ExperimentFactory(name='a "quoted" <name>')
+    for index in range(30):
+        RunFactory(
+            experiment=experiment,
+            status="done",
+            engine=("innodb", "rocksdb")[index % 2],
+            buffer_pool_bytes=2 ** (24 + index % 7),
+            redo_bytes=37 * 10 ** (3 + index % 5) + index,
+            recovery_seconds=0.01 * (index + 1) ** 1.5,
+            crash_method="power_loss" if index % 7 == 0 else "kill",
+        )
+    answer = explore(Run.objects.all(), Query(x=x, y="recovery_seconds", group="experiment"))
+    assert json.loads(explore_page_json(answer)) == explore_figure(answer.to_dict())

@@ -140,6 +140,10 @@ class ExploreResult:
     meta: dict
     series: list[dict] = field(default_factory=list)
 
+    @property
+    def numeric(self) -> bool:
+        return self.meta["x_kind"] == "number"
+
     def to_json(self) -> bytes:
         """The answer as docs/design.md writes it, assembled around the JSON PostgreSQL made."""
         series = ",".join(
@@ -152,10 +156,30 @@ class ExploreResult:
 
     def to_dict(self) -> dict:
         series = [
-            {**s, "x": json.loads(s["x"]), "y": json.loads(s["y"]), "run_ids": json.loads(s["run_ids"])}
+            {
+                **_public(s),
+                "x": json.loads(s["x"]),
+                "y": json.loads(s["y"]),
+                "run_ids": json.loads(s["run_ids"]),
+            }
             for s in self.series
         ]
         return {**self.meta, "series": series}
+
+    def to_outline(self) -> dict:
+        """to_dict() with each series' points left as JSON text and stood in for by their ranges
+        ([low, high] of x and of y, which is all an axis or a fitted line is drawn from): a
+        chart of 100,000 points is drawn without them becoming Python numbers (explore_page_json).
+        Numeric x only."""
+        series = [
+            {**_public(s), "x": s["ranges"][:2], "y": s["ranges"][2:], "run_ids": [], "n": s["n"]}
+            for s in self.series
+        ]
+        return {**self.meta, "series": series}
+
+
+def _public(series: dict) -> dict:
+    return {k: v for k, v in series.items() if k not in ("ranges", "n")}
 
 
 def explore(runs: QuerySet, query: Query) -> ExploreResult:
@@ -168,18 +192,19 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
         "run_ids": JsonAggText("id"),
         "n": Count("id"),
     }
-    if numeric_x:
+    if numeric_x:  # the fit, and the ranges the chart's axes are drawn over (explore_page_json)
         aggregates.update(
-            slope=RegrSlope("_y", "_x"), intercept=RegrIntercept("_y", "_x"), r2=RegrR2("_y", "_x")
+            slope=RegrSlope("_y", "_x"),
+            intercept=RegrIntercept("_y", "_x"),
+            r2=RegrR2("_y", "_x"),
+            x_low=Min("_x"),
+            x_high=Max("_x"),
+            y_low=Min("_y"),
+            y_high=Max("_y"),
         )
     if reads_as_rate(query):  # what stats.why_no_rate_of looks at, from the same rows
         aggregates.update(
-            sxx=RegrSXX("_y", "_x"),
-            syy=RegrSYY("_y", "_x"),
-            sxy=RegrSXY("_y", "_x"),
-            x_low=Min("_x"),
-            x_high=Max("_x"),
-            y_median=Median("_y"),
+            sxx=RegrSXX("_y", "_x"), syy=RegrSYY("_y", "_x"), sxy=RegrSXY("_y", "_x"), y_median=Median("_y")
         )
     groups = list(points(runs, query).values("_g", "_m").annotate(**aggregates).order_by("_g", "_m"))
     names = group_names(query.group, [g["_g"] for g in groups])
@@ -206,6 +231,10 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
                 "x": group["xs"],
                 "y": group["ys"],
                 "run_ids": group["run_ids"],
+                "n": group["n"],
+                "ranges": [group["x_low"], group["x_high"], group["y_low"], group["y_high"]]
+                if numeric_x
+                else None,
             }
         )
         if numeric_x and group["slope"] is not None and group["n"] >= 3:

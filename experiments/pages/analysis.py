@@ -12,7 +12,7 @@ from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Q
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.analysis.planner_form import PlannerForm
 from experiments.charts.compare import compare_chart
-from experiments.charts.explore import explore_figure
+from experiments.charts.explore import drawn_with_webgl, explore_page_json
 from experiments.charts.planner import planner_chart
 from experiments.filters import AnalysisFilter
 from experiments.models import Engine, Experiment, Run
@@ -44,9 +44,10 @@ def explore_page(request):
     if not runs.is_valid():
         context["errors"] = runs.errors
         return render(request, "experiments/explore.html", context, status=400)
-    result = explore(runs.qs, query).to_dict()
-    figure = explore_figure(result)
-    webgl = any(trace.get("type") == "scattergl" for trace in figure["data"])  # plotly.js's strict build
+    answer = explore(runs.qs, query)
+    result = answer.to_outline() if answer.numeric else answer.to_dict()  # the page's tables
+    figure = explore_page_json(answer)
+    webgl = drawn_with_webgl(answer.meta["count"])  # plotly.js's strict build
     context.update(query=query, result=result, figure=figure, webgl=webgl)
     return render(request, "experiments/explore.html", context)
 

@@ -19,7 +19,13 @@ ESCAPES = (("&", "\\u0026"), ("<", "\\u003C"), (">", "\\u003E"))
 
 @register.filter
 def figure_json(value, element_id: str) -> str:
-    text = json.dumps(value, cls=DjangoJSONEncoder)
+    return json_text_script(json.dumps(value, cls=DjangoJSONEncoder), element_id)
+
+
+@register.filter
+def json_text_script(text: str, element_id: str) -> str:
+    """JSON already written (charts.explore.explore_page_json) in a script element, escaped as
+    json_script escapes."""
     for character, escaped in ESCAPES:
         text = text.replace(character, escaped)
     return format_html('<script id="{}" type="application/json">{}</script>', element_id, mark_safe(text))
