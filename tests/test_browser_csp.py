@@ -99,6 +99,7 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
         f"/experiments/{first.id}/report/": 1,
         f"/runs/{run.id}/": 0,
         "/explore/?x=redo_bytes&y=recovery_seconds&group=experiment": 1,  # thousands of points: WebGL
+        f"/explore/?x=engine&y=recovery_seconds&experiments={first.id}": 1,  # boxes: the cartesian build
         f"/compare/?experiments={first.id},{second.id}": 1,
         f"/compare/report/?experiments={first.id},{second.id}": 1,
         "/planner/": 0,
@@ -128,7 +129,8 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
         assert page.evaluate("window.__violations") == [], path
         if "explore" in path:
             assert page.locator("#explore-chart .gl-container, #explore-chart canvas").count() > 0
-            screenshot(page, "csp-explore-webgl.png")
+            shown = "webgl" if "group=experiment" in path else "boxes"
+            screenshot(page, f"csp-explore-{shown}.png")
     if "/api/docs/" in pages:
         assert page.locator(".swagger-ui").count() == 1  # the API's docs drawn by their own script
     assert console == []

@@ -155,15 +155,16 @@ def test_the_image_runs_as_an_unprivileged_user():
 
 
 def test_the_plotly_builds_served_are_the_version_the_plotly_package_draws_for():
-    """The figures are built for the plotly package's plotly.js; both builds in static/ (cartesian
-    for most pages, strict for WebGL) must be that same version (upgrade them together)."""
+    """The figures are built for the plotly package's plotly.js; the builds in static/ (basic for
+    most pages, cartesian and strict for explore) must be that same version (upgrade them together)."""
     import plotly
 
     def version(path: Path) -> str:
         return re.search(
-            r"plotly\.js(?: \((?:strict|cartesian) - minified\))? v(\d+\.\d+\.\d+)", path.read_text()[:300]
+            r"plotly\.js(?: \((?:strict|cartesian|basic) - minified\))? v(\d+\.\d+\.\d+)",
+            path.read_text()[:300],
         ).group(1)
 
     package = version(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")
-    for build in ("strict", "cartesian"):
+    for build in ("strict", "cartesian", "basic"):
         assert version(ROOT / "static" / f"plotly-{build}" / f"plotly-{build}.min.js") == package, build

@@ -204,16 +204,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")  # what collectstatic writes
-# plotly.js is served from static/ (users run this on closed networks): its cartesian build, and
-# for WebGL its "strict" one, which needs no eval under the site's content policy; both of the
-# plotly package's version (templates/plotly.html, tests/test_deploy.py).
+# plotly.js is served from static/ (users run this on closed networks): the smallest of its builds
+# a page needs, the "strict" one for WebGL (it needs no eval under the site's content policy); all
+# of the plotly package's version (templates/plotly.html, tests/test_deploy.py).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Served from what collectstatic wrote (make start and the image run it), where each file has its
-# compressed copies beside it: plotly.js goes out as 0.5 MB of gzip, not 1.4 MB. Found in static/
+# compressed copies beside it: plotly.js goes out as 0.36 MB of gzip, not 1.1 MB. Found in static/
 # as it is only with DEBUG (whitenoise's default): those files would win and go out uncompressed.
 WHITENOISE_USE_FINDERS = DEBUG
 

@@ -47,8 +47,8 @@ def explore_page(request):
     answer = explore(runs.qs, query)
     result = answer.to_outline() if answer.numeric else answer.to_dict()  # the page's tables
     figure = explore_page_json(answer)
-    webgl = drawn_with_webgl(answer.meta["count"])  # plotly.js's strict build
-    context.update(query=query, result=result, figure=figure, webgl=webgl)
+    build = "strict" if drawn_with_webgl(answer.meta["count"]) else "cartesian"  # templates/plotly.html
+    context.update(query=query, result=result, figure=figure, plotly_build=build)
     return render(request, "experiments/explore.html", context)
 
 
