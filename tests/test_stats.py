@@ -115,3 +115,11 @@ def test_an_empty_sample_says_so():
 )
 def test_log_axes_where_positive_values_span_more_than_two_decades(values, expected):
     assert stats.spans_decades(values) is expected
+
+
+def test_the_median_of_a_few_repetitions_is_numpys():
+    rng = np.random.default_rng(7)
+    for n in range(1, 12):
+        for _ in range(50):
+            sample = rng.lognormal(0, 1, n)
+            assert stats._median(sample) == float(np.median(sample))

@@ -135,7 +135,7 @@ def _points(name: str, group: str, xs, ys, rows, symbol: str, index: int, group_
         "x": xs,
         "y": ys,
         "customdata": [r["id"] for r in rows],
-        "text": [hover_text(r) for r in rows],
+        "text": [r["hover"] if "hover" in r else hover_text(r) for r in rows],
         "hovertemplate": "%{text}<br>%{y:.3f} s<extra></extra>",
         "cliponaxis": False,
         "marker": {
@@ -368,7 +368,8 @@ def _bar(name: str, rows: list[str], values: list[float], colour_: str, pattern:
 
 def experiment_figures(rows: list[dict], cells: list[Cell], axes: list[str]) -> dict[str, dict]:
     """Every chart of the experiment page, by id; runs that are suspect or excluded are out."""
-    charted = [r for r in rows if analysable(r)]
+    # each run's hover box written once, not once a chart it is drawn in
+    charted = [{**r, "hover": hover_text(r)} for r in rows if analysable(r)]
     figures = {f"axis-{axis}": parameter_chart(charted, axis, axes) for axis in axes or ["engine"]}
     figures["redo"] = redo_fit_chart(charted)
     figures["phases"] = phase_chart(cells)
