@@ -292,13 +292,28 @@ def points(runs: QuerySet, query: Query) -> QuerySet:
 
 def group_names(group: str, keys: list) -> dict:
     """What a series is called, for each group key."""
-    if group == "engine":
-        return {key: ENGINE_NAMES.get(key, key) for key in keys}
+    known = names_known(group)
+    if known is not None:
+        names, otherwise = known
+        return {key: names.get(_text(key), otherwise or _text(key)) for key in keys}
     if group == "experiment":
         names = dict(Experiment.objects.filter(id__in=keys).values_list("id", "name"))
         return {key: f"#{key} {names.get(key, '')}".strip() for key in keys}
-    if group in PARAMETER_UNITS:
-        return {key: format_size(key) if key is not None else "not set" for key in keys}
+    return {key: format_size(key) if key is not None else "not set" for key in keys}  # sizes
+
+
+def names_known(group: str) -> tuple[dict[str, str], str] | None:
+    """For a group whose series are named without looking at the runs: the names by key (as
+    text; a missing key is ""), and the name of any other key ("" where it is the key itself).
+    None for the groups named from the runs' own data (experiments, sizes)."""
+    if group == "engine":
+        return ENGINE_NAMES, ""
     if group == "crash_method":
-        return {key: CRASH_METHOD_LABELS.get(key, "imported (unknown)") for key in keys}
-    return {key: str(key) if key not in (None, "") else "not set" for key in keys}
+        return CRASH_METHOD_LABELS, "imported (unknown)"
+    if group == "experiment" or group in PARAMETER_UNITS:
+        return None
+    return {"": "not set"}, ""
+
+
+def _text(key) -> str:
+    return "" if key is None else str(key)

@@ -15,7 +15,14 @@ from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from psycopg import sql
 
-from experiments.analysis.explore import CATEGORIES, Query, group_names, points
+from experiments.analysis.explore import (
+    CATEGORIES,
+    POWER_CUT_SUFFIX,
+    Query,
+    group_names,
+    names_known,
+    points,
+)
 from experiments.metrics import METRIC_NAMES
 
 # Every parameter a run can have, a column each (empty where a run does not name it: server_build
@@ -103,11 +110,14 @@ def runs_csv(runs: QuerySet, filename: str = "runs.csv") -> StreamingHttpRespons
     return _stream(filename, header, statement, params)
 
 
-# The series' names are quoted once (the uncorrelated subquery runs once), not once a line.
+# A series' name: its key's in `names`, else `otherwise`, else the key itself. The names are
+# quoted once (the uncorrelated subquery runs once), not once a line; only a key without a name is
+# quoted on its line.
 EXPLORE_COPY = sql.SQL(
     "COPY (SELECT point.id, "
-    "(SELECT jsonb_object_agg(key, csv_text(value)) FROM jsonb_each_text({names}::jsonb)) "
-    "->> coalesce(point._g::text, '') || point._m, "
+    "coalesce((SELECT jsonb_object_agg(key, csv_text(value)) FROM jsonb_each_text({names}::jsonb))"
+    " ->> (coalesce(point._g::text, '') || point._m), "
+    "csv_text(coalesce(nullif({otherwise}, ''), point._g::text) || point._m)), "
     "{x}, point._y FROM ({points}) AS point ORDER BY point.id) TO STDOUT (FORMAT csv)"
 )
 
@@ -116,11 +126,19 @@ def explore_csv(runs: QuerySet, query: Query) -> StreamingHttpResponse:
     """The points behind an /explore/ chart, one line per run in the order of their ids, each naming
     its series."""
     chosen = points(runs, query)
-    keys = list(chosen.order_by().values_list("_g", flat=True).distinct())
-    names = {"" if key is None else str(key): name for key, name in group_names(query.group, keys).items()}
+    known = names_known(query.group)
+    if known is None:  # named from the runs' own data: their keys first
+        keys = list(chosen.order_by().values_list("_g", flat=True).distinct())
+        known = (
+            {"" if k is None else str(k): name for k, name in group_names(query.group, keys).items()},
+            "",
+        )
+    names, otherwise = known
+    # a series of power-cut runs is named with a suffix (points()' "_m"): its name looked up whole
+    names = {key + suffix: name + suffix for key, name in names.items() for suffix in ("", POWER_CUT_SUFFIX)}
     inner, params = chosen.order_by().values("id", "_g", "_m", "_x", "_y").query.sql_with_params()
     x = sql.SQL("csv_text(point._x::text)" if query.x in CATEGORIES else "point._x")
-    statement = EXPLORE_COPY.format(names=json.dumps(names), x=x, points=sql.SQL(inner))
+    statement = EXPLORE_COPY.format(names=json.dumps(names), otherwise=otherwise, x=x, points=sql.SQL(inner))
     header = [query.group, query.x, query.y]
     return _stream(f"explore-{query.y}-vs-{query.x}.csv", ["run_id", *header], statement, params)
 
