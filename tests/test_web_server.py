@@ -38,6 +38,19 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(timeout=60)
 
 
+def _gunicorn(bind: str, workers: int, env: dict) -> subprocess.Popen:
+    """gunicorn as make start runs it, in a process group of its own (_stop ends it)."""
+    gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "-c", "webapp/gunicorn.conf.py"]
+    return subprocess.Popen(
+        [*gunicorn, "-b", bind, "-w", str(workers)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 @pytest.fixture
 def run_dir():
     """A folder nginx's workers can reach (they run as nobody where the test runs as root, and
@@ -57,15 +70,7 @@ def served(run_dir):
         "ALLOWED_HOSTS": "127.0.0.1",
         "BEHIND_PROXY": "true",
     }
-    gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "-c", "webapp/gunicorn.conf.py"]
-    web = subprocess.Popen(
-        [*gunicorn, "-b", f"unix:{socket_path}", "-w", "2"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    web = _gunicorn(f"unix:{socket_path}", 2, env)
     port = free_port()
     proxy = [sys.executable, "-m", "webapp.proxy", "--listen", f"127.0.0.1:{port}"]
     proxy += ["--upstream", f"unix:{socket_path}", "--run-dir", str(run_dir)]
@@ -142,15 +147,7 @@ def test_static_files_go_out_compressed_as_make_start_serves_them(tmp_path):
     manage += [f"--ignore={name}" for name in ignored]
     subprocess.run(manage, cwd=ROOT, env=env, check=True)
     port = free_port()
-    gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "-c", "webapp/gunicorn.conf.py"]
-    web = subprocess.Popen(
-        [*gunicorn, "-b", f"127.0.0.1:{port}", "-w", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    web = _gunicorn(f"127.0.0.1:{port}", 1, env)
     url = f"http://127.0.0.1:{port}/static/plotly-basic/plotly-basic.min.js"
     try:
         wait_for(lambda: _answers(url), 60, "gunicorn to serve static files")
