@@ -1,7 +1,8 @@
 """Issue 43: a host's A/A spread is read from the database in one query per view instead of from
 every run of its history, and is never stale: after each event that changes what it stands on (a
 new experiment of a definition, a run excluded, the same run included again, an A/A check), it
-equals the spread computed from the runs' rows in Python (pair_cells below, the reference)."""
+equals the spread computed from the runs' rows in Python (pair_cells below, the reference).
+The experiment page's analysis, kept under its runs and that spread, is never stale either."""
 
 from collections import defaultdict
 
@@ -82,3 +83,43 @@ def test_the_spread_read_in_one_query_is_the_rows_own_after_every_event_that_cha
     checked = aa.host_spreads({"local"})["local"]
     assert checked == reference(nights) and checked["recovery_seconds"]["checks"] == 1
     assert checked != grown
+
+
+def test_the_experiment_pages_kept_analysis_is_the_one_worked_out_afresh_after_every_change(client, user):
+    """The experiment page's cells, charts and findings come from the cache when nothing they stand
+    on changed, and equal a fresh analysis (the cache emptied) after each change that should show:
+    a run excluded, a run added, the host's spread moved by another experiment of the definition."""
+    from django.core.cache import cache
+
+    same = {**definition("nightly"), "engines": ["innodb"]}
+    nights = [night(same, level, f"night {i}") for i, level in enumerate((1.0, 1.2, 0.8))]
+    shown = nights[-1]
+    for n, seconds in enumerate((1.6, 1.66, 1.55)):  # a second buffer pool: a finding compares them
+        done_run(shown, buffer_pool_bytes=2**28, recovery_seconds=seconds, repetition=n + 1)
+    client.force_login(user)
+
+    def page() -> dict:
+        context = client.get(f"/experiments/{shown.id}/").context
+        return {name: context[name] for name in ("figures", "findings", "axes")} | {
+            "summary": [[v["text"] for v in line["values"]] for line in context["summary"]]
+        }
+
+    def afresh() -> dict:
+        cache.clear()
+        return page()
+
+    first = afresh()
+    assert page() == first  # from the cache
+    slowest = Run.objects.filter(experiment=shown).order_by("-recovery_seconds")[0]
+    Run.objects.filter(id=slowest.id).update(excluded=True, excluded_reason="a backup ran")
+    excluded = page()
+    assert excluded == afresh() and excluded != first
+
+    done_run(shown, buffer_pool_bytes=2**28, recovery_seconds=1.62, repetition=4)
+    added = page()
+    assert added == afresh() and added != excluded
+
+    nights.append(night(same, 3.0, "night 3"))  # another night: the host's spread moves
+    spread_moved = page()
+    assert spread_moved == afresh()
+    assert "2.0x slower" in added["findings"][-1] and "within the noise floor" in spread_moved["findings"][-1]

@@ -1,13 +1,17 @@
 """What the experiment and run pages show, assembled once for the HTML page and for the JSON
 endpoint that keeps it live. Reads only."""
 
+import hashlib
+import pickle
 from dataclasses import dataclass
 from statistics import median
 
+from django.core.cache import cache
 from django.db.models import F, Func
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from experiments.analysis import aa
 from experiments.analysis.cells import (
     ENGINE_NAMES,
     ROW_FIELDS,
@@ -140,28 +144,52 @@ def summary_table(cells: list[Cell]) -> list[dict]:
 
 def experiment_context(experiment: Experiment) -> dict:
     runs = list(experiment.runs.select_related("excluded_by").defer(*PER_RUN_DETAIL_FIELDS))
-    rows = [row_of(run) for run in runs]
-    cells = build_cells(rows)
-    axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
+    analysis = analysed([row_of(run) for run in runs])
     progress = experiment_progress(runs)
     return {
         "experiment": experiment,
         "runs": runs,
-        "cells": cells,
-        "summary": summary_table(cells),
+        **analysis,
         "summary_metrics": SUMMARY_METRICS,
-        "several_hosts": len({c.host for c in cells}) > 1,
-        "figures": experiment_figures(rows, cells, axes),
+        "several_hosts": len({c.host for c in analysis["cells"]}) > 1,
         "wide_figures": WIDE_FIGURES,
-        "axes": axes,
         "progress": progress,
         "in_progress": progress.finished < progress.total,
         "suspect_count": sum(1 for r in runs if r.suspect),
         "excluded_count": sum(1 for r in runs if r.excluded),
-        # the report's sentences, on the page too
-        "findings": findings(rows, cells, axes),
-        "caveats": caveats(runs, cells),
+        "caveats": caveats(runs, analysis["cells"]),
     }
+
+
+# How long an experiment's analysis is kept unread (any change to what it stands on makes another
+# key before then).
+ANALYSIS_CACHE_SECONDS = 24 * 3600
+
+
+def analysed(rows: list[dict]) -> dict:
+    """What the experiment page works out from its runs: cells, their summary, the charts and the
+    findings (the report's sentences). Kept in the cache under a digest of everything it stands
+    on, the runs' rows and their hosts' spreads (aa.host_spreads): a run that changed, a new one,
+    or another spread makes another digest and it is worked out again, once. An experiment viewed
+    again is not analysed again (tests/test_spread_fresh.py holds the two equal). The cache is the
+    web process' own (Django's default, in memory): a restart, as a new release makes, empties it."""
+    spreads = aa.host_spreads({row["host_label"] for row in rows})
+    digest = hashlib.sha256(pickle.dumps((rows, spreads), protocol=5)).hexdigest()
+    key = f"experiment-analysis:{digest}"
+    found = cache.get(key)
+    if found is None:
+        cells = build_cells(rows)
+        axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
+        found = {
+            "cells": cells,
+            "summary": summary_table(cells),
+            "figures": experiment_figures(rows, cells, axes),
+            "axes": axes,
+            # the report's sentences, on the page too
+            "findings": findings(rows, cells, axes, spreads),
+        }
+        cache.set(key, found, ANALYSIS_CACHE_SECONDS)
+    return found
 
 
 def report_context(experiment: Experiment) -> dict:

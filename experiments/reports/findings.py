@@ -243,8 +243,10 @@ def engine_findings(rows: list[dict], spreads: dict | None = None) -> list[str]:
     ]
 
 
-def findings(rows: list[dict], cells: list[Cell], axes: list[str]) -> list[str]:
-    spreads = aa.host_spreads({row["host_label"] for row in rows})
+def findings(rows: list[dict], cells: list[Cell], axes: list[str], spreads: dict | None = None) -> list[str]:
+    """The experiment's findings in sentences; `spreads`: its hosts' (aa.host_spreads), if known."""
+    if spreads is None:
+        spreads = aa.host_spreads({row["host_label"] for row in rows})
     return [
         *headline_findings(cells),
         *redo_findings(rows),
