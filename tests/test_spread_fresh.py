@@ -89,7 +89,7 @@ def test_the_experiment_pages_kept_analysis_is_the_one_worked_out_afresh_after_e
     """The experiment page's cells, charts and findings come from the cache when nothing they stand
     on changed, and equal a fresh analysis (the cache emptied) after each change that should show:
     a run excluded, a run added, the host's spread moved by another experiment of the definition."""
-    from django.core.cache import cache
+    from django.core.cache import caches
 
     same = {**definition("nightly"), "engines": ["innodb"]}
     nights = [night(same, level, f"night {i}") for i, level in enumerate((1.0, 1.2, 0.8))]
@@ -105,7 +105,7 @@ def test_the_experiment_pages_kept_analysis_is_the_one_worked_out_afresh_after_e
         }
 
     def afresh() -> dict:
-        cache.clear()
+        caches["analysis"].clear()
         return page()
 
     first = afresh()

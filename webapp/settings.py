@@ -202,6 +202,19 @@ RTO_SECONDS = env.float("RTO_SECONDS", default=0.0) or None
 USE_I18N = False
 USE_TZ = True
 
+# Each web process keeps what it has worked out in memory: hosts' spreads (small) in the default
+# cache, experiments' analyses (charts and all: 204 KiB pickled for a 200-run experiment) in
+# one of their own, so a day of pages holds at most ANALYSIS_CACHE_ENTRIES of them.
+ANALYSIS_CACHE_ENTRIES = env.int("ANALYSIS_CACHE_ENTRIES", default=32)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"},
+    "analysis": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "analysis",
+        "OPTIONS": {"MAX_ENTRIES": ANALYSIS_CACHE_ENTRIES},
+    },
+}
+
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")  # what collectstatic writes
 # plotly.js is served from static/ (users run this on closed networks): the smallest of its builds

@@ -6,7 +6,7 @@ import pickle
 from dataclasses import dataclass
 from statistics import median
 
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db.models import F, Func
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -172,11 +172,12 @@ def analysed(rows: list[dict]) -> dict:
     on, the runs' rows and their hosts' spreads (aa.host_spreads): a run that changed, a new one,
     or another spread makes another digest and it is worked out again, once. An experiment viewed
     again is not analysed again (tests/test_spread_fresh.py holds the two equal). The cache is the
-    web process' own (Django's default, in memory): a restart, as a new release makes, empties it."""
+    web process' own, in memory (settings.CACHES "analysis", ANALYSIS_CACHE_ENTRIES at most): a
+    restart, as a new release makes, empties it."""
     spreads = aa.host_spreads({row["host_label"] for row in rows})
     digest = hashlib.sha256(pickle.dumps((rows, spreads), protocol=5)).hexdigest()
     key = f"experiment-analysis:{digest}"
-    found = cache.get(key)
+    found = caches["analysis"].get(key)
     if found is None:
         cells = build_cells(rows)
         axes = varied_axes([r for r in rows if r["status"] == RunStatus.DONE])
@@ -188,7 +189,7 @@ def analysed(rows: list[dict]) -> dict:
             # the report's sentences, on the page too
             "findings": findings(rows, cells, axes, spreads),
         }
-        cache.set(key, found, ANALYSIS_CACHE_SECONDS)
+        caches["analysis"].set(key, found, ANALYSIS_CACHE_SECONDS)
     return found
 
 
