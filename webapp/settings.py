@@ -202,32 +202,28 @@ RTO_SECONDS = env.float("RTO_SECONDS", default=0.0) or None
 USE_I18N = False
 USE_TZ = True
 
-# Each web process keeps what it has worked out in memory: hosts' spreads (small) in the default
-# cache, experiments' analyses (charts and all: 204 KiB pickled for a 200-run experiment) in
-# one of their own, so a day of pages holds at most ANALYSIS_CACHE_ENTRIES of them.
-ANALYSIS_CACHE_ENTRIES = env.int("ANALYSIS_CACHE_ENTRIES", default=32)
+# In memory: hosts' spreads, and experiments' analyses (204 KiB for 200 runs; pages/context.py).
+_MEMORY = "django.core.cache.backends.locmem.LocMemCache"
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"},
+    "default": {"BACKEND": _MEMORY, "LOCATION": "default"},
     "analysis": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "BACKEND": _MEMORY,
         "LOCATION": "analysis",
-        "OPTIONS": {"MAX_ENTRIES": ANALYSIS_CACHE_ENTRIES},
+        "OPTIONS": {"MAX_ENTRIES": env.int("ANALYSIS_CACHE_ENTRIES", default=32)},
     },
 }
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")  # what collectstatic writes
-# plotly.js is served from static/ (users run this on closed networks): the smallest of its builds
-# a page needs, the "strict" one for WebGL (it needs no eval under the site's content policy); all
-# of the plotly package's version (templates/plotly.html, tests/test_deploy.py).
+# plotly.js is served from static/ (no CDN): the smallest build a page needs, the "strict" one for
+# WebGL, which needs no eval under the site's content policy (templates/plotly.html).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-# Served from what collectstatic wrote (make start and the image run it), where each file has its
-# compressed copies beside it: plotly.js goes out as 0.36 MB of gzip, not 1.1 MB. Found in static/
-# as it is only with DEBUG (whitenoise's default): those files would win and go out uncompressed.
+# From collectstatic's output (make start and the image run it), gzip and brotli beside each file;
+# static/ as it is only with DEBUG: its files would win and go out uncompressed (1.1 MB, not 0.36).
 WHITENOISE_USE_FINDERS = DEBUG
 
 LOGIN_URL = "login"
