@@ -19,6 +19,7 @@ from experiments.reports import pdf
 from experiments.reports.findings import caveats, findings
 
 from .factories import ExperimentFactory, UserFactory
+from .sshd import descendants
 from .test_analysis import done_run, noisy
 from .test_browser import ROOT, log_in, screenshot
 
@@ -312,26 +313,13 @@ def test_findings_on_disturbed_runs_say_so_and_the_caveats_name_them(known):
 def _printer_chromium() -> list[int]:
     """This process' report printer: the Chromium browser process (not its renderers) among the
     processes this test process started."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents[int(stat.parent.name)] = int(fields[1])
-
-    def ours(pid: int) -> bool:
-        while pid > 1:
-            pid = parents.get(pid, 0)
-            if pid == os.getpid():
-                return True
-        return False
-
     found = []
-    for pid in parents:
+    for pid in descendants(os.getpid()):
         with contextlib.suppress(OSError):
             command = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
             if pdf.PRINTER_CLASS.encode() in command and not any(a.startswith(b"--type=") for a in command):
                 found.append(pid)
-    return [pid for pid in found if ours(pid)]
+    return found
 
 
 def test_reports_share_one_chromium_and_one_that_died_is_started_again():

@@ -144,17 +144,16 @@ def spread_text(host: str, metric_spread: dict | None) -> str:
 def pair_medians(first: dict[tuple, dict[str, float]], second: dict[tuple, dict[str, float]]) -> list[dict]:
     """Two experiments of one definition, from each one's cell medians (cell_medians()): per
     cell, each metric's median in the second over the first's."""
-    medians = [first, second]
     return [
         {
             "label": key,
             "metrics": {
-                m: medians[1][key][m] / medians[0][key][m]
+                m: second[key][m] / first[key][m]
                 for m in AA_METRICS
-                if medians[0][key].get(m) and medians[1][key].get(m)
+                if first[key].get(m) and second[key].get(m)
             },
         }
-        for key in sorted(set(medians[0]) & set(medians[1]))
+        for key in sorted(set(first) & set(second))
     ]
 
 

@@ -45,7 +45,7 @@ def explore_page(request):
         context["errors"] = runs.errors
         return render(request, "experiments/explore.html", context, status=400)
     answer = explore(runs.qs, query)
-    result = answer.to_outline() if answer.numeric else answer.to_dict()  # the page's tables
+    result = {**answer.meta, "series": answer.series}  # the page's count and fits (points not read)
     figure = explore_page_json(answer)
     build = "strict" if drawn_with_webgl(answer.meta["count"]) else "cartesian"  # templates/plotly.html
     context.update(query=query, result=result, figure=figure, plotly_build=build)
