@@ -8,6 +8,9 @@ them) over the 100,000-run history of bench_analysis.py:
   blank tab, in a browser profile kept between loads (a returning user: plotly.js cached); the
   median and the worst of REPEATS, with the server's part and the page's first paint beside them;
 - the same page on a first visit (an empty profile each time): bytes transferred and the time;
+- explore's floor: how soon plotly.js (strict build, from the cache) is ready in a load, and how
+  long plotly.js takes to draw the figure alone, in a page already loaded (JSON parsed, a new
+  WebGL context, drawn): the two the figure cannot be drawn before, whatever the server does;
 - the report PDF of that experiment: the first of a web process (its printer starting Chromium)
   and the ones after.
 """
@@ -33,6 +36,28 @@ BENCH_URL = database_url(BENCH_DB)
 WORK_DIR = "/var/tmp/recovery-lab-bench-browser"
 REPEATS = 7
 CHART_TARGET_S, PDF_TARGET_S = 0.5, 3.0
+# plotly.js ready: the moment the bundle sets window.Plotly (a property watched before any script runs).
+PLOTLY_READY = """(() => {
+  let plotly;
+  Object.defineProperty(window, "Plotly", {configurable: true, get() { return plotly; },
+    set(value) { plotly = value; performance.mark("plotly-ready"); }});
+})();"""
+# explore's figure drawn again, alone, into a new holder: [JSON.parse ms, draw ms until painted].
+DRAW_ALONE = """() => new Promise((done) => {
+  const text = document.getElementById("explore-figure").textContent;
+  const holder = document.createElement("div");
+  holder.style.width = "1300px";
+  document.body.prepend(holder);
+  const started = performance.now();
+  const figure = JSON.parse(text);
+  const parsed = performance.now();
+  Plotly.newPlot(holder, figure.data, figure.layout).then(() => requestAnimationFrame(() => {
+    const drawn = performance.now();
+    Plotly.purge(holder);
+    holder.remove();
+    done([parsed - started, drawn - parsed]);
+  }));
+})"""
 # The first chart's mark, and the parts of the wait before it (ms from the navigation's start).
 TIMES = """() => {
   const navigation = performance.getEntriesByType("navigation")[0];
@@ -40,6 +65,7 @@ TIMES = """() => {
   return {
     chart: performance.getEntriesByName("chart-drawn")[0].startTime,
     server: navigation.responseStart - navigation.requestStart,
+    plotly: performance.getEntriesByName("plotly-ready")[0].startTime,
     painted: paint ? paint.startTime : null,
     bytes: performance.getEntriesByType("resource")
       .reduce((n, r) => n + r.transferSize, navigation.transferSize),
@@ -69,7 +95,22 @@ def line(label: str, times: list[float], target: float, note: str = "") -> bool:
 def parts(loads: list[dict]) -> str:
     server = statistics.median(load["server"] for load in loads) * 1000
     painted = statistics.median(load["painted"] or 0 for load in loads) * 1000
-    return f"\n  {'':<58} (server {server:.0f} ms, page painted at {painted:.0f} ms)"
+    plotly = statistics.median(load["plotly"] for load in loads) * 1000
+    return (
+        f"\n  {'':<58} (server {server:.0f} ms, page painted at {painted:.0f} ms, "
+        f"plotly.js ready at {plotly:.0f} ms)"
+    )
+
+
+def draw_alone(page) -> None:
+    """Explore's floor: its figure parsed and drawn alone, five times, in the page just loaded."""
+    times = [page.evaluate(DRAW_ALONE) for _ in range(5)]
+    parse = statistics.median(t[0] for t in times)
+    draw = statistics.median(t[1] for t in times)
+    print(
+        f"  {'explore: its figure drawn alone, in a page already loaded':<58} median "
+        f"{parse + draw:7.0f} ms   (JSON.parse {parse:.0f} ms, plotly.js and WebGL {draw:.0f} ms)"
+    )
 
 
 def main() -> None:
@@ -119,6 +160,7 @@ def main() -> None:
                 profile.name, executable_path=settings.CHROMIUM_PATH, viewport={"width": 1400, "height": 1000}
             )
             context.add_cookies([{"name": "sessionid", "value": session, "url": base}])
+            context.add_init_script(PLOTLY_READY)
             page = context.pages[0] if context.pages else context.new_page()
             pages = {
                 "experiment page: its first chart drawn": f"{base}/experiments/{experiment.id}/",
@@ -130,6 +172,7 @@ def main() -> None:
                 drawn(page, url)  # warm: plotly.js in the profile's cache
                 loads = [drawn(page, url) for _ in range(REPEATS)]
                 line(label, [load["chart"] for load in loads], CHART_TARGET_S, parts(loads))
+            draw_alone(page)  # the page left open is explore's
             context.close()
             profile.cleanup()
             first_visits = []
@@ -137,6 +180,7 @@ def main() -> None:
                 browser = playwright.chromium.launch(executable_path=settings.CHROMIUM_PATH)
                 fresh = browser.new_context(viewport={"width": 1400, "height": 1000})
                 fresh.add_cookies([{"name": "sessionid", "value": session, "url": base}])
+                fresh.add_init_script(PLOTLY_READY)
                 first_visits.append(drawn(fresh.new_page(), pages["experiment page: its first chart drawn"]))
                 browser.close()
             kib = statistics.median(load["bytes"] for load in first_visits) / 1024
