@@ -45,7 +45,7 @@ from urllib3.util.retry import Retry
 from experiments import production
 from experiments.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
 from experiments.yaml_input import YamlRefused, load_plain_yaml
-from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
 FINISHED = ("done", "partial", "failed", "cancelled")

@@ -24,7 +24,7 @@ from experiments.vocabulary import (
     WORKLOAD_NAMES,
 )
 from experiments.yaml_input import shown
-from workers.runner import contract
+from runner import contract
 
 MAX_VALUES_PER_PARAMETER = 10
 MAX_REPETITIONS = 20
@@ -112,7 +112,7 @@ def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
 
 
 # Engine-neutral parameters: name -> (validator, default). Translation to server variables is
-# the runner's job (it knows the server version); see workers/runner/server.py.
+# the runner's job (it knows the server version); see each family's engines.py in runner/families/.
 PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "buffer_pool_size": (_size_between("8M", "64G"), "128M"),
     "redo_log_size": (_size_between("8M", "64G"), "96M"),

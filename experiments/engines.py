@@ -2,14 +2,15 @@
 runner drives it, which log records its recovery (a run's bundle file, an import's upload), and
 the rules ingest and the definition checks apply to it. Nothing else in the dashboard compares
 an engine's name (the parsers, which read one format each, may). The runner's side of the same
-engines is workers/runner/engines.py; the engines it drives are the ones runnable here.
+engines is in the runner's families (runner/families/); the engines it drives are the ones
+runnable here.
 
 A new engine: an entry here, its class there, and their test (docs/architecture.md).
 """
 
 from dataclasses import dataclass
 
-from workers.runner import contract
+from runner import contract
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Engines, workloads and crash plans, each defined once: value, label, colour, and whether the
 host runner can run it. Models, forms, the definition, the API and charts read them from here.
 
-What a runner can run is the runner's own allow-list (workers/runner/contract.py, standard
+What a runner can run is the runner's own allow-list (runner/contract.py, standard
 library only, shipped alone to the hosts, where it checks every spec again); it is imported here,
 not copied, so the dashboard never offers what the runner would refuse.
 """
@@ -9,7 +9,7 @@ not copied, so the dashboard never offers what the runner would refuse.
 from dataclasses import dataclass
 
 from experiments import engines as engine_registry
-from workers.runner import contract
+from runner import contract
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """`make bench`, method part: what a run costs before its workload starts, with and without the
 dataset cache.
 
-The host runner (workers/runner, run as the transports run it) carries out the same InnoDB run
+The host runner (runner, run as the transports run it) carries out the same InnoDB run
 several times on the demo's dataset (4 tables x 20,000 rows, oltp_write_only, kill -9 after the
 workload): first with `reuse_dataset` off (every run installs a server, loads with sysbench
 prepare and shuts down slowly), then with it on (the first run loads and keeps the dataset, the
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The host runner from the source tree: the package the transports ship as a zip.
-RUNNER = [sys.executable, "-m", "workers.runner"]
+RUNNER = [sys.executable, "-m", "runner"]
 WORK = Path("/var/tmp/recovery-lab-bench-dataset")
 RUNS = 4
 

@@ -2,7 +2,7 @@
 
 1. The layer alone: 64 MiB written in 16 KiB pages (InnoDB's page size), an fsync every 1 MiB,
    then read back, into a plain directory and into the same directory under the layer
-   (workers/runner/powercut.py, mounted for real with FUSE).
+   (runner/powercut.py, mounted for real with FUSE).
 2. The same InnoDB run (the demo's dataset, oltp_write_only, 8,000 transactions) crashed with
    sigkill and with power_loss: the workload's throughput (under the layer, with the commit
    ledger beside it), the time the cut and unmount take, and the downtime from the moment the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The host runner from the source tree: the package the transports ship as a zip.
-RUNNER = [sys.executable, "-m", "workers.runner"]
+RUNNER = [sys.executable, "-m", "runner"]
 WORK = Path("/var/tmp/recovery-lab-bench-power-loss")
 PAGE = 16 * 1024
 TOTAL = 64 * 1024 * 1024
@@ -59,7 +59,7 @@ def layer_alone() -> None:
     directory.mkdir(parents=True)
     plain = [write_and_read(directory) for _ in range(RUNS)]
     layer = subprocess.Popen(
-        [sys.executable, "-m", "workers.runner.powercut", str(directory)],
+        [sys.executable, "-m", "runner.powercut", str(directory)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

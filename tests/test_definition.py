@@ -161,7 +161,7 @@ def test_the_dashboard_offers_exactly_what_the_runner_runs_each_with_a_label():
     the dashboard reads them from there, and has a label for every one."""
     from experiments import definition, services, vocabulary
     from experiments.pages import forms
-    from workers.runner import contract
+    from runner import contract
 
     assert set(vocabulary.RUNNABLE_ENGINES) == set(contract.ENGINES)
     assert set(vocabulary.WORKLOAD_NAMES) == set(contract.WORKLOADS)
@@ -190,7 +190,7 @@ def runner_spec(**changes) -> dict:
 
 
 def test_the_runner_takes_the_server_options_the_dashboard_allows():
-    from workers.runner import contract
+    from runner import contract
 
     spec = contract.RunSpec.from_dict(runner_spec())
     assert spec.server_options == {"innodb_flush_log_at_trx_commit": 2}
@@ -211,7 +211,7 @@ def test_the_runner_takes_the_server_options_the_dashboard_allows():
 def test_the_runner_refuses_a_server_option_outside_the_allow_list(options, message):
     """The runner ships alone to a host: a spec that did not come through the dashboard's checks
     (or a dashboard of another version) is checked against the same list there."""
-    from workers.runner import contract
+    from runner import contract
 
     with pytest.raises(contract.RunFailed, match=re.escape(message)) as refused:
         contract.RunSpec.from_dict(runner_spec(server_options=options))
@@ -303,7 +303,7 @@ def test_flushing_is_a_dimension_whose_default_a_run_leaves_unsaid():
     """Issue 42: flushing held back (the method's) or natural (the server's own, as in production)
     is swept like any parameter; a run of the default names none, as runs made before it did, so
     the two still match in compare; the runner takes only the two words."""
-    from workers.runner.contract import RunFailed, RunSpec
+    from runner.contract import RunFailed, RunSpec
 
     raw = definition(
         engines=["innodb"],

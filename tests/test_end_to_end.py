@@ -285,7 +285,7 @@ def test_a_server_killed_from_outside_before_the_planned_crash_is_said_and_retri
 def analysed(folder) -> tuple[dict, object]:
     """A runner's bundle as ingest reads it: its result and the analysis of its files."""
     from experiments.ingest.bundle import analyse_run
-    from workers.runner.contract import size_bytes
+    from runner.contract import size_bytes
 
     files = {p.name: p.read_bytes() for p in (folder / "bundle").iterdir()}
     result = json.loads(files["result.json"])
@@ -497,7 +497,7 @@ def test_the_way_back_to_full_throughput_after_the_restart_is_timed(tmp_path):
     ],
 )
 def test_redo_log_size_is_named_as_each_server_build_names_it(build, option):
-    from workers.runner.engines import redo_log_option
+    from runner.families.mariadb.engines import redo_log_option
 
     assert redo_log_option(build, "512M") == f"--{option}=512M"
 

@@ -1,6 +1,7 @@
-"""The engines' two registries (experiments/engines.py for the dashboard, workers/runner/engines.py
-for the runner) agree, everything that lists engines takes them from there, and no code outside
-the registries and the parsers compares an engine's name."""
+"""The engines' two registries (experiments/engines.py for the dashboard, runner/families/ for the
+runner, found from the families' folders) agree, everything that lists engines takes them from
+there, no code outside the registries, the families and the parsers compares an engine's name,
+and nothing outside a family's folder reaches into it but the registry."""
 
 import ast
 
@@ -10,19 +11,16 @@ from experiments import engines as dashboard
 from experiments.definition import definition_json_schema
 from experiments.models import Engine as EngineChoices
 from experiments.pages.forms import ExperimentForm, ImportForm
-from workers.runner import contract
-from workers.runner import engines as runner
+from runner import contract
+from runner import families as runner
 
 from .test_architecture import ROOT, project_modules
 
 NAMES = set(dashboard.ENGINES)
-# Where an engine's name may be compared: the registries, and the parsers (one format each).
-ALLOWED = {
-    "experiments/engines.py",
-    "workers/runner/engine.py",
-    "workers/runner/engines.py",
-    "workers/runner/postgres_engine.py",
-}
+# Where an engine's name may be compared: the registries, each family's own folder, and the
+# parsers (one format each).
+ALLOWED = {"experiments/engines.py", "runner/engine.py"}
+ALLOWED_UNDER = ("experiments/parsers/", "runner/families/")
 
 
 def test_the_runner_drives_exactly_the_engines_the_dashboard_calls_runnable():
@@ -65,7 +63,7 @@ def test_no_code_outside_the_registries_and_the_parsers_compares_an_engine_s_nam
     compared = []
     for path in project_modules():
         relative = str(path.relative_to(ROOT))
-        if relative in ALLOWED or relative.startswith("experiments/parsers/"):
+        if relative in ALLOWED or relative.startswith(ALLOWED_UNDER):
             continue
         compared += [
             f"{relative}:{line} {name!r}" for line, name in _compared_names(ast.parse(path.read_text()))
@@ -76,3 +74,50 @@ def test_no_code_outside_the_registries_and_the_parsers_compares_an_engine_s_nam
 @pytest.mark.parametrize("source", ['if engine == "rocksdb":\n    pass', 'x = e in ("innodb", "x")'])
 def test_the_scan_finds_a_comparison_with_an_engine_s_name(source):
     assert _compared_names(ast.parse(source))
+
+
+def _imported(source: str, package: str) -> set[str]:
+    """The modules a file of `package` imports, relative ones made whole (runner.families.x...)."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def test_a_family_is_its_folder_and_only_the_registry_reaches_into_it():
+    assert set(runner.FAMILIES) == {engine.server for engine in runner.ENGINES.values()}
+    for family in runner.FAMILIES:
+        assert runner.server_class(family).__module__ == f"runner.families.{family}.server"
+    reaching = []
+    for path in project_modules():
+        parts = path.relative_to(ROOT).parts
+        if parts[:2] == ("runner", "families"):  # the registry and the families themselves
+            continue
+        package = ".".join(parts[:-1])
+        reaching += [
+            f"{path.relative_to(ROOT)}: {name}"
+            for name in _imported(path.read_text(), package)
+            if name.startswith("runner.families.") and name.split(".")[2] in runner.FAMILIES
+        ]
+    assert reaching == [], "ask the registry (runner.families) instead: " + ", ".join(sorted(reaching))
+
+
+@pytest.mark.parametrize(
+    "source, package",
+    [
+        ("from .families.mariadb.engines import InnoDB", "runner"),
+        ("from ..families.postgresql import server", "runner.sub"),
+        ("import runner.families.mariadb.server", "experiments"),
+    ],
+)
+def test_the_scan_finds_an_import_reaching_into_a_family(source, package):
+    assert any(
+        name.startswith("runner.families.") and len(name.split(".")) > 3
+        for name in _imported(source, package)
+    )

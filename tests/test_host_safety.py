@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from runner.files import UnsafeFolder, own_folder, untrusted_in
+from runner.probe import server_builds
 from workers.builds import BuildError, make_debian_build
-from workers.runner.files import UnsafeFolder, own_folder, untrusted_in
-from workers.runner.probe import server_builds
 from workers.transports import write_runner
 
 from .test_end_to_end import endless_spec, runner_in_its_workload
@@ -264,7 +264,7 @@ def test_a_hosts_build_folder_another_user_can_write_is_listed_with_the_reason_a
 def test_a_link_another_user_made_is_not_followed_anywhere_in_a_path_root_reads(tmp_path):
     """MyRocks' LOG is read from the datadir's #rocksdb folder: a link there made by the server's
     user (to a folder of root's) is refused; a link root made (as /var/run) is followed."""
-    from workers.runner.files import REFUSED, copy_regular
+    from runner.files import REFUSED, copy_regular
 
     secrets_folder = tmp_path / "root-only"
     secrets_folder.mkdir(mode=0o700)

@@ -13,7 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
-    path for package in ("experiments", "workers", "webapp") for path in (ROOT / package).rglob("*.py")
+    path
+    for package in ("experiments", "workers", "runner", "webapp")
+    for path in (ROOT / package).rglob("*.py")
 )
 SHELL_CALLS = {
     ("os", "system"),

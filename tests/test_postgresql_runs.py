@@ -18,7 +18,7 @@ from experiments.analysis.cells import ROW_FIELDS
 from experiments.analysis.compare import compare_engines
 from experiments.definition import DefinitionError, validate_definition
 from experiments.models import Run
-from workers.runner.contract import RunFailed, RunSpec
+from runner.contract import RunFailed, RunSpec
 from workers.transports import write_runner
 
 from .conftest import runner_processes, wait_for

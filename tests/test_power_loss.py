@@ -88,7 +88,7 @@ def test_a_log_synced_once_a_second_loses_the_commits_after_the_last_sync(tmp_pa
 
 
 def test_the_host_probe_says_whether_a_power_cut_can_run_here():
-    from workers.runner.probe import power_loss_ready
+    from runner.probe import power_loss_ready
 
     found = power_loss_ready()
     assert found == {"ready": True, "missing": []}, found

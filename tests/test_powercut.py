@@ -1,4 +1,4 @@
-"""The power-cut layer alone (workers/runner/powercut.py), mounted for real with FUSE over a
+"""The power-cut layer alone (runner/powercut.py), mounted for real with FUSE over a
 directory of the test's own: after the cut, what was synced is there and what was not is gone."""
 
 import errno
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.runner.powercut import CUT_FILE
+from runner.powercut import CUT_FILE
 
 from .conftest import ROOT
 
@@ -24,7 +24,7 @@ class Layer:
     def __init__(self, directory: Path):
         self.directory = directory
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "workers.runner.powercut", str(directory)],
+            [sys.executable, "-m", "runner.powercut", str(directory)],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -114,7 +114,7 @@ def test_without_a_cut_every_write_stays_and_files_lock_as_the_server_locks_them
 def test_a_layer_left_by_a_killed_runner_is_unmounted_by_the_next_one(directory):
     """Its process killed, the mount is dead (every access fails); the next runner, holding the
     work directory, unmounts what is left under it before it starts."""
-    from workers.runner.processes import unmount_stale
+    from runner.processes import unmount_stale
 
     base = directory
     (base / "run-1" / "data").mkdir(parents=True)

@@ -7,7 +7,7 @@ import pytest
 from experiments.ingest.bundle import stamp_resolution
 from experiments.parsers import parse_bytes, parse_path
 from experiments.units import duration_text
-from workers.runner.processes import POLL_S
+from runner.processes import POLL_S
 
 from .factories import ExperimentFactory, RunFactory
 from .test_parsers import MARIADB

@@ -15,8 +15,8 @@ from django.utils import timezone
 from experiments.analysis.series import differences, history
 from experiments.models import Run, Series
 from experiments.services import series as series_service
-from workers.runner.builds import MANIFEST
-from workers.runner.probe import server_builds
+from runner.builds import MANIFEST
+from runner.probe import server_builds
 
 from .conftest import wait_for
 from .factories import UserFactory

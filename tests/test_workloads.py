@@ -5,7 +5,7 @@ import pytest
 
 from experiments.definition import DefinitionError, validate_definition
 from experiments.models import Run, RunFile
-from workers.runner import contract
+from runner import contract
 
 from .conftest import runner_processes, wait_for
 

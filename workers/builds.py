@@ -3,7 +3,7 @@ host's own (MariaDB 11.8 from Debian 13 on a Debian 12 host).
 
 The packages are fetched with `apt-get download` from a sources list of their own (never the
 system's: nothing is installed over the host's packages), unpacked with `dpkg -x` into a folder
-with that release's C library and loader, and described by a manifest (workers/runner/builds.py)
+with that release's C library and loader, and described by a manifest (runner/builds.py)
 that says how to start the server: through that loader, with the release's libraries first. The
 folder then goes to a host's WORK_DIR/builds/NAME/ through the host's transport, and the host
 is probed again so its builds list it. `manage.py installbuild` is the one command.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from workers.runner.builds import MANIFEST, MANIFEST_FORMAT
-from workers.runner.files import UnsafeFolder, own_folder, untrusted_in
+from runner.builds import MANIFEST, MANIFEST_FORMAT
+from runner.files import UnsafeFolder, own_folder, untrusted_in
 
 # Every file of a build as it was unpacked (its SHA-256, or where a link points), written beside
 # the manifest at unpack time and checked before the build is copied to a host: a cached build

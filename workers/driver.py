@@ -18,9 +18,9 @@ from django.db import InterfaceError, OperationalError, connection, connections
 
 from experiments import services
 from experiments.models import AttemptOutcome, Run, RunAttempt
+from runner.contract import RunFailed
 from workers.hosts import transport_for
 from workers.locks import host_lock
-from workers.runner.contract import RunFailed
 from workers.transports import RunCancelled, TransportError
 
 logger = logging.getLogger(__name__)

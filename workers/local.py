@@ -15,8 +15,9 @@ from django.conf import settings
 
 from experiments.models import Host
 from experiments.services import Bundle
-from workers.runner.contract import BUILDS_DIR, RunSpec
-from workers.runner.files import UnsafeFolder, own_folder
+from runner.builds import BUILDS_DIR
+from runner.contract import RunSpec
+from runner.files import UnsafeFolder, own_folder
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,

@@ -27,7 +27,8 @@ from experiments.ingest.unpacking import BoundedTar, Limits, UnpackRefused
 from experiments.models import Host
 from experiments.services import Bundle
 from experiments.services.ssh_keys import dashboard_private_key, dashboard_public_key
-from workers.runner.contract import BUILDS_DIR, RunSpec
+from runner.builds import BUILDS_DIR
+from runner.contract import RunSpec
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,

@@ -1,8 +1,8 @@
 """What every transport shares: how a run's spec reaches a benchmark host and its bundle comes back.
 
 A transport copies nothing it does not need: the host runner (a zip of the standard-library
-package `workers/runner`) and a JSON spec go out, `result.json` and the raw files come back as
-a `Bundle`. The local transport (workers/local.py) runs the runner as a subprocess of the
+package `runner/`, its subfolders with it) and a JSON spec go out, `result.json` and the raw
+files come back as a `Bundle`. The local transport (workers/local.py) runs the runner as a subprocess of the
 worker; the SSH transport (workers/ssh.py) runs it on the host over SSH. Both keep the runner's
 stdin open for the whole run: when the worker or the connection dies, the runner sees its stdin
 close and stops every process it started. This module knows neither: workers/hosts.py chooses
@@ -17,12 +17,14 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-RUNNER_PACKAGE = Path(__file__).resolve().parent / "runner"
+import runner
+
+RUNNER_PACKAGE = Path(runner.__file__).resolve().parent
 RUNNER_FILE = "runner.pyz"
 # The runner has its own time limits for each step; this only catches a runner that hangs.
 RUNNER_HARD_LIMIT_S = 24 * 3600
 ProgressCallback = Callable[[str, float | None], None]
-# A second's sample of the server's counters, as the runner took it (workers/runner/sampler.py).
+# A second's sample of the server's counters, as the runner took it (runner/sampler.py).
 SampleCallback = Callable[[dict], None]
 
 
@@ -55,11 +57,11 @@ def runner_zip() -> bytes:
     package, and a __main__ that starts it."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for module in sorted(RUNNER_PACKAGE.glob("*.py")):
-            if module.name != "__main__.py":
-                archive.write(module, f"recovery_lab_runner/{module.name}")
-        for script in sorted(RUNNER_PACKAGE.glob("lua/*.lua")):  # the workloads of its own
-            archive.write(script, f"recovery_lab_runner/lua/{script.name}")
+        # its modules, its families' folders and the workloads of its own (lua/)
+        for path in sorted(RUNNER_PACKAGE.rglob("*")):
+            inside = path.relative_to(RUNNER_PACKAGE)
+            if path.suffix in (".py", ".lua") and inside != Path("__main__.py"):
+                archive.write(path, f"recovery_lab_runner/{inside.as_posix()}")
         archive.writestr(
             "__main__.py", "import sys\nfrom recovery_lab_runner.runner import main\nsys.exit(main())\n"
         )

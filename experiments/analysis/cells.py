@@ -13,7 +13,7 @@ from experiments.engines import engine_order
 from experiments.metrics import NUMERIC_METRICS
 from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
-from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 ENGINE_NAMES = ENGINE_LABELS
 ROW_FIELDS = (

@@ -24,7 +24,7 @@ from experiments.analysis.sentences import (
 from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
 from experiments.units import GIB, as_row_id
-from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 # Parameters a run names only when its definition did, and what their absence means.
 ABSENT_PARAMETERS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING}

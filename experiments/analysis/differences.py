@@ -3,7 +3,7 @@ matrix and of how a run is made (workload and its events, time or rate, crash pl
 repetitions, server options, builds, hosts), so a comparison never reads as like for like when
 it is not. Plain dicts in and out."""
 
-from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 # Keys that do not change what a run measures: what the experiment is called and why.
 NOT_COMPARED = {"name", "description", "tags", "imported"}

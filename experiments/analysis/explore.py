@@ -33,7 +33,7 @@ from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
 from experiments.models import Experiment
 from experiments.units import MIB, format_size
 from experiments.vocabulary import AXIS_TITLES, CRASH_METHOD_LABELS, PARAMETER_UNITS
-from workers.runner.contract import SYSTEM_BUILD
+from runner.contract import SYSTEM_BUILD
 
 NUMERIC_PARAMETERS = {
     "buffer_pool_size": F("buffer_pool_bytes"),

@@ -1,5 +1,5 @@
 """When a run was measured on a disturbed host, and why: from the runner's record of what else
-used the host (workers/runner/noise.py) and that host's own history of calibrations. A
+used the host (runner/noise.py) and that host's own history of calibrations. A
 disturbed run is kept (a person decides whether to exclude it), and every sentence that
 compares runs says how many were disturbed."""
 

@@ -26,7 +26,7 @@ from scipy import optimize, stats
 from experiments.analysis.stats import CONFIDENCE, fit_line
 from experiments.models import Run, RunStatus
 from experiments.units import GIB, MB_PER_MIB, MIB
-from workers.runner.contract import SYSTEM_BUILD
+from runner.contract import SYSTEM_BUILD
 
 MIN_RUNS = 5
 

@@ -19,7 +19,7 @@ from otava.analysis import compute_change_points
 
 from experiments.analysis import stats
 from experiments.models import Experiment, Run, RunStatus
-from workers.runner.contract import SYSTEM_BUILD
+from runner.contract import SYSTEM_BUILD
 
 # metric -> True when more is worse
 SERIES_METRICS = {

@@ -83,7 +83,7 @@ class RunDetailSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         # the seconds before the crash (experiments/ingest/seconds.py), the restart's timeline and
-        # what else used the host (workers/runner/noise.py)
+        # what else used the host (runner/noise.py)
         fields = [*RunSerializer.Meta.fields, "attempts", "samples", "timeline", "noise"]
 
 

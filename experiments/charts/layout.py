@@ -6,7 +6,7 @@ from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.units import SizeError, binary_ticks, parse_size
 from experiments.vocabulary import ENGINE_COLOURS
-from workers.runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 SERIES = (

@@ -8,7 +8,7 @@ from experiments.analysis.cells import ENGINE_NAMES, Cell, settings_text
 from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.layout import base_layout, colour
 from experiments.units import MIB, parse_size
-from workers.runner.contract import DEFAULT_FLUSHING
+from runner.contract import DEFAULT_FLUSHING
 
 # (metric, panel title, scale): top to bottom
 PANELS = (

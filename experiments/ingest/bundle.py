@@ -14,7 +14,7 @@ from experiments.engines import replay_seconds
 from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
 from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
-from workers.runner.processes import POLL_S
+from runner.processes import POLL_S
 
 # Phase names of the parsers -> the names a Run keeps (docs/design.md, "Metrics of a Run").
 PHASE_NAMES = {

@@ -1,7 +1,7 @@
 """The seconds before and after the crash, from a run's bundle. No Django.
 
 Before: the runner's per-second samples of the server's counters (samples.jsonl, see
-workers/runner/sampler.py) turned into levels (checkpoint age, dirty pages, memtables) and
+runner/sampler.py) turned into levels (checkpoint age, dirty pages, memtables) and
 rates (log and data bytes written, rows changed), on seconds since the workload started, with the
 crash and the end of the workload marked.
 

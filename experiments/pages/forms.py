@@ -22,7 +22,7 @@ from experiments.vocabulary import (
     WORKLOADS,
     choices,
 )
-from workers.runner.contract import WORKLOAD_NUMBERS
+from runner.contract import WORKLOAD_NUMBERS
 
 
 def _listed(values) -> list:

@@ -8,7 +8,7 @@ from django.utils import timezone
 from experiments.definition import HOST_NAME
 from experiments.models import Host, HostStatus, Transport
 from experiments.services.audit import audited_by
-from workers.runner import contract
+from runner import contract
 
 SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")

@@ -39,7 +39,7 @@ from experiments.models import (
     without_nul,
 )
 from experiments.services.audit import audit, audited_by
-from workers.runner.contract import RunSpec
+from runner.contract import RunSpec
 
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
 

@@ -3,10 +3,10 @@ import subprocess
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Host, Transport
+from runner.contract import BUILD_NAME, SYSTEM_BUILD
 from workers.builds import BuildError, make_debian_build
 from workers.hosts import transport_for
 from workers.probing import probe_host
-from workers.runner.contract import BUILD_NAME, SYSTEM_BUILD
 from workers.transports import TransportError
 
 

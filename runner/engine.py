@@ -1,16 +1,22 @@
-"""What an engine is to the runner: the base class every engine's class fills in (engines.py holds
-MariaDB's, postgres_engine.py PostgreSQL's, and the registry). Standard library only."""
+"""What an engine is to the runner: the base class every engine's class fills in (each family's
+engines.py: families/mariadb, families/postgresql; the registry is families/__init__.py).
+Standard library only."""
 
 from pathlib import Path
 
+# held_back: the engine's method settings hold its flushing (and so its checkpoint) back during the
+# workload, so the redo written is the redo recovery replays; natural: the server flushes as it
+# would in production (what a bigger log buys while running). Each engine's are its `held_back`.
+FLUSHING = ("held_back", "natural")
+DEFAULT_FLUSHING = "held_back"
 # Where the system's MariaDB packages put their plugins.
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
 
 
 class Engine:
     name = ""
-    # The server that runs it: "mariadb" (server.py) or "postgresql" (postgres.py).
-    server = "mariadb"
+    # The family whose server runs it: the name of its folder under families/.
+    server = ""
     # The server options a definition may give its runs, with the values each takes (a tuple
     # lists them, a range bounds a whole number): the contract's allow-list is their union.
     options: dict[str, tuple | range] = {}

@@ -10,14 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .builds import BuildUnusable, build_programs, server_command
+from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, installed
 from .builds import programs as build_of
-from .contract import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD
-from .engines import ENGINES
+from .families import ENGINES, FAMILIES, server_class
 from .files import UnsafeFolder, own_folder
-from .postgres import system_bin as postgres_system_bin
-
-POSTGRES_MARKER = "(PostgreSQL)"  # in `postgres --version`
 
 
 def _first_line(args: list[str]) -> str | None:
@@ -27,10 +23,6 @@ def _first_line(args: list[str]) -> str | None:
         return None
     text = (done.stdout or done.stderr).strip()
     return text.splitlines()[0][:200] if text else None
-
-
-def _which(name: str) -> str | None:
-    return shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
 
 
 def _cpu_model() -> str | None:
@@ -92,22 +84,9 @@ def power_loss_ready() -> dict:
     return {"ready": not missing, "missing": missing}
 
 
-def _server_version(command: list[str], marker: str = "Ver ") -> str:
-    """The first line of `command --version` from `marker` on: 'Ver 10.11.19-MariaDB-0+deb12u1 for
-    debian-linux-gnu on x86_64' (the path left out), or with marker '(PostgreSQL)' the whole
-    'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)'. A build that cannot start says why
-    instead (BuildUnusable)."""
-    try:
-        done = subprocess.run(
-            [*command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildUnusable(f"{command[-1]} --version did not run: {exc}") from None
-    line = (done.stdout.strip().splitlines() or [""])[0]
-    if done.returncode != 0 or marker not in line:
-        said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
-        raise BuildUnusable(f"{command[-1]} --version failed (exit {done.returncode}): {said[0][:300]}")
-    return (line if marker == POSTGRES_MARKER else line[line.index(marker) :])[:200]
+def _servers() -> dict:
+    """Each family's server class (families/), which knows how to find and version its builds."""
+    return {family: server_class(family) for family in FAMILIES}
 
 
 def _build_engines(programs: dict) -> list[str]:
@@ -117,27 +96,37 @@ def _build_engines(programs: dict) -> list[str]:
 
 
 def _system_programs() -> dict:
-    """The system build: the installed MariaDB and PostgreSQL."""
-    return build_of(_which("mariadbd") or _which("mysqld"), postgres_bin=postgres_system_bin())
+    """The system build: every family's installed server (MariaDB's, PostgreSQL's)."""
+    found = build_of(None)
+    for server in _servers().values():
+        found.update(server.system_programs())
+    return found
+
+
+def _described(name: str, programs: dict) -> dict | None:
+    """A build as the probe lists it: its path, the version of each family's server it holds
+    (the first is `version`, every one in `versions`), its engines; None: it holds no server."""
+    held = {family: server for family, server in _servers().items() if server.build_path(programs)}
+    if not held:
+        return None
+    build = {"name": name, "path": next(iter(held.values())).build_path(programs)}
+    try:
+        build["versions"] = {family: server.build_version(programs) for family, server in held.items()}
+    except BuildUnusable as exc:
+        return {**build, "error": str(exc)}
+    build["version"] = next(iter(build["versions"].values()))
+    build["engines"] = _build_engines(programs)
+    if programs["source"]:
+        build["source"] = programs["source"]
+    return build
 
 
 def server_builds(work_dir: str) -> list[dict]:
-    """The server builds a definition may name: "system" (the installed server) and each
+    """The server builds a definition may name: "system" (the installed servers) and each
     WORK_DIR/builds/NAME/ that holds a server, with the version it reports and the engines it
     has. A build that cannot start is listed with the reason (`error`), so the hosts page says it."""
-    builds = []
-    programs = _system_programs()
-    system, postgres = programs["server"], programs["postgres_bin"]
-    if system or postgres:
-        build = {"name": SYSTEM_BUILD, "path": system or postgres, "engines": _build_engines(programs)}
-        try:
-            if system:
-                build["version"] = _server_version([system])
-        except BuildUnusable as exc:
-            build = {"name": SYSTEM_BUILD, "path": system, "error": str(exc)}
-        if postgres:
-            build["postgresql_version"] = _first_line([f"{postgres}/postgres", "--version"])
-        builds.append(build)
+    system = _described(SYSTEM_BUILD, _system_programs())
+    builds = [system] if system else []
     folder = Path(work_dir) / BUILDS_DIR
     try:  # the work directory and its builds/ are root's alone, or none of its builds is used
         own_folder(Path(work_dir), "work directory", "the host's work_dir")
@@ -150,36 +139,22 @@ def server_builds(work_dir: str) -> list[dict]:
             continue
         try:
             programs = build_programs(base)
-            if programs is None:
-                continue
-            if programs["server"]:
-                path, version = programs["server"], _server_version(server_command(programs))
-            else:
-                path = programs["postgres_bin"]
-                version = _server_version([*programs["launcher"], f"{path}/postgres"], POSTGRES_MARKER)
-            build = {"name": base.name, "path": path, "version": version, "engines": _build_engines(programs)}
-            if programs["source"]:
-                build["source"] = programs["source"]
+            build = _described(base.name, programs) if programs else None
         except BuildUnusable as exc:
             build = {"name": base.name, "path": str(base), "error": str(exc)}
-        builds.append(build)
+        if build:
+            builds.append(build)
     return builds
 
 
 def host_facts(work_dir: str) -> dict:
-    servers = {}
-    for name in ("mariadbd", "mysqld"):
-        path = _which(name)
-        if path:
-            servers[name] = {"path": path, "version": _first_line([path, "--version"])}
-    postgres = postgres_system_bin()
-    if postgres:
-        servers["postgres"] = {
-            "path": f"{postgres}/postgres",
-            "version": _first_line([f"{postgres}/postgres", "--version"]),
-        }
+    servers = {
+        name: {"path": path, "version": _first_line([path, "--version"])}
+        for server in _servers().values()
+        for name, path in server.system_servers().items()
+    }
     engines = _build_engines(_system_programs())
-    sysbench = _which("sysbench")
+    sysbench = installed("sysbench")
     return {
         "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),
         "kernel": platform.release(),

@@ -17,7 +17,7 @@ from .server import Server
 INTERVAL_TPS = re.compile(r"^\[ *[0-9.]+s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 INTERVAL = re.compile(r"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 WARM_SHARE = 0.9
-# tpcc_like's tables (workers/runner/lua/tpcc_like.lua); the other workloads' are sbtest1..N.
+# tpcc_like's tables (runner/lua/tpcc_like.lua); the other workloads' are sbtest1..N.
 TPCC_TABLES = (
     "item",
     "warehouse",

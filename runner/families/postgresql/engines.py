@@ -1,10 +1,10 @@
-"""PostgreSQL as an engine the runner drives (its server: postgres.py). Standard library only."""
+"""PostgreSQL as an engine the runner drives (its server: server.py beside this). Standard library only."""
 
 import re
 import time
 
-from .engine import Engine
-from .errors import RunFailed
+from ...engine import Engine
+from ...errors import RunFailed
 
 
 class PostgreSQL(Engine):
@@ -133,3 +133,6 @@ def buffers_written_sql(build: str) -> str:
 def pg_size(size: str) -> str:
     """'128M' -> '128MB': a size as PostgreSQL's settings take it."""
     return f"{size[:-1]}{'k' if size[-1] == 'K' else size[-1]}B"
+
+
+ENGINES = (PostgreSQL(),)

@@ -1,22 +1,22 @@
-"""The storage engines the runner drives, one class each (MariaDB's here, PostgreSQL's in
-postgres_engine.py, their base class in engine.py), and their registry. Everything the runner does differently
-for an engine is here: its server options and method defaults, the settings read back, the
-counters sampled each second, the redo a crash leaves and how much of it there is, the files
-recovery reads, how its log is made durable, its workload's arguments and how the probe finds
-it. Nothing else in the runner compares an engine's name. Standard library only (shipped in the
-runner's zip); the dashboard's side of the same engines is experiments/engines.py.
+"""MariaDB's storage engines, one class each (their base class: runner/engine.py). Everything the
+runner does differently for an engine is in its class: its server options and method defaults,
+the settings read back, the counters sampled each second, the redo a crash leaves and how much
+of it there is, the files recovery reads, how its log is made durable, its workload's arguments
+and how the probe finds it. Nothing else in the runner compares an engine's name. Standard
+library only (shipped in the runner's zip); the dashboard's side of the same engines is
+experiments/engines.py.
 
-A new engine: a subclass of engine.Engine, added to ENGINES, and its dashboard class (docs/architecture.md).
+A new engine: a subclass of engine.Engine in ENGINES below, and its dashboard entry
+(docs/architecture.md).
 """
 
 import re
 import time
 from pathlib import Path
 
-from .engine import Engine
-from .errors import RunFailed
-from .files import copy_regular
-from .postgres_engine import PostgreSQL
+from ...engine import Engine
+from ...errors import RunFailed
+from ...files import copy_regular
 
 MYSQL_VERSION = re.compile(r"Ver ([0-9]+)\.([0-9]+)\.([0-9]+)")
 
@@ -27,6 +27,7 @@ BINARY_LOG_OPTIONS: dict[str, tuple | range] = {"log_bin": (0, 1), "sync_binlog"
 
 class InnoDB(Engine):
     name = "innodb"
+    server = "mariadb"
     storage = "InnoDB"
     options = {
         "innodb_flush_log_at_trx_commit": (0, 1, 2),
@@ -102,6 +103,7 @@ class InnoDB(Engine):
 
 class MyRocks(Engine):
     name = "rocksdb"
+    server = "mariadb"
     storage = "ROCKSDB"
     status_of = ("INNODB", "ROCKSDB")
     plugin = "ha_rocksdb"
@@ -156,11 +158,7 @@ class MyRocks(Engine):
         return ["--mysql-storage-engine=rocksdb"]
 
 
-ENGINES: dict[str, Engine] = {engine.name: engine for engine in (InnoDB(), MyRocks(), PostgreSQL())}
-
-
-def engine(name: str) -> Engine:
-    return ENGINES[name]
+ENGINES = (InnoDB(), MyRocks())
 
 
 def redo_log_option(build: str, size: str) -> str:

@@ -15,10 +15,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from .builds import BuildUnusable, build_programs, launching_script
-from .contract import BUILDS_DIR, SYSTEM_BUILD, RunFailed
-from .processes import POLL_S, SETPRIV, spawn, stat_fields
-from .server import Server
+from ...builds import BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, launching_script, version_line
+from ...errors import RunFailed
+from ...processes import POLL_S, SETPRIV, spawn, stat_fields
+from ...server import Server
 
 # The socket's file name is .s.PGSQL.PORT in the run's own folder: a port number, and no TCP.
 PORT = 5432
@@ -118,8 +118,27 @@ class PostgresServer(Server):
     name = "postgres"
     os_users = ("postgres", "nobody")
 
-    def __init__(self, work: Path, spec: dict, clock, stamper):
-        super().__init__(work, spec, clock, stamper)
+    @classmethod
+    def system_programs(cls) -> dict:
+        return {"postgres_bin": system_bin()}
+
+    @classmethod
+    def system_servers(cls) -> dict[str, str]:
+        found = system_bin()
+        return {"postgres": f"{found}/postgres"} if found else {}
+
+    @classmethod
+    def build_path(cls, programs: dict) -> str | None:
+        return programs["postgres_bin"]
+
+    @classmethod
+    def build_version(cls, programs: dict) -> str:
+        """'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)', whole."""
+        command = [*programs["launcher"], f"{programs['postgres_bin']}/postgres"]
+        return version_line(command, "(PostgreSQL)")[:200]
+
+    def __init__(self, work: Path, spec: dict, clock, stamper, engine):
+        super().__init__(work, spec, clock, stamper, engine)
         if self.os_user and not SETPRIV:
             raise RunFailed(
                 "PostgreSQL does not run as root: this host needs setpriv (util-linux) to start it"
@@ -331,3 +350,6 @@ def alive(pid: int) -> bool:
     """Whether a process runs still (a zombie does not: it holds no memory and no file)."""
     fields = stat_fields(pid)
     return fields is not None and fields[0] not in ("Z", "X")
+
+
+SERVER = PostgresServer

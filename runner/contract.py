@@ -11,13 +11,15 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from .engines import ENGINES as RUNNER_ENGINES
+from .builds import BUILD_NAME, SYSTEM_BUILD
+from .engine import DEFAULT_FLUSHING, FLUSHING
 from .errors import RunFailed
+from .families import ENGINES as RUNNER_ENGINES
 
 CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 # The server variables a definition may set, with the values each takes: a tuple lists them, a
-# range bounds a whole number. The one allow-list, made of each engine's own (engines.py): the
+# range bounds a whole number. The one allow-list, made of each engine's own (families/): the
 # dashboard's definition checks read it, and the runner checks every spec against it again. An
 # option is given only to the runs of the engines that have it.
 SERVER_OPTIONS: dict[str, tuple | range] = {
@@ -65,13 +67,8 @@ def server_option_allowed(name: str, value: object) -> bool:
     return value in allowed
 
 
-# A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
-BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-BUILDS_DIR = "builds"
-# The build a run names no build for (and the name the probe gives the installed server).
-SYSTEM_BUILD = "system"
 WORK_DIR = re.compile(r"^(?!.*\.\.)/[A-Za-z0-9._/-]{1,200}$")  # no ".." anywhere
-ENGINES = tuple(RUNNER_ENGINES)  # each engine's class: engines.py
+ENGINES = tuple(RUNNER_ENGINES)  # each family's engines (families/)
 WORKLOADS = (
     "oltp_write_only",
     "oltp_insert",
@@ -82,7 +79,7 @@ WORKLOADS = (
     "tpcc_like",
     "long_transaction",
 )
-# Workloads of the project's own: sysbench Lua scripts shipped with the runner (workers/runner/lua/).
+# Workloads of the project's own: sysbench Lua scripts shipped with the runner (runner/lua/).
 SCRIPTED_WORKLOADS = ("insert_indexed", "tpcc_like", "long_transaction")
 # long_transaction's open transaction: this many rows unless the definition says (workload.open_rows).
 DEFAULT_OPEN_ROWS = 10_000
@@ -92,11 +89,6 @@ CRASH_METHODS = ("sigkill", "power_loss")
 # Written to at the top of the power-cut layer's mount, it makes the cut (powercut.py).
 POWER_CUT_FILE = ".recovery-lab-power-cut"
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
-# held_back: the engine's method settings hold its flushing (and so its checkpoint) back during the
-# workload, so the redo written is the redo recovery replays; natural: the server flushes as it
-# would in production (what a bigger log buys while running). Each engine's are its `held_back`.
-FLUSHING = ("held_back", "natural")
-DEFAULT_FLUSHING = "held_back"
 MAX_OPEN_ROWS = 10_000_000
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 

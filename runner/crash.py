@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from .contract import POWER_CUT_FILE, RunFailed, size_bytes
-from .engines import engine as engine_named
 from .events import progress
+from .families import engine as engine_named
 from .processes import MOUNTS, POLL_S, spawn, unmount
 from .server import Server
 from .workload import Sysbench

@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .contract import RunFailed
+from .errors import RunFailed
 
 POLL_S = 0.005
 # Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).

@@ -11,11 +11,19 @@ Debian 12). Every path in it is relative to the build's folder and stays inside 
 
 import json
 import os
+import re
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 from .files import untrusted_in
 
+# A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
+BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+BUILDS_DIR = "builds"
+# The build a run names no build for (and the name the probe gives the installed server).
+SYSTEM_BUILD = "system"
 MANIFEST = "recovery-lab-build.json"
 MANIFEST_FORMAT = 1
 # What a manifest names: a server (MariaDB's) or PostgreSQL's programs' folder, the rest where the
@@ -135,6 +143,27 @@ def build_programs(base: Path) -> dict | None:
         # its error messages and character sets, where it brings its own
         basedir=str(base) if (base / "share").is_dir() else None,
     )
+
+
+def installed(name: str) -> str | None:
+    """An installed program's path: on the PATH, or in /usr/sbin (which root's PATH may lack)."""
+    return shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+
+
+def version_line(command: list[str], marker: str) -> str:
+    """The first line of `command --version`, which must hold `marker` ('Ver ' for mariadbd,
+    '(PostgreSQL)' for postgres). A build that cannot start says why instead (BuildUnusable)."""
+    try:
+        done = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildUnusable(f"{command[-1]} --version did not run: {exc}") from None
+    line = (done.stdout.strip().splitlines() or [""])[0]
+    if done.returncode != 0 or marker not in line:
+        said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise BuildUnusable(f"{command[-1]} --version failed (exit {done.returncode}): {said[0][:300]}")
+    return line[:300]
 
 
 def server_command(programs: dict) -> list[str]:

@@ -7,8 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from .engines import engine as engine_named
 from .events import Clock, emit
+from .families import engine as engine_named
 from .server import Server
 
 # Sampled every second during the workload, up to the crash (SAMPLES_FILE): where the redo to

@@ -13,14 +13,10 @@ This module is the sequence; the parts are its neighbours: contract.py (the spec
 allow-list, shared with the dashboard), probe.py (the host's facts and builds), processes.py
 (what it starts and holds), files.py (the run's folder, root's, and the server's folder in it:
 what root reads from there and which folders it trusts), events.py (what it says), server.py
-(the private server), dataset.py (the loaded data, cached), workload.py (sysbench), sampler.py
-(the counters, every second), stamper.py (the stamped error log), noise.py (what else used the
-host), crash.py (crash plans, the power cut and its ledger), powercut.py (the power-cut file
-system) and bundle.py (the files it leaves).
-
-Progress goes to stdout as JSON lines ({"event": "progress", "message": ...}); the last line is
-{"event": "done"} or {"event": "failed", "error": ...}. Every process it started is stopped
-before it exits, whatever happened; it never signals a process it did not start.
+(the private server; each family's own in families/), dataset.py (the loaded data, cached),
+workload.py (sysbench), sampler.py (the counters, every second), stamper.py (the stamped error
+log), noise.py (what else used the host), crash.py (crash plans, the power cut and its ledger),
+powercut.py (the power-cut file system) and bundle.py (the files it leaves).
 """
 
 import argparse
@@ -46,10 +42,10 @@ from .crash import (
     wait_for_redo,
 )
 from .dataset import prepare_dataset
-from .engines import engine as engine_named
 from .events import Clock, emit, progress
+from .families import engine as engine_named
+from .families import server_class
 from .files import REFUSED, UnsafeFolder, own_folder, runner_folder, server_home
-from .postgres import PostgresServer
 from .probe import host_facts
 from .processes import (
     KEPT_MARKER,
@@ -61,7 +57,7 @@ from .processes import (
     watch_stdin,
 )
 from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
-from .server import MariaDBServer, Server
+from .server import Server
 from .stamper import LogStamper
 from .workload import Sysbench, workload_tables
 
@@ -203,12 +199,10 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     return result
 
 
-SERVERS: dict[str, type[Server]] = {"mariadb": MariaDBServer, "postgresql": PostgresServer}
-
-
 def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Server:
-    """The private server the run's engine runs on (engines.py: each engine names its server)."""
-    return SERVERS[engine_named(spec["engine"]).server](work, spec, clock, stamper)
+    """The private server the run's engine runs on: its family's (families/)."""
+    engine = engine_named(spec["engine"])
+    return server_class(engine.server)(work, spec, clock, stamper, engine)
 
 
 def oom_kills() -> int | None:
