@@ -15,21 +15,26 @@ from .builds import BUILD_NAME, SYSTEM_BUILD
 from .engine import DEFAULT_FLUSHING, FLUSHING
 from .errors import RunFailed
 from .families import ENGINES as RUNNER_ENGINES
+from .families import FAMILY_ENGINES, options_of
 
 CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 # The server variables a definition may set, with the values each takes: a tuple lists them, a
-# range bounds a whole number. The one allow-list, made of each engine's own (families/): the
-# dashboard's definition checks read it, and the runner checks every spec against it again. An
-# option is given only to the runs of the engines that have it.
-SERVER_OPTIONS: dict[str, tuple | range] = {
-    name: allowed for engine in RUNNER_ENGINES.values() for name, allowed in engine.options.items()
-}
+# range bounds a whole number. The one allow-list, made of each engine's own in every family
+# (families/): the dashboard's definition checks read it, and the runner checks every spec
+# against it again. An option is given only to the runs of the engines that have it; two
+# families' options of one name allow the same values.
+SERVER_OPTIONS: dict[str, tuple | range] = {}
+for _engines in FAMILY_ENGINES.values():
+    for _engine in _engines.values():
+        for _name, _allowed in _engine.options.items():
+            if SERVER_OPTIONS.setdefault(_name, _allowed) != _allowed:
+                raise ImportError(f"server option {_name} allows other values in {_engine.server}")
 
 
 def engine_options(engine: str) -> tuple[str, ...]:
-    """The server options of an engine's runs."""
-    return tuple(RUNNER_ENGINES[engine].options)
+    """The server options of an engine's runs (on any family's server)."""
+    return tuple(options_of(engine))
 
 
 def engine_refuses(engine: str, workload: str, binlog_files: int, options: dict, method: str) -> list:
@@ -164,11 +169,10 @@ class RunSpec:
         rate = self.parameters.get("insert_rate", 0)
         if isinstance(rate, bool) or not isinstance(rate, int) or rate < 0:
             raise RunFailed("insert_rate must be a whole number >= 0")
-        engine = RUNNER_ENGINES[self.engine]
         for name, value in self.server_options.items():
             if name not in SERVER_OPTIONS:
                 raise RunFailed(f"server option {name!r} is not one this runner sets")
-            if name not in engine.options:
+            if name not in options_of(self.engine):
                 raise RunFailed(f"server option {name!r} is not one of {self.engine}'s")
             if not server_option_allowed(name, value):
                 raise RunFailed(f"server option {name}={value!r} is not an allowed value")

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from .contract import POWER_CUT_FILE, RunFailed, size_bytes
 from .events import progress
-from .families import engine as engine_named
 from .processes import MOUNTS, POLL_S, spawn, unmount
 from .server import Server
 from .workload import Sysbench
@@ -69,7 +68,7 @@ class Ledger:
     the acknowledged ones are commits lost (power_loss)."""
 
     def __init__(self, server: "Server", engine: str):
-        kind = engine_named(engine)
+        kind = server.engine
         server.query(kind.create_schema_sql("recovery_lab"))
         server.query(f"CREATE TABLE {LEDGER_TABLE} (id BIGINT PRIMARY KEY){kind.table_clause()}")
         self.client = server.session()
@@ -142,7 +141,7 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
             exit_code = sysbench.process.poll()
             if exit_code is not None:
                 break
-            reached = engine_named(engine).redo_to_replay(server, client)
+            reached = server.engine.redo_to_replay(server, client)
             on_share(reached / goal)
             time.sleep(POLL_S)
     finally:
@@ -161,7 +160,7 @@ def wait_for_redo(server: Server, sysbench: Sysbench, engine: str, target: str, 
 def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> dict:
     """Crash plan during_transaction: one transaction inserts `rows` rows and stays open (its
     client connected, no COMMIT) until the kill, so recovery has them to roll back."""
-    kind = engine_named(engine)
+    kind = server.engine
     server.query(
         f"CREATE TABLE {OPEN_TRX_TABLE} (id INT PRIMARY KEY, pad CHAR(60) NOT NULL){kind.table_clause()}"
     )
@@ -177,7 +176,7 @@ def open_transaction(server: Server, engine: str, rows: int, timeout: float) -> 
         ready, _, _ = select.select([client.stdout], [], [], max(0.0, deadline - time.monotonic()))
         line = client.stdout.readline() if ready else ""
         if line.strip() == "transaction open":
-            engine_named(engine).make_log_durable(server, f"{OPEN_TRX_TABLE}_flush", deadline, POLL_S)
+            server.engine.make_log_durable(server, f"{OPEN_TRX_TABLE}_flush", deadline, POLL_S)
             return {"open_rows": rows}  # the client stays connected: the transaction is open at the kill
         if not line:
             break

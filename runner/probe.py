@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, installed
-from .builds import programs as build_of
-from .families import ENGINES, FAMILIES, server_class
+from .families import FAMILIES, FAMILY_ENGINES, server_class, system_programs
 from .files import UnsafeFolder, own_folder
 
 
@@ -89,18 +88,16 @@ def _servers() -> dict:
     return {family: server_class(family) for family in FAMILIES}
 
 
-def _build_engines(programs: dict) -> list[str]:
-    """The engines a build can run (each engine's `available`: InnoDB with MariaDB's server,
-    MyRocks where its plugin is there, PostgreSQL with its programs)."""
-    return [name for name, engine in ENGINES.items() if engine.available(programs)]
-
-
-def _system_programs() -> dict:
-    """The system build: every family's installed server (MariaDB's, PostgreSQL's)."""
-    found = build_of(None)
-    for server in _servers().values():
-        found.update(server.system_programs())
-    return found
+def _build_engines(programs: dict, families) -> list[str]:
+    """The engines a build can run: those of the families whose server it holds, each where its
+    `available` says (InnoDB with the server, MyRocks where its plugin is there)."""
+    names = [
+        name
+        for family in families
+        for name, kind in FAMILY_ENGINES[family].items()
+        if kind.available(programs)
+    ]
+    return list(dict.fromkeys(names))
 
 
 def _described(name: str, programs: dict) -> dict | None:
@@ -111,11 +108,14 @@ def _described(name: str, programs: dict) -> dict | None:
         return None
     build = {"name": name, "path": next(iter(held.values())).build_path(programs)}
     try:
-        build["versions"] = {family: server.build_version(programs) for family, server in held.items()}
+        versions = {family: server.build_version(programs) for family, server in held.items()}
     except BuildUnusable as exc:
         return {**build, "error": str(exc)}
+    build["versions"] = {family: version for family, version in versions.items() if version}
+    if not build["versions"]:
+        return {**build, "error": "its server says no version any family of this runner knows"}
     build["version"] = next(iter(build["versions"].values()))
-    build["engines"] = _build_engines(programs)
+    build["engines"] = _build_engines(programs, build["versions"])
     if programs["source"]:
         build["source"] = programs["source"]
     return build
@@ -125,7 +125,7 @@ def server_builds(work_dir: str) -> list[dict]:
     """The server builds a definition may name: "system" (the installed servers) and each
     WORK_DIR/builds/NAME/ that holds a server, with the version it reports and the engines it
     has. A build that cannot start is listed with the reason (`error`), so the hosts page says it."""
-    system = _described(SYSTEM_BUILD, _system_programs())
+    system = _described(SYSTEM_BUILD, system_programs())
     builds = [system] if system else []
     folder = Path(work_dir) / BUILDS_DIR
     try:  # the work directory and its builds/ are root's alone, or none of its builds is used
@@ -153,7 +153,8 @@ def host_facts(work_dir: str) -> dict:
         for server in _servers().values()
         for name, path in server.system_servers().items()
     }
-    engines = _build_engines(_system_programs())
+    system = _described(SYSTEM_BUILD, system_programs())
+    engines = system.get("engines", []) if system else []
     sysbench = installed("sysbench")
     return {
         "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),

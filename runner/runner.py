@@ -30,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import noise
+from .builds import BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
 from .crash import (
@@ -43,8 +44,7 @@ from .crash import (
 )
 from .dataset import prepare_dataset
 from .events import Clock, emit, progress
-from .families import engine as engine_named
-from .families import server_class
+from .families import FAMILY_ENGINES, families_running, family_for, server_class, system_programs
 from .files import REFUSED, UnsafeFolder, own_folder, runner_folder, server_home
 from .probe import host_facts
 from .processes import (
@@ -143,11 +143,11 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             times["power_restored"] = clock.now()  # what a disk holds is ready: downtime starts
         acknowledged = ledger.stop() if ledger is not None else None
         result["samples_taken"] = sampler.stop()
-        if engine_named(engine).binary_log:
+        if server.engine.binary_log:
             result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
         sysbench.wait(60)
         sysbench.stop_if_running()
-        result.update(engine_named(engine).at_crash(server))
+        result.update(server.engine.at_crash(server))
 
         progress("restarting after the crash", 75)
         restart_mark = noise.mark()
@@ -155,7 +155,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         times["recovery_first_query"] = server.wait_until_ready(timeout)
         result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
-        engine_named(engine).keep_recovery_log(server.datadir, work)
+        server.engine.keep_recovery_log(server.datadir, work)
         if acknowledged is not None:
             result["durability"] = {
                 "acknowledged_commits": acknowledged,
@@ -200,9 +200,29 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
 
 
 def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Server:
-    """The private server the run's engine runs on: its family's (families/)."""
-    engine = engine_named(spec["engine"])
-    return server_class(engine.server)(work, spec, clock, stamper, engine)
+    """The private server the run's engine runs on: its family's (families/). Where families
+    share the engine's name (InnoDB: MariaDB's and MySQL's), the build's server says which."""
+    name = spec["engine"]
+    family = families_running(name)[0]
+    if len(families_running(name)) > 1:
+        build = spec["parameters"].get("server_build", SYSTEM_BUILD)
+        family = family_for(name, build, build_programs_named(Path(spec["work_dir"]), build))
+    return server_class(family)(work, spec, clock, stamper, FAMILY_ENGINES[family][name])
+
+
+def build_programs_named(work_dir: Path, build: str) -> dict:
+    """The programs of the build a run names: the system's installed servers, or the build in
+    WORK_DIR/builds/NAME/ (the host probe lists them)."""
+    if build == SYSTEM_BUILD:
+        return system_programs()
+    folder = work_dir / BUILDS_DIR / build
+    try:
+        found = build_programs(folder) if folder.is_dir() else None
+    except BuildUnusable as exc:
+        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
+    if found is None:
+        raise RunFailed(f"this host has no server build {build!r} under {folder} (probe the host again)")
+    return found
 
 
 def oom_kills() -> int | None:

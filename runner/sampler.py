@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from .events import Clock, emit
-from .families import engine as engine_named
 from .server import Server
 
 # Sampled every second during the workload, up to the crash (SAMPLES_FILE): where the redo to
@@ -26,7 +25,7 @@ class Sampler(threading.Thread):
 
     def __init__(self, server: "Server", engine: str, clock: Clock, target: Path):
         super().__init__(daemon=True, name="sampler")
-        self.server, self.engine, self.clock, self.target = server, engine_named(engine), clock, target
+        self.server, self.engine, self.clock, self.target = server, server.engine, clock, target
         self._stopping = threading.Event()
         self.taken = 0
         self.sql = self.engine.sample_sql(SAMPLE_END)
@@ -73,10 +72,10 @@ class Sampler(threading.Thread):
 
 
 def read_counters(server: Server, engine: str) -> dict:
-    return engine_named(engine).read_counters(server)
+    return server.engine.read_counters(server)
 
 
 def snapshot(server: Server, engine: str, label: str, work: Path) -> None:
     """The engine's status at a step (before_run, at_crash, after_recovery), one file each."""
-    for prefix, text in engine_named(engine).snapshots(server).items():
+    for prefix, text in server.engine.snapshots(server).items():
         (work / f"{prefix}_{label}.txt").write_text(text)

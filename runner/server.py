@@ -53,8 +53,9 @@ class Server:
         raise NotImplementedError
 
     @classmethod
-    def build_version(cls, programs: dict) -> str:
-        """What the build's server says it is (builds.version_line); BuildUnusable if it cannot."""
+    def build_version(cls, programs: dict) -> str | None:
+        """What the build's server says it is (builds.version_line); None: not this family's
+        server; BuildUnusable: it cannot start."""
         raise NotImplementedError
 
     def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper, engine: Engine):

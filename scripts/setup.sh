@@ -61,8 +61,13 @@ if ! .venv/bin/python manage.py installbuild local mariadb-11.8 --debian trixie 
   echo "== MariaDB 11.8 was not installed: the local host has its own server only"
 fi
 # PostgreSQL 17 the same way, beside the system's PostgreSQL 15, as the build postgresql-17.
-if ! .venv/bin/python manage.py installbuild local postgresql-17 --debian trixie --postgresql 17 --if-missing; then
+if ! .venv/bin/python manage.py installbuild local postgresql-17 --debian trixie --if-missing; then
   echo "== PostgreSQL 17 was not installed: the local host has its own PostgreSQL only"
+fi
+# Oracle MySQL 9.7 from Debian unstable's packages (its own glibc and libstdc++ through their
+# loader), as the build mysql-9.7.
+if ! .venv/bin/python manage.py installbuild local mysql-9.7 --debian sid --if-missing; then
+  echo "== MySQL 9.7 was not installed: the local host runs MariaDB's and PostgreSQL's servers only"
 fi
 # Prometheus for the exporter's test (a real server scrapes it and evaluates the alert rule of
 # docs/prometheus/): Debian's build unpacked into .cache/, since installing the package would start

@@ -213,36 +213,36 @@ def test_a_build_planted_in_the_builds_cache_is_refused_by_name(tmp_path, settin
     (forged / "recovery-lab-build.json").write_text('{"format": 1, "postgres_bin": "bin"}')
     shutil.chown(forged, user="nobody")
     with pytest.raises(BuildError, match=rf"refusing the cached build {forged}: {forged} belongs to nobody"):
-        make_debian_build("trixie", "17")
+        make_debian_build("trixie", "postgresql", "17")
 
     # root's, but no unpack of ours made it: no hashes
     shutil.chown(forged, user="root")
     with pytest.raises(BuildError, match=r"it has no recovery-lab-build.sha256.json"):
-        make_debian_build("trixie", "17")
+        make_debian_build("trixie", "postgresql", "17")
 
     shutil.rmtree(forged)
     # the cache itself planted: refused before anything in it is read
     shutil.chown(cache, user="nobody")
     with pytest.raises(BuildError, match=rf"refusing the builds' cache {cache}: it belongs to nobody"):
-        make_debian_build("trixie", "17")
+        make_debian_build("trixie", "postgresql", "17")
 
 
 def test_a_cached_build_changed_after_it_was_unpacked_is_refused(postgresql_17_build, settings):
     """The machine's real PostgreSQL 17 build, as setup unpacked it, verifies; one byte of its
     loader changed, it does not."""
-    folder = make_debian_build("trixie", "17")  # verified, then used
+    folder = make_debian_build("trixie", "postgresql", "17")  # verified, then used
     copy = Path(settings.BUILDS_CACHE_DIR) / "copy-check" / folder.name
     shutil.copytree(folder, copy, symlinks=True)
     try:
         settings.BUILDS_CACHE_DIR = copy.parent
         copy.parent.chmod(0o755)
-        assert make_debian_build("trixie", "17") == copy
+        assert make_debian_build("trixie", "postgresql", "17") == copy
         loader = copy / "usr/lib64/ld-linux-x86-64.so.2"
         target = loader.resolve() if loader.is_symlink() else loader
         with target.open("ab") as handle:
             handle.write(b"\0")
         with pytest.raises(BuildError, match=r"refusing the cached build .*: .* changed since it was"):
-            make_debian_build("trixie", "17")
+            make_debian_build("trixie", "postgresql", "17")
     finally:
         shutil.rmtree(copy.parent)
 

@@ -193,7 +193,7 @@ def unusable_builds():
     library (what unpacking its package by hand gives on Debian 12), and a manifest naming a
     file outside its folder."""
     builds = settings.RUNNER_WORK_DIR / "builds"
-    newer = Path(settings.BUILDS_CACHE_DIR) / "debian-trixie" / "usr" / "sbin" / "mariadbd"
+    newer = Path(settings.BUILDS_CACHE_DIR) / "debian-trixie-mariadb" / "usr" / "sbin" / "mariadbd"
     assert newer.exists(), f"{newer} is missing: `make setup` unpacks MariaDB 11.8 there"
     (builds / "too-new" / "bin").mkdir(parents=True)
     shutil.copy2(newer, builds / "too-new" / "bin" / "mariadbd")

@@ -1,5 +1,7 @@
 """Server builds from another Debian release's packages: a second real server version beside the
-host's own (MariaDB 11.8 from Debian 13 on a Debian 12 host).
+host's own (MariaDB 11.8 from Debian 13 on a Debian 12 host, MySQL 9.7 from Debian unstable).
+Which packages, and where the server's files are in them, is each server family's own
+(`DEBIAN` in runner/families/NAME/__init__.py).
 
 The packages are fetched with `apt-get download` from a sources list of their own (never the
 system's: nothing is installed over the host's packages), unpacked with `dpkg -x` into a folder
@@ -21,6 +23,7 @@ from pathlib import Path
 from django.conf import settings
 
 from runner.builds import MANIFEST, MANIFEST_FORMAT
+from runner.families import FAMILIES, debian_recipe
 from runner.files import UnsafeFolder, own_folder, untrusted_in
 
 # Every file of a build as it was unpacked (its SHA-256, or where a link points), written beside
@@ -29,22 +32,6 @@ from runner.files import UnsafeFolder, own_folder, untrusted_in
 HASHES = "recovery-lab-build.sha256.json"
 
 RELEASE = re.compile(r"^[a-z][a-z0-9-]{1,30}$")
-# What a MariaDB server of another release needs beside the host's libraries: the server, its
-# installer and SQL files, MyRocks, and that release's C and C++ runtimes and loader.
-MARIADB_PACKAGES = (
-    "mariadb-server-core",
-    "mariadb-server",
-    "mariadb-client-core",
-    "mariadb-plugin-rocksdb",
-    "libc6",
-    "libstdc++6",
-    "libgcc-s1",
-    "libaio1t64",
-    "libssl3t64",
-)
-# PostgreSQL of another release: its server and client packages, and the libraries they need
-# (read from the release's own package lists, every level down; LLVM, which only JIT loads, left out).
-POSTGRESQL_PACKAGES = ("postgresql-{major}", "postgresql-client-{major}", "libpq5")
 # Debian's architecture: its multiarch folder and its loader's path inside the packages.
 ARCHITECTURES = {
     "amd64": ("x86_64-linux-gnu", "usr/lib64/ld-linux-x86-64.so.2"),
@@ -138,9 +125,9 @@ def _strip_set_id_bits(folder: Path) -> None:
                 path.chmod(mode & ~(stat.S_ISUID | stat.S_ISGID))
 
 
-def unpack_debian_build(debs: list[Path], folder: Path, release: str, postgresql: str | None = None) -> dict:
-    """The packages unpacked into `folder` and the manifest written (a MariaDB server's, or with
-    `postgresql` the major version, PostgreSQL's); returns the manifest."""
+def unpack_debian_build(debs: list[Path], folder: Path, release: str, paths: dict) -> dict:
+    """The packages unpacked into `folder` and the manifest written, its server's files where
+    `paths` (the family's recipe) says; returns the manifest."""
     architecture = _run(["dpkg", "--print-architecture"], "reading this machine's architecture").strip()
     if architecture not in ARCHITECTURES:
         raise BuildError(
@@ -154,27 +141,11 @@ def unpack_debian_build(debs: list[Path], folder: Path, release: str, postgresql
         versions.append(f"{package.split(': ', 1)[1]} {version.split(': ', 1)[1]}")
     _strip_set_id_bits(folder)
     libraries = [path for path in (f"usr/lib/{triplet}", f"lib/{triplet}") if (folder / path).is_dir()]
-    if postgresql:
-        return _write_manifest(
-            folder,
-            release,
-            {
-                "format": MANIFEST_FORMAT,
-                "postgres_bin": f"usr/lib/postgresql/{postgresql}/bin",
-                "loader": loader,
-                "library_path": libraries,
-                "source": f"Debian {release}: " + ", ".join(versions),
-            },
-        )
     manifest = {
         "format": MANIFEST_FORMAT,
-        "server": "usr/sbin/mariadbd",
-        "installer": "usr/bin/mariadb-install-db",
+        **paths,
         "loader": loader,
         "library_path": libraries,
-        "plugin_dir": "usr/lib/mysql/plugin",
-        "lc_messages_dir": "usr/share/mariadb",
-        "character_sets_dir": "usr/share/mariadb/charsets",
         "source": f"Debian {release}: " + ", ".join(versions),
     }
     return _write_manifest(folder, release, manifest)
@@ -238,28 +209,32 @@ def verify_build(folder: Path) -> None:
             )
 
 
-def make_debian_build(release: str, postgresql: str | None = None) -> Path:
-    """A build folder made from Debian `release`'s packages, under BUILDS_CACHE_DIR (one per
-    release and server: made once, installed on as many hosts as asked): MariaDB's, or with
-    `postgresql` (a major version, "17") PostgreSQL's."""
-    if postgresql is not None and not postgresql.isdigit():
-        raise BuildError(f"{postgresql!r} is not a PostgreSQL major version like 17")
+def make_debian_build(release: str, family: str, major: str | None = None) -> Path:
+    """A build folder made from Debian `release`'s packages of a server family (its `DEBIAN`
+    recipe), under BUILDS_CACHE_DIR (one per release, family and major version: made once,
+    installed on as many hosts as asked). `major`: the version a family's package names carry
+    (PostgreSQL's "17")."""
+    recipe = debian_recipe(family) if family in FAMILIES else None
+    if recipe is None:
+        known = ", ".join(f for f in FAMILIES if debian_recipe(f))
+        raise BuildError(f"no build of {family!r} is made from Debian packages: one of {known}")
+    versioned = any("{major}" in name for name in recipe["packages"])
+    if versioned and not (major or "").isdigit():
+        raise BuildError(f"{family} builds need a major version like 17, not {major!r}")
     try:
         cache = own_folder(Path(settings.BUILDS_CACHE_DIR), "builds' cache", "BUILDS_CACHE_DIR")
     except UnsafeFolder as exc:
         raise BuildError(str(exc)) from None
-    name = f"debian-{release}" + (f"-postgresql-{postgresql}" if postgresql else "")
+    name = f"debian-{release}-{family}" + (f"-{major}" if versioned else "")
     folder = cache / name
     if folder.exists() or folder.is_symlink():
         verify_build(folder)
         return folder
-    if postgresql:
-        packages = tuple(name.format(major=postgresql) for name in POSTGRESQL_PACKAGES)
-        debs = fetch_packages(release, packages, cache / f"{name}-packages", libraries=True)
-    else:
-        debs = fetch_packages(release, MARIADB_PACKAGES, cache / f"{name}-packages")
+    packages = tuple(package.format(major=major) for package in recipe["packages"])
+    debs = fetch_packages(release, packages, cache / f"{name}-packages", libraries=recipe["libraries"])
+    paths = {key: value.format(major=major) for key, value in recipe["manifest"].items()}
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=cache) as partial:
-        unpack_debian_build(debs, Path(partial) / "build", release, postgresql)
+        unpack_debian_build(debs, Path(partial) / "build", release, paths)
         os.rename(Path(partial) / "build", folder)  # whole or not at all
     folder.chmod(0o755)
     return folder

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Host, Transport
 from runner.contract import BUILD_NAME, SYSTEM_BUILD
+from runner.families import FAMILIES
 from workers.builds import BuildError, make_debian_build
 from workers.hosts import transport_for
 from workers.probing import probe_host
@@ -12,18 +13,20 @@ from workers.transports import TransportError
 
 class Command(BaseCommand):
     help = (
-        "Install a server build on a host from another Debian release's packages (MariaDB 11.8: "
-        "--debian trixie; PostgreSQL 17: --debian trixie --postgresql 17), fetched with a sources "
-        "list of its own and unpacked beside the host's own server, never over it; then probe the "
-        "host so its builds list it. A build of that name is replaced."
+        "Install a server build on a host from another Debian release's packages (mariadb-11.8 "
+        "--debian trixie; mysql-9.7 --debian sid; postgresql-17 --debian trixie), fetched with a "
+        "sources list of its own and unpacked beside the host's own server, never over it; then "
+        "probe the host so its builds list it. The server family is the name's first part (or "
+        "--server), a major version its last (postgresql-17). A build of that name is replaced."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("host", help="a registered host's name ('local': this machine)")
         parser.add_argument("name", help="the build's name in definitions, e.g. mariadb-11.8")
         parser.add_argument("--debian", metavar="RELEASE", required=True, help="e.g. trixie (Debian 13)")
+        parser.add_argument("--server", choices=FAMILIES, help="the family, if the name lacks it")
         parser.add_argument(
-            "--postgresql", metavar="MAJOR", help="PostgreSQL of that major version (17) instead of MariaDB"
+            "--postgresql", metavar="MAJOR", help="PostgreSQL of that major version (17), whatever the name"
         )
         parser.add_argument(
             "--if-missing",
@@ -31,11 +34,18 @@ class Command(BaseCommand):
             help="do nothing where the host lists a working build of that name",
         )
 
-    def handle(self, *args, host, name, debian, if_missing, postgresql=None, **options):
+    def handle(self, *args, host, name, debian, if_missing, server=None, postgresql=None, **options):
         if not BUILD_NAME.match(name) or name == SYSTEM_BUILD:
             raise CommandError(
                 f"{name!r}: a build's name is letters, digits and . _ + - (not {SYSTEM_BUILD!r})"
             )
+        prefix, _, version = name.partition("-")
+        family = "postgresql" if postgresql else server or prefix
+        if family not in FAMILIES:
+            raise CommandError(
+                f"{name!r} does not say its server: name it {'-..., '.join(FAMILIES)}-... or give --server"
+            )
+        major = postgresql or version.split(".")[0]
         try:
             target = Host.objects.get(name=host)
         except Host.DoesNotExist:
@@ -47,7 +57,7 @@ class Command(BaseCommand):
             self.stdout.write(f"host {host} has build {name} already")
             return
         try:
-            folder = make_debian_build(debian, postgresql)
+            folder = make_debian_build(debian, family, major)
             self.stdout.write(f"build made from Debian {debian}'s packages in {folder}")
             transport_for(target).install_build(name, folder)
         except BuildError as exc:

@@ -1,0 +1,105 @@
+"""InnoDB on Oracle MySQL 8.0.30 and later. What differs from MariaDB's InnoDB (whose class it
+extends): the redo log sized by innodb_redo_log_capacity; its LSNs read from the
+Innodb_redo_log_* status variables (MariaDB's Innodb_lsn_current and Innodb_checkpoint_age do
+not exist here), given the sampled names MariaDB's have so a run's seconds read alike; the
+checkpoint held back by MySQL's own settings (innodb_checkpoint_disabled is in debug builds
+only); no Sequence engine for a table of numbers. Standard library only."""
+
+import time
+
+from ...errors import RunFailed
+from ..mariadb.engines import InnoDB as MariaDBInnoDB
+
+# MySQL's redo LSNs, in the names a run's samples use for every InnoDB (experiments/ingest/seconds.py).
+_STATUS = (
+    "CAST((SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = '{}')"
+    " AS UNSIGNED)"
+)
+CURRENT, CHECKPOINT = (
+    _STATUS.format("Innodb_redo_log_current_lsn"),
+    _STATUS.format("Innodb_redo_log_checkpoint_lsn"),
+)
+FLUSHED = _STATUS.format("Innodb_redo_log_flushed_to_disk_lsn")
+LSN_SQL = (
+    f"SELECT 'Innodb_lsn_current', {CURRENT} UNION ALL SELECT 'Innodb_lsn_last_checkpoint', {CHECKPOINT} "
+    f"UNION ALL SELECT 'Innodb_checkpoint_age', {CURRENT} - {CHECKPOINT}"
+)
+LSN_NAMES = ("Innodb_lsn_current", "Innodb_lsn_last_checkpoint", "Innodb_checkpoint_age")
+
+
+class InnoDB(MariaDBInnoDB):
+    server = "mysql"
+    options = {**MariaDBInnoDB.options, "innodb_io_capacity_max": range(100, 2_000_000 + 1)}
+    sampled_status = tuple(name for name in MariaDBInnoDB.sampled_status if name not in LSN_NAMES)
+    # What held the checkpoint still through 40 s of load on MySQL 9.7 (its own flushing:
+    # adaptive flushing off, no pre-flushing below 90% dirty, the background flush slowed).
+    held_back = {
+        "innodb_max_dirty_pages_pct": "90",
+        "innodb_max_dirty_pages_pct_lwm": "0",
+        "innodb_adaptive_flushing": "OFF",
+        "innodb_io_capacity": "100",
+        "innodb_io_capacity_max": "200",
+    }
+
+    def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
+        return [f"--innodb-buffer-pool-size={buffer_pool}", f"--innodb-redo-log-capacity={redo_log}"]
+
+    def sample_sql(self, end: str) -> str:
+        listed = ", ".join(f"'{name}'" for name in self.sampled_status)
+        return f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); {LSN_SQL}; SELECT '{end}';\n"
+
+    def lsns(self, server) -> dict:
+        """current, checkpoint and flushed LSNs now."""
+        found = server.global_values(
+            "STATUS",
+            (
+                "Innodb_redo_log_current_lsn",
+                "Innodb_redo_log_checkpoint_lsn",
+                "Innodb_redo_log_flushed_to_disk_lsn",
+            ),
+        )
+        return {name.removeprefix("Innodb_redo_log_"): int(value) for name, value in found.items()}
+
+    def redo_to_replay(self, server, client) -> int:
+        client.stdin.write(
+            "SELECT CAST(c.VARIABLE_VALUE AS UNSIGNED) - CAST(k.VARIABLE_VALUE AS UNSIGNED) "
+            "FROM performance_schema.global_status c JOIN performance_schema.global_status k "
+            "ON c.VARIABLE_NAME = 'Innodb_redo_log_current_lsn' "
+            "AND k.VARIABLE_NAME = 'Innodb_redo_log_checkpoint_lsn';\n"
+        )
+        client.stdin.flush()
+        line = client.stdout.readline().strip()
+        if not line.isdigit():
+            raise RunFailed(f"could not read the checkpoint age: {line or 'connection lost'}")
+        return int(line)
+
+    def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
+        """As MariaDB's: a trivial commit on another connection writes the log buffer; then wait
+        until the log is flushed up to where it was."""
+        server.query(f"CREATE TABLE IF NOT EXISTS {table} (id INT PRIMARY KEY) ENGINE=InnoDB")
+        server.query(f"REPLACE INTO {table} VALUES (1)")
+        wanted = None
+        while time.monotonic() < deadline:
+            current, flushed = server.query(f"SELECT {CURRENT}, {FLUSHED}").split()
+            wanted = wanted or int(current)
+            if int(flushed) >= wanted:
+                return
+            time.sleep(poll_s)
+        raise RunFailed("the open transaction's redo was not flushed in time")
+
+    def numbers_sql(self, rows: int) -> str:
+        """1..rows from a cross join of digits (MySQL has no Sequence engine)."""
+        digits = (
+            "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 "
+            "UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+        )
+        places = max(1, len(str(int(rows))))
+        joined = ", ".join(f"{digits} p{i}" for i in range(places))
+        number = " + ".join(f"p{i}.d * {10**i}" for i in range(places))
+        return f"(SELECT {number} + 1 AS seq FROM {joined} HAVING seq <= {int(rows)}) numbers"
+
+    def available(self, programs: dict) -> bool:
+        return bool(programs.get("server"))
+
+
+ENGINES = (InnoDB(),)
