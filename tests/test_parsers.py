@@ -411,6 +411,26 @@ def test_mariadb_11_8_myrocks_recovery_is_its_wal_replay():
     assert errors.server_version == "11.8.9-MariaDB-0+deb13u1" and len(errors.crash_episodes) == 1
 
 
+MYSQL_9_7 = DATA / "mysql-9.7"
+
+
+def test_mysql_9_7_multi_batch_recovery_matches_its_log():
+    """A real MySQL 9.7 run of ours (tests/data/mysql-9.7/README.md, the values read by hand):
+    Oracle's server as Debian packages it, not Percona; every batch's records; seed 001's own
+    interval beside the phases."""
+    parsed = parse_path(MYSQL_9_7 / "innodb_multi_batch" / "error.log")
+    assert (parsed.flavor, parsed.server_version) == ("mysql", "9.7.4-2")
+    assert [e.crash_recovery for e in parsed.episodes] == [False, True, False]  # batches of 0: no crash
+    crash = parsed.crash_episodes[0]
+    assert (crash.checkpoint_lsn, crash.crash_lsn) == (31_833_376, 88_054_581)
+    assert len([b for b in crash.batches if b.records]) == 15
+    assert crash.redo_records_applied == 13_469
+    assert [b.records for b in crash.batches][:2] == [886, 830]
+    assert crash.start_to_last_batch_seconds == pytest.approx(8.011564 - 6.563550, abs=1e-6)
+    status = parse_path(MYSQL_9_7 / "innodb_multi_batch" / "innodb_status_at_crash.txt")
+    assert (status.log.checkpoint_lsn, status.log.lsn) == (31_833_376, 87_707_199)
+
+
 POSTGRESQL_15 = DATA / "postgresql-15"
 
 

@@ -187,6 +187,9 @@ def _lsn(high: str, low: str | None) -> int:
     return (int(high) << 32) + int(low) if low is not None else int(high)
 
 
+_DISTRIBUTION = re.compile(r"\(+(?:Debian|Ubuntu)\)+")
+
+
 def flavor_of(version: str, context: str = "") -> str:
     text = f"{version} {context}".lower()
     if "mariadb" in text:
@@ -194,6 +197,8 @@ def flavor_of(version: str, context: str = "") -> str:
     major = re.match(r"([0-9]+)\.", version)
     if major and int(major.group(1)) >= 10:  # MySQL went from 8.0 to 8.4 and 9.x; 10.x+ is MariaDB
         return "mariadb"
+    if "percona" not in text and _DISTRIBUTION.search(context):
+        return "mysql"  # Oracle's server as Debian or Ubuntu packaged it: "9.7.4-2 ... (Debian)"
     if "percona" in text or re.search(r"-rel\d|^\d+\.\d+\.\d+-\d+(?:\.\d+)?$", version):
         return "percona"
     return "mysql"
@@ -376,6 +381,7 @@ class _SourceReader:
             self._scan_started_at = self._scan_started_at or moment
         elif match := _CRASH_START.search(text):
             self._begin_crash_recovery(episode, moment)
+            episode.crash_started_at = episode.crash_started_at or moment
             if match.group(1):
                 episode.checkpoint_lsn = int(match.group(1))
         elif _NOT_SHUT_DOWN.search(text):
@@ -443,6 +449,8 @@ class _SourceReader:
                 episode.batches.append(Batch(moment, records=records))
                 self._start_apply(episode, moment)
         elif _APPLY_DONE.search(text):
+            if episode.crash_recovery and episode.crash_started_at:
+                episode.last_batch_applied_at = moment
             if episode.phase("redo_apply"):
                 self._apply_completed(episode, moment)
         elif _PROGRESS.search(text):
@@ -575,6 +583,8 @@ class _SourceReader:
             self._version_rank = rank
         elif rank == self._version_rank and self.parsed.flavor == "mysql" and flavor != "mysql":
             self.parsed.flavor = flavor  # "Version: '5.5.34-55' ... Percona XtraDB Cluster"
+        elif rank == self._version_rank and flavor == "mysql" and _DISTRIBUTION.search(context):
+            self.parsed.flavor = flavor  # "Version: '9.7.4-2' ... (Debian)": a package, not Percona
 
 
 class ErrorLogParser:

@@ -111,6 +111,10 @@ class Episode:
     # "Multi-batch recovery needed at LSN"; MySQL: "Applying a batch of N redo log records").
     batches: list[Batch] = field(default_factory=list)
     multi_batch_lsn: int | None = None
+    # The seed's own interval (MySQL: "Starting crash recovery" to the last "Apply batch
+    # completed!"), beside the phases the product times from the scan's first line.
+    crash_started_at: datetime | None = None
+    last_batch_applied_at: datetime | None = None
     progress: list[Progress] = field(default_factory=list)
     _progress_seen: int = 0
     _progress_stride: int = 1
@@ -234,6 +238,11 @@ class Episode:
     def ready_seconds(self) -> float | None:
         return seconds_between(self.started_at, self.ready_at)
 
+    @property
+    def start_to_last_batch_seconds(self) -> float | None:
+        """From "Starting crash recovery" to the last "Apply batch completed!" (seed 001's timing)."""
+        return seconds_between(self.crash_started_at, self.last_batch_applied_at)
+
     def to_dict(self) -> dict:
         return {
             "started_at": iso(self.started_at),
@@ -244,6 +253,7 @@ class Episode:
             "redo_bytes": self.redo_bytes,
             "pages_to_recover": self.pages_to_recover,
             "redo_records_applied": self.redo_records_applied,
+            "start_to_last_batch_seconds": self.start_to_last_batch_seconds,
             "trx_rolled_back": self.trx_rolled_back,
             "rows_undone": self.rows_undone,
             "recovery_seconds": self.recovery_seconds,

@@ -34,6 +34,11 @@ def summarize(parsed: ParsedFile) -> str:
                 f"records applied {_fmt(episode.redo_records_applied)}, "
                 f"rolled back {_fmt(episode.trx_rolled_back)} trx / {_fmt(episode.rows_undone)} rows"
             )
+            if episode.start_to_last_batch_seconds is not None:
+                lines.append(
+                    "    'Starting crash recovery' to the last 'Apply batch completed!': "
+                    f"{_fmt(episode.start_to_last_batch_seconds, ' s')}"
+                )
             if episode.wal_files:
                 lines.append(f"    WAL files replayed: {', '.join(map(str, episode.wal_files))}")
         for phase in episode.phases:
