@@ -111,6 +111,13 @@ def release_of(version: str) -> tuple[str, str] | None:
     return None
 
 
+def server_named(version: str) -> str | None:
+    """The server and version number a version string names: '9.7.4-2' -> 'MySQL 9.7.4',
+    '10.11.19-MariaDB-0+deb12u1' -> 'MariaDB 10.11.19'; None where it names none."""
+    named, number = release_of(version), re.search(r"[0-9]+\.[0-9.]+", version or "")
+    return f"{named[0]} {number.group(0)}" if named and number else None
+
+
 def orchestrator_verdicts(worst: Prediction, startup_probe_seconds: float | None = None) -> list[str]:
     """What the worst case means for what restarts the server: systemd's start timeout, and a
     Kubernetes startupProbe's budget (failureThreshold x periodSeconds) if given."""

@@ -437,6 +437,20 @@ def debian_build(local_host):
 
 
 @pytest.fixture
+def mysql_build(local_host):
+    """Oracle MySQL 9.7 from Debian unstable's packages on the tests' local host, as `make setup`
+    installs it on the machine's own (fetched and unpacked once; copied here and probed)."""
+    import io
+
+    from django.core.management import call_command
+
+    said = io.StringIO()
+    call_command("installbuild", "local", "mysql-9.7", "--debian", "sid", stdout=said)
+    yield "mysql-9.7", said.getvalue()
+    shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)
+
+
+@pytest.fixture
 def postgresql_17_build(local_host):
     """PostgreSQL 17 from Debian 13's packages on the tests' local host, as `make setup` installs
     it on the machine's own (the packages fetched and unpacked once; copied here and probed)."""
@@ -445,8 +459,6 @@ def postgresql_17_build(local_host):
     from django.core.management import call_command
 
     said = io.StringIO()
-    call_command(
-        "installbuild", "local", "postgresql-17", "--debian", "trixie", "--postgresql", "17", stdout=said
-    )
+    call_command("installbuild", "local", "postgresql-17", "--debian", "trixie", stdout=said)
     yield "postgresql-17", said.getvalue()
     shutil.rmtree(settings.RUNNER_WORK_DIR / "builds", ignore_errors=True)

@@ -1,6 +1,7 @@
 """Server builds as a parameter: the probe lists the builds under the work directory's builds/,
 a definition sweeps `server_build`, each run starts its build's own binary (real mariadbd and
-sysbench through the Celery worker), and explore charts the same definition across builds."""
+mysqld and sysbench through the Celery worker), and explore charts the same definition across
+builds."""
 
 import json
 import re
@@ -115,46 +116,68 @@ def test_an_experimenter_s_request_never_probes_a_host_and_gets_the_builds_known
 
 @pytest.mark.mariadb
 @pytest.mark.django_db(transaction=True)
-def test_mariadb_10_11_and_11_8_run_side_by_side_on_both_engines_and_explore_by_version(
-    api, local_host, celery_worker_process, debian_build
+def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
+    api, client, local_host, celery_worker_process, debian_build, mysql_build
 ):
-    """Two real server versions: Debian 12's 10.11 (the host's own) and Debian 13's 11.8, run
-    through that release's loader. One experiment sweeps both on InnoDB and MyRocks."""
+    """Three real servers: Debian 12's MariaDB 10.11 (the host's own), Debian 13's 11.8 and
+    Oracle's MySQL 9.7 from Debian unstable, each of the last two through its release's loader.
+    One experiment sweeps them on InnoDB, twice each; the family of each run is its build's."""
     name, said = debian_build
+    mysql, said_mysql = mysql_build
     assert f"build {name} on this machine: Ver 11.8." in said and "engines innodb, rocksdb" in said, said
+    assert f"build {mysql} on this machine: Ver 9.7." in said_mysql and "engines innodb" in said_mysql
     local_host.refresh_from_db()
     builds = {build["name"]: build for build in local_host.facts["server_builds"]}
     assert builds["system"]["version"].startswith("Ver 10.11."), builds
     assert builds[name]["version"].startswith("Ver 11.8.") and builds[name]["source"].startswith(
         "Debian trixie: "
     )
-    body = on_builds("10.11 and 11.8 side by side", ["system", name], events=2000)
-    body["engines"] = ["innodb", "rocksdb"]
+    assert builds[mysql]["versions"] == {"mysql": builds[mysql]["version"]} and builds[mysql]["engines"] == [
+        "innodb"
+    ]
+    body = on_builds("three servers side by side", ["system", name, mysql], events=2000)
     body["parameters"]["redo_log_size"] = ["128M"]
+    body["repetitions"] = 2
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
     runs = Run.objects.filter(experiment_id=created.json()["id"])
-    wait_for(lambda: all(r.is_finished for r in runs.all()), 600, "the four runs", interval_s=1)
+    wait_for(lambda: all(r.is_finished for r in runs.all()), 600, "the six runs", interval_s=1)
     started = {}
+    release = {"system": "10.11.", name: "11.8.", mysql: "9.7."}
     for run in runs.all():
         build = run.parameters["server_build"]
-        assert run.status == "done", (build, run.engine, run.error)
-        assert run.verified is True, (build, run.engine)  # the tables' checksums after recovery
-        assert run.server_version.startswith("11.8." if build == name else "10.11."), run.server_version
-        assert run.recovery_seconds is not None and run.redo_bytes > 0, (build, run.engine)
+        assert run.status == "done", (build, run.error)
+        assert run.verified is True, build  # the tables' checksums after recovery
+        assert run.server_version.startswith(release[build]), run.server_version
+        assert run.recovery_seconds is not None and run.redo_bytes > 0, build
         result = json.loads(bytes(run.files.get(name="result.json").content))
-        started[build, run.engine] = result["server_args"]
-    # 11.8 starts through Debian 13's loader with its libraries first; 10.11 is the host's own
-    loader = str(settings.RUNNER_WORK_DIR / "builds" / name / "usr/lib64/ld-linux-x86-64.so.2")
-    for engine in ("innodb", "rocksdb"):
-        assert started[name, engine][:2] == [loader, "--library-path"], started[name, engine][:4]
-        assert started["system", engine][0] == SYSTEM_SERVER
+        started[build] = result["server_args"]
+        if build == mysql:  # every batch's records, as its own log counts them
+            log = bytes(run.files.get(name="error.log").content).decode()
+            recovery = log[log.index("Starting crash recovery") :]
+            counted = sum(int(n) for n in re.findall(r"Applying a batch of (\d+) redo log records", recovery))
+            assert counted and run.redo_records_applied == counted, (run.redo_records_applied, counted)
+    assert runs.count() == 6
+    # 11.8 and 9.7 start through their release's loader with its libraries first; 10.11 is the host's own
+    for build in (name, mysql):
+        loader = str(settings.RUNNER_WORK_DIR / "builds" / build / "usr/lib64/ld-linux-x86-64.so.2")
+        assert started[build][:2] == [loader, "--library-path"], started[build][:4]
+    assert started["system"][0] == SYSTEM_SERVER
+    assert "--innodb-redo-log-capacity=128M" in started[mysql] and "--mysqlx=OFF" in started[mysql]
     explored = api.get(
         "/api/explore/",
         {"x": "server_version", "y": "recovery_seconds", "experiments": str(created.json()["id"])},
     ).json()
     versions = {x for series in explored["series"] for x in series["x"]}
-    assert {version.split(".")[0] + "." + version.split(".")[1] for version in versions} == {"10.11", "11.8"}
+    assert {".".join(version.split(".")[:2]) for version in versions} == {"10.11", "11.8", "9.7"}
+    # the findings set each build against the system's, naming the server each run said it was
+    client.force_login(UserFactory())
+    page = client.get(f"/experiments/{created.json()['id']}/").content.decode()
+    findings = re.sub(r"<[^>]+>", "", page[page.index('id="experiment-findings"') : page.index("Caveats")])
+    system = r"build system \(MariaDB 10\.11\.\d+\)"
+    for build, server in ((name, r"MariaDB 11\.8\.\d+"), (mysql, r"MySQL 9\.7\.\d+")):
+        compared = rf"between build {build} \({server}\) and {system}|build {build} \({server}\) took"
+        assert re.search(compared, findings), findings
 
 
 @pytest.mark.django_db

@@ -2,7 +2,7 @@
 question, the method, findings in sentences built from the statistics, the charts, the summary
 table and the caveats. Plain rows in, plain values out; the page and its PDF (pdf.py) render it."""
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -19,8 +19,10 @@ from experiments.analysis.cells import (
 from experiments.analysis.compare import compare_engines
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import finding_sentence
+from experiments.prediction import server_named
 from experiments.units import MIB, SizeError, duration_text, parse_size
 from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
+from runner.contract import SYSTEM_BUILD
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
 SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size", "crash_redo_bytes")
@@ -139,9 +141,13 @@ def _without(row: dict, axis: str) -> dict:
     }
 
 
-def _described(axis: str, value) -> str:
+def _described(axis: str, value, rows: list[dict] = ()) -> str:
+    """A cell's value in words; a build's with the server its runs said they were (MySQL 9.7.4)."""
     label = PARAMETER_LABELS.get(axis)
-    return f"{label} {value}" if label else f"{axis}={value}"
+    text = f"{label} {value}" if label else f"{axis}={value}"
+    versions = Counter(row["server_version"] for row in rows if row.get("server_version"))
+    named = server_named(versions.most_common(1)[0][0]) if axis == "server_build" and versions else None
+    return f"{text} ({named})" if named else text
 
 
 def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None = None) -> list[str]:
@@ -164,12 +170,17 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
             if len(per_value) < 2:
                 continue
             ordered = sorted(per_value, key=lambda v: _order(axis, v))
-            low, high = ordered[0], ordered[-1]
-            compared = per_value[low] + per_value[high]
-            disturbed = sum(bool(row.get("disturbed")) for row in compared)
-            pair = tuple([row["recovery_seconds"] for row in per_value[v]] for v in (low, high))
-            requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
-            compared_rows[(axis, host, engine, rest)] = (per_value[low], per_value[high])
+            # its highest value against its lowest; each build against the system's (or the first)
+            pairs = [(ordered[0], ordered[-1])]
+            if axis == "server_build":
+                baseline = SYSTEM_BUILD if SYSTEM_BUILD in per_value else ordered[0]
+                pairs = [(baseline, value) for value in ordered if value != baseline]
+            for low, high in pairs:
+                compared = per_value[low] + per_value[high]
+                disturbed = sum(bool(row.get("disturbed")) for row in compared)
+                pair = tuple([row["recovery_seconds"] for row in per_value[v]] for v in (low, high))
+                requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
+                compared_rows[(axis, host, engine, rest, low, high)] = (per_value[low], per_value[high])
     several_hosts = len({r[1] for r in requests}) > 1
     floors = [aa.floor({host}, "recovery_seconds", spreads or {}) for _, host, *_ in requests]
     results = stats.compare_many([pair for *_, pair in requests], floors, family=True)
@@ -178,15 +189,16 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
         requests, results, strict=True
     ):
         label = _where(engine, host, several_hosts) + (f" at {rest}" if rest else "")
+        low_rows, high_rows = compared_rows[(axis, host, engine, rest, low, high)]
         sentence = finding_sentence(
             "crash recovery",
-            _described(axis, high),
-            _described(axis, low),
+            _described(axis, high, high_rows),
+            _described(axis, low, low_rows),
             label,
             result.as_dict(),
             subject_first=False,
         )
-        moved = what_moved(axis, compared_rows[(axis, host, engine, rest)], result.significant)
+        moved = what_moved(axis, (low_rows, high_rows), result.significant)
         found.append(sentence + moved + (disturbed_text(disturbed, total) if disturbed else "") + ".")
     return found
 
