@@ -31,7 +31,8 @@ stop:
 demo: start
 	@$(PY) manage.py demo --url http://$(WEB_ADDR)
 
-# Two real server versions side by side: the host's MariaDB 10.11 and 11.8 from Debian 13.
+# Three real servers side by side on InnoDB: the host's MariaDB 10.11, 11.8 from Debian 13 and
+# Oracle's MySQL 9.7 from Debian unstable.
 demo-versions: start
 	@$(PY) manage.py demo --versions --url http://$(WEB_ADDR)
 

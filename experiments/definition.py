@@ -119,7 +119,7 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "insert_rate": (int_between(0, 1_000_000), 0),
     # 0: binary log off; N: the server holds N binlog files at the crash (restart time against
     # the number of binlog files).
-    "binlog_files": (int_between(0, 1000), 0),
+    "binlog_files": (int_between(0, contract.MAX_BINLOG_FILES), 0),
     # The server binaries to run: "system" (the host's installed server) or a build the host's
     # probe lists under WORK_DIR/builds/NAME/. Left out of a run's parameters unless named.
     "server_build": (_matching(BUILD_NAME, "a build name like 10.11.9 or system"), None),

@@ -28,8 +28,9 @@ class ServerUrl:
 
     @property
     def name(self) -> str:
-        """How the server is named in output and metric labels: never with its credentials."""
-        return f"{self.host}:{self.port}"
+        """How the server is named in output and metric labels: never with its credentials; a
+        socket by its path (a port means nothing there)."""
+        return self.host if self.host.startswith("/") else f"{self.host}:{self.port}"
 
 
 # The URL parameters each kind of server takes: TLS, as its own client names them.

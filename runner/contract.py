@@ -95,6 +95,8 @@ CRASH_METHODS = ("sigkill", "power_loss")
 POWER_CUT_FILE = ".recovery-lab-power-cut"
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
 MAX_OPEN_ROWS = 10_000_000
+# The binary log files a server may hold at the crash (seed 003 asked 1, 200 and 2,000).
+MAX_BINLOG_FILES = 2000
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -162,8 +164,8 @@ class RunSpec:
         if not isinstance(build, str) or not BUILD_NAME.match(build):
             raise RunFailed(f"server_build {build!r} is not a build name")
         files = self.parameters.get("binlog_files", 0)
-        if isinstance(files, bool) or not isinstance(files, int) or not 0 <= files <= 1000:
-            raise RunFailed("binlog_files must be a whole number from 0 to 1000")
+        if isinstance(files, bool) or not isinstance(files, int) or not 0 <= files <= MAX_BINLOG_FILES:
+            raise RunFailed(f"binlog_files must be a whole number from 0 to {MAX_BINLOG_FILES}")
         if self.parameters.get("flushing", DEFAULT_FLUSHING) not in FLUSHING:
             raise RunFailed(f"flushing must be one of {', '.join(FLUSHING)}")
         rate = self.parameters.get("insert_rate", 0)

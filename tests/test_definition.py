@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 
@@ -324,3 +325,15 @@ def test_flushing_is_a_dimension_whose_default_a_run_leaves_unsaid():
     }
     with pytest.raises(RunFailed, match="flushing must be one of held_back, natural"):
         RunSpec.from_dict(spec)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).resolve().parent.parent / "docs" / "examples").glob("*.yaml")), ids=str
+)
+def test_every_example_definition_in_the_docs_is_valid(path):
+    """What the docs tell a user to run passes the checks a run's definition meets."""
+    from experiments.yaml_input import load_plain_yaml
+
+    raw = load_plain_yaml(path.read_text())
+    runs = list(validate_definition(raw, known_hosts=raw["hosts"]).expand())
+    assert len(runs) == raw.get("repetitions", 1) * len(raw["parameters"].get("binlog_files", [0]))

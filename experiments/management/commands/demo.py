@@ -18,15 +18,16 @@ DEMO_DEFINITION = {
     "crash": {"method": "sigkill", "when": "after_workload"},
     "repetitions": 3,
 }
-# `demo --versions`: two real server versions side by side, the host's own MariaDB 10.11 and the
-# 11.8 build `make setup` installs from Debian 13's packages.
-VERSIONS_BUILD = "mariadb-11.8"
+# `demo --versions`: three real servers side by side on InnoDB, the host's own MariaDB 10.11, the
+# 11.8 build `make setup` installs from Debian 13's packages and Oracle's MySQL 9.7 from Debian
+# unstable's.
+VERSIONS_BUILDS = ("mariadb-11.8", "mysql-9.7")
 VERSIONS_DEFINITION = {
-    "name": "Demo: MariaDB 10.11 against 11.8, InnoDB and MyRocks",
+    "name": "Demo: InnoDB on MariaDB 10.11, MariaDB 11.8 and MySQL 9.7",
     "hosts": ["local"],
-    "engines": ["innodb", "rocksdb"],
+    "engines": ["innodb"],
     "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["512M"], "insert_rate": [0],
-                   "server_build": ["system", VERSIONS_BUILD]},
+                   "server_build": ["system", *VERSIONS_BUILDS]},
     "workload": {"name": "oltp_write_only", "tables": 4, "table_size": 20000, "threads": 4, "events": 8000},
     "crash": {"method": "sigkill", "when": "after_workload"},
     "repetitions": 3,
@@ -42,7 +43,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--versions",
             action="store_true",
-            help=f"MariaDB 10.11 against 11.8 (the build {VERSIONS_BUILD} that make setup installs)",
+            help=f"InnoDB on MariaDB 10.11, 11.8 and MySQL 9.7 (the builds {', '.join(VERSIONS_BUILDS)} "
+            "that make setup installs)",
         )
 
     def handle(self, *args, url, timeout, versions, **options):

@@ -1,0 +1,178 @@
+"""Oracle MySQL 9.7 for real (runner/families/mysql), from the build `make setup` installs from
+Debian unstable's packages: the lab's runs, their checkpoint held back through the workload and
+what their snapshots and logs say of it, and `predict` from them against a loaded 9.7 server of
+the test's own."""
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pymysql
+import pytest
+from django.conf import settings
+
+from experiments import services
+from experiments.live import read_server
+from experiments.models import Run, RunStatus
+from experiments.server_url import parse_server_url
+from experiments.services.tokens import new_token
+from experiments.units import parse_size
+from runner.builds import build_programs, server_command
+
+from .conftest import wait_for
+from .test_gate import artifact
+from .test_predict import LAB, client
+
+MONITOR_PASSWORD = "m0nitor:/pass"  # characters a URL has to escape
+
+pytestmark = pytest.mark.mariadb
+LAST_CHECKPOINT = re.compile(r"^Last checkpoint at\s+(\d+)$", re.M)
+
+
+def held_back(run: Run) -> None:
+    """MySQL's own hold-back (no debug build's innodb_checkpoint_disabled needed): the checkpoint
+    LSN at the kill is the one before the workload, in every second's sample, in SHOW ENGINE
+    INNODB STATUS before and at the kill, and where the restart's log starts its scan; the redo
+    between is what recovery replayed, every batch counted."""
+    text = {file.name: bytes(file.content).decode() for file in run.files.all()}
+    before = int(LAST_CHECKPOINT.search(text["innodb_status_before_run.txt"]).group(1))
+    at_crash = int(LAST_CHECKPOINT.search(text["innodb_status_at_crash.txt"]).group(1))
+    samples = [json.loads(line) for line in text["samples.jsonl"].splitlines()]
+    assert samples and {sample["Innodb_lsn_last_checkpoint"] for sample in samples} == {before} == {at_crash}
+    ages = [sample["Innodb_checkpoint_age"] for sample in samples]
+    assert ages == sorted(ages), ages  # the redo grew and stayed
+    assert run.checkpoint_lsn == before and run.redo_bytes >= ages[-1], (run.checkpoint_lsn, run.redo_bytes)
+    assert "--innodb-redo-log-capacity=128M" in json.loads(text["result.json"])["server_args"]
+    recovery = text["error.log"][text["error.log"].index("Starting crash recovery") :]
+    counted = [int(n) for n in re.findall(r"Applying a batch of (\d+) redo log records", recovery)]
+    assert run.redo_records_applied == sum(counted[:-1] if counted[-1] == 0 else counted) > 0, counted
+
+
+@pytest.fixture
+def live_mysql(mysql_build):
+    """A loaded MySQL 9.7 of the test's own, standing for a production server: the build's
+    mysqld on its own socket, a monitoring account with a password and no privilege, sysbench
+    writing into it. Everything it starts is stopped by its pid."""
+    programs = build_programs(settings.RUNNER_WORK_DIR / "builds" / mysql_build[0])
+    root = Path(tempfile.mkdtemp(prefix="recovery-lab-live-mysql-"))
+    socket = root / "mysqld.sock"
+    (root / "files").mkdir()  # its own: the default folder is missing and the server aborts
+    common = [
+        *server_command(programs),
+        "--no-defaults",
+        "--user=root",
+        f"--datadir={root / 'data'}",
+        f"--plugin-dir={programs['plugin_dir']}",
+        f"--lc-messages-dir={programs['lc_messages_dir']}",
+        f"--secure-file-priv={root / 'files'}",
+    ]
+    subprocess.run([*common, "--initialize-insecure"], check=True, capture_output=True, timeout=120)
+    server = subprocess.Popen(
+        [
+            *common,
+            f"--socket={socket}",
+            "--skip-networking",
+            "--mysqlx=OFF",
+            f"--log-error={root / 'error.log'}",
+            "--innodb-redo-log-capacity=48M",  # within twice the lab's largest redo: a worst case
+            "--innodb-adaptive-flushing=OFF",
+            "--innodb-io-capacity=100",
+            "--innodb-max-dirty-pages-pct=90",
+            "--innodb-max-dirty-pages-pct-lwm=0",
+            "--disable-log-bin",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    load = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                admin = pymysql.connect(unix_socket=str(socket), user="root", autocommit=True)
+                break
+            except pymysql.MySQLError:
+                assert server.poll() is None and time.monotonic() < deadline, (root / "error.log").read_text()
+                time.sleep(0.1)
+        with admin.cursor() as cursor:
+            cursor.execute("CREATE USER monitor@localhost IDENTIFIED BY %s", (MONITOR_PASSWORD,))
+            cursor.execute("CREATE USER bench@localhost IDENTIFIED BY 'bench'")
+            cursor.execute("GRANT ALL ON sbtest.* TO bench@localhost")
+            cursor.execute("CREATE DATABASE sbtest")
+        admin.close()
+        sysbench = [
+            "sysbench",
+            "oltp_insert",
+            "--db-driver=mysql",
+            f"--mysql-socket={socket}",
+            "--mysql-user=bench",
+            "--mysql-password=bench",
+            "--tables=2",
+            "--table-size=5000",
+        ]
+        subprocess.run([*sysbench, "prepare"], check=True, capture_output=True, timeout=120)
+        load = subprocess.Popen(
+            [*sysbench, "--threads=1", "--rate=400", "--time=600", "run"],  # light, as test_predict's
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        yield socket
+    finally:
+        for process in (load, server):
+            if process and process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_predict_on_a_loaded_mysql_9_7_from_real_mysql_lab_runs(
+    live_server, local_host, celery_worker_process, user, live_mysql
+):
+    """The lab's runs on MySQL 9.7 (crashed at their redo targets: the checkpoint age polled from
+    Innodb_redo_log_*), then `predict` against a loaded 9.7 of the test's own as a monitoring
+    account with no privilege: its redo to replay is the current LSN less the checkpoint's
+    (MySQL 8.0.30+ has no Innodb_checkpoint_age), its worst case innodb_redo_log_capacity."""
+    lab = {**LAB, "name": "Lab: MySQL 9.7 downtime against redo"}  # 6 runs: a prediction needs 5
+    lab["parameters"] = {**LAB["parameters"], "server_build": ["mysql-9.7"]}
+    experiment, _ = services.create_experiment(lab)
+    runs = Run.objects.filter(experiment=experiment)
+    wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "six lab runs")
+    assert runs.filter(status=RunStatus.DONE).count() == 6, list(runs.values("status", "error"))
+    for run in runs:  # each crashed at its redo target, on MySQL, its checkpoint held meanwhile
+        assert run.server_version.startswith("9.7.") and run.redo_bytes >= 0.9 * parse_size(
+            run.parameters["crash_redo_bytes"]
+        ), (run.server_version, run.redo_bytes, run.parameters)
+        held_back(run)
+    url = f"mysql://monitor:{quote(MONITOR_PASSWORD, safe='')}@{quote(str(live_mysql), safe='')}"
+    first = read_server(parse_server_url(url), "innodb", timeout_s=5)
+    assert first.version.startswith("9.7.") and first.worst_redo == 48 * 2**20
+    assert first.bound == "innodb_redo_log_capacity (an upper bound)"
+    deadline = time.monotonic() + 30
+    while read_server(parse_server_url(url), "innodb", timeout_s=5).redo_to_replay < 2**20:
+        assert time.monotonic() < deadline, "the redo to replay never reached 1 MiB under the load"
+        time.sleep(0.5)
+    said = client(live_server, new_token(user), url, "predict", "--lab-host", "local", "--rto", "1h")
+    artifact("predict-mysql-9.7.txt", said)
+    assert said.returncode == 0, said.stdout + said.stderr
+    now = re.search(
+        r"^now +([0-9.]+) MiB of redo to replay -> downtime ([0-9.]+) s "
+        r"\(95% prediction interval ([0-9.]+)-([0-9.]+) s\)",
+        said.stdout,
+        re.M,
+    )
+    assert now, said.stdout
+    redo_mib, typical, low, high = map(float, now.groups())
+    assert redo_mib >= 1 and low <= typical <= high
+    worst = r"^worst case +48\.0 MiB \(innodb_redo_log_capacity .*\) -> downtime [0-9.]+ s \(95%"
+    assert re.search(worst, said.stdout, re.M), said.stdout
+    assert said.stdout.startswith(f"server      {live_mysql}: 9.7."), said.stdout  # its socket, no port
+    assert MONITOR_PASSWORD not in said.stdout + said.stderr
