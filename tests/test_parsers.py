@@ -338,23 +338,26 @@ def test_the_same_lines_at_the_same_moments_again_and_again_are_one_start_said_o
     assert len(pasted) == len(parse_path(STAMPED).episodes)
 
 
-def _as_compose_logs(log: str, colours: bool) -> str:
+def _as_compose_logs(log: str, colours: bool, v1: bool = False) -> str:
     """The log as `docker compose logs` prints it: each line behind its service's name and "|",
-    the web service's lines (stamped in their own format, another day) interleaved."""
-    web = "web-1  | [2026-11-25 10:00:00 +0000] [7] [INFO] Booting worker with pid: 7"
+    the web service's lines (stamped in their own format, another day) interleaved; `v1`: as
+    docker-compose 1.x named containers, "project_service_1"."""
+    db, web_name = ("lab_db_1", "lab_web_1") if v1 else ("db-1", "web-1")
+    web = f"{web_name}  | [2026-11-25 10:00:00 +0000] [7] [INFO] Booting worker with pid: 7"
     out = []
     for n, line in enumerate(log.splitlines()):
         if n % 2:
-            out.append(f"\x1b[32m{web[:7]}\x1b[0m{web[7:]}" if colours else web)
-        out.append(("\x1b[36mdb-1   |\x1b[0m " if colours else "db-1   | ") + line)
+            cut = len(web_name) + 2
+            out.append(f"\x1b[32m{web[:cut]}\x1b[0m{web[cut:]}" if colours else web)
+        out.append((f"\x1b[36m{db}   |\x1b[0m " if colours else f"{db}   | ") + line)
     return "\n".join(out) + "\n"
 
 
-@pytest.mark.parametrize("colours", [False, True])
-def test_docker_compose_logs_are_read_like_the_plain_log(colours):
+@pytest.mark.parametrize("colours, v1", [(False, False), (True, False), (False, True), (True, True)])
+def test_docker_compose_logs_are_read_like_the_plain_log(colours, v1):
     plain_text = (MARIADB / "innodb_after_workload" / "error.log").read_text()
     plain = parse_bytes("error.log", plain_text.encode())
-    composed = parse_bytes("error.log", _as_compose_logs(plain_text, colours).encode())
+    composed = parse_bytes("error.log", _as_compose_logs(plain_text, colours, v1).encode())
     assert composed.kind == "error_log" and composed.warnings == plain.warnings
     assert [asdict(e) for e in composed.episodes] == [asdict(e) for e in plain.episodes]
     assert any(e.crash_recovery for e in composed.episodes)

@@ -84,12 +84,14 @@ def test_a_ready_line_stamped_after_the_first_query_was_answered_is_bounded_by_i
     (warning,) = [w for w in analysis.warnings if "stamped" in w and "first query" in w]
     assert "0.050 s after the first query was answered" in warning
     assert not [w for w in analyse_run(*bundle("innodb_during_workload"), "innodb").warnings if "lagged" in w]
-    # 1 ms late (a full suite's run): within the stamps' 5 ms, as a stamp may be: bounded, not said
-    result["times"] = {**times, "recovery_first_query": ready_at - 0.001}
-    analysis = analyse_run(result, files, "innodb")
-    within = ready_at - 0.001 - times["recovery_spawned"]
-    assert analysis.metrics["ready_seconds"] == pytest.approx(within, abs=1e-6)
-    assert not [w for w in analysis.warnings if "lagged" in w]
+    # 1 and 6 ms late (full suites' runs): within the stamps' 5 ms and a thread's wake-up, as a
+    # stamp may be: bounded, not said
+    for late in (0.001, 0.006):
+        result["times"] = {**times, "recovery_first_query": ready_at - late}
+        analysis = analyse_run(result, files, "innodb")
+        within = ready_at - late - times["recovery_spawned"]
+        assert analysis.metrics["ready_seconds"] == pytest.approx(within, abs=1e-6)
+        assert not [w for w in analysis.warnings if "lagged" in w]
 
 
 def test_myrocks_restart_shows_its_wal_replay_from_rocksdbs_log():
