@@ -4,8 +4,6 @@ table and the caveats. Plain rows in, plain values out; the page and its PDF (pd
 
 from collections import Counter, defaultdict
 
-import numpy as np
-
 from experiments.analysis import aa, stats
 from experiments.analysis.cells import (
     ENGINE_NAMES,
@@ -20,8 +18,8 @@ from experiments.analysis.compare import compare_engines
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import finding_sentence
 from experiments.prediction import server_named
-from experiments.units import MIB, SizeError, duration_text, parse_size
-from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
+from experiments.reports.moved import what_moved
+from experiments.units import MIB, SizeError, parse_size
 from runner.contract import SYSTEM_BUILD
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
@@ -190,61 +188,11 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
     ):
         label = _where(engine, host, several_hosts) + (f" at {rest}" if rest else "")
         low_rows, high_rows = compared_rows[(axis, host, engine, rest, low, high)]
-        sentence = finding_sentence(
-            "crash recovery",
-            _described(axis, high, high_rows),
-            _described(axis, low, low_rows),
-            label,
-            result.as_dict(),
-            subject_first=False,
-        )
-        moved = what_moved(axis, (low_rows, high_rows), result.significant)
+        names = (_described(axis, low, low_rows), _described(axis, high, high_rows))
+        sentence = finding_sentence("crash recovery", names[1], names[0], label, result.as_dict(), False)
+        moved = what_moved(axis, (low_rows, high_rows), result.significant, names)
         found.append(sentence + moved + (disturbed_text(disturbed, total) if disturbed else "") + ".")
     return found
-
-
-def _phase_text(rows: tuple[list[dict], list[dict]], medians: dict, name: str) -> str:
-    """A phase's median as a duration: "< 5 ms" below what its lines could time, not zero."""
-    resolution = max(
-        ((row.get("phase_resolution") or {}).get(name, 0.0) for side in rows for row in side), default=0.0
-    )
-    return duration_text(medians.get(name, 0.0), resolution)
-
-
-def _phase_medians(rows: list[dict]) -> dict[str, float]:
-    names = {name for row in rows for name in (row.get("phases") or {})}
-    found = {}
-    for name in names:
-        values = [row["phases"][name] for row in rows if (row.get("phases") or {}).get(name) is not None]
-        if values:
-            found[name] = float(np.median(values))
-    return found
-
-
-def what_moved(axis: str, sides: tuple[list[dict], list[dict]], significant: bool) -> str:
-    """For a significant difference, which phase carried it (the largest change of its median);
-    and, significant or not, what the parameter's own phase did (the binlog files' binlog / XA
-    recovery, ...), so a reader sees whether the parameter acted where it should."""
-    low, high = (_phase_medians(rows) for rows in sides)
-    changes = {name: high.get(name, 0.0) - low.get(name, 0.0) for name in set(low) | set(high)}
-    changes = {name: change for name, change in changes.items() if name in PHASE_WORDS}
-    if not changes:
-        return ""
-    name = max(changes, key=lambda n: abs(changes[n])) if significant else None
-    said = (
-        f"; the phase that moved: {PHASE_WORDS[name]} ({low.get(name, 0.0):.3f} s to "
-        f"{high.get(name, 0.0):.3f} s, medians)"
-        if name
-        else ""
-    )
-    own = [phase for phase in OWN_PHASES.get(axis, ()) if phase in low or phase in high]
-    if own and name not in own:
-        stayed = ", ".join(
-            f"{PHASE_WORDS[phase]} {_phase_text(sides, low, phase)} to {_phase_text(sides, high, phase)}"
-            for phase in own
-        )
-        said += f"; this parameter's own phase {'did not carry it' if name else 'went'} ({stayed}, medians)"
-    return said
 
 
 def engine_findings(rows: list[dict], spreads: dict | None = None) -> list[str]:

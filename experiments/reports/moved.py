@@ -1,0 +1,71 @@
+"""What moved between the two sides of a finding: the phase that carried a difference, the
+parameter's own phase, and the redo replayed where it differs (MySQL 9.7 wrote twice MariaDB's
+redo for the same transactions: a reader of "7.3x slower" must know it)."""
+
+import statistics
+
+from experiments.units import MIB, duration_text
+from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
+
+# The redo replayed is said when one side's median is this many times the other's.
+REDO_DIFFERS = 1.25
+
+
+def _phase_text(rows: tuple[list[dict], list[dict]], medians: dict, name: str) -> str:
+    """A phase's median as a duration: "< 5 ms" below what its lines could time, not zero."""
+    resolution = max(
+        ((row.get("phase_resolution") or {}).get(name, 0.0) for side in rows for row in side), default=0.0
+    )
+    return duration_text(medians.get(name, 0.0), resolution)
+
+
+def _phase_medians(rows: list[dict]) -> dict[str, float]:
+    names = {name for row in rows for name in (row.get("phases") or {})}
+    found = {}
+    for name in names:
+        values = [row["phases"][name] for row in rows if (row.get("phases") or {}).get(name) is not None]
+        if values:
+            found[name] = float(statistics.median(values))
+    return found
+
+
+def what_moved(
+    axis: str, sides: tuple[list[dict], list[dict]], significant: bool, names: tuple[str, str] = ("", "")
+) -> str:
+    """For a significant difference, which phase carried it (the largest change of its median);
+    and, significant or not, what the parameter's own phase did (the binlog files' binlog / XA
+    recovery, ...), so a reader sees whether the parameter acted where it should; and the redo
+    each side replayed where it differs (`names`: the two sides, as the finding names them)."""
+    low, high = (_phase_medians(rows) for rows in sides)
+    changes = {name: high.get(name, 0.0) - low.get(name, 0.0) for name in set(low) | set(high)}
+    changes = {name: change for name, change in changes.items() if name in PHASE_WORDS}
+    if not changes:
+        return _redo_text(sides, names)
+    name = max(changes, key=lambda n: abs(changes[n])) if significant else None
+    said = (
+        f"; the phase that moved: {PHASE_WORDS[name]} ({low.get(name, 0.0):.3f} s to "
+        f"{high.get(name, 0.0):.3f} s, medians)"
+        if name
+        else ""
+    )
+    own = [phase for phase in OWN_PHASES.get(axis, ()) if phase in low or phase in high]
+    if own and name not in own:
+        stayed = ", ".join(
+            f"{PHASE_WORDS[phase]} {_phase_text(sides, low, phase)} to {_phase_text(sides, high, phase)}"
+            for phase in own
+        )
+        said += f"; this parameter's own phase {'did not carry it' if name else 'went'} ({stayed}, medians)"
+    return said + _redo_text(sides, names)
+
+
+def _redo_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str]) -> str:
+    """The redo each side replayed, where it differs enough to explain a difference in time."""
+    low, high = (
+        statistics.median([r["redo_bytes"] for r in rows if r.get("redo_bytes")] or [0]) for rows in sides
+    )
+    if not low or not high or max(low, high) / min(low, high) < REDO_DIFFERS:
+        return ""
+    return (
+        f"; the redo replayed differed too: {names[1]} {high / MIB:.1f} MiB, "
+        f"{names[0]} {low / MIB:.1f} MiB (medians)"
+    )
