@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.server_url import LiveError, ServerUrl, mysql_tls, scrubbed
+from runner.families import ENGINES, families_running
 
 # MyRocks: the one engine whose redo to replay is files SQL does not show.
 ENGINE_OF_WAL_FILES = "rocksdb"
@@ -78,9 +79,9 @@ class LiveReader:
     connect timeout (libpq's is 2 s at the least). One read at a time."""
 
     def __init__(self, url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = ""):
-        scheme, self.kind = READERS.get(engine, (None, None))
+        scheme, self.kind = reader_of(engine)
         if scheme != url.scheme:
-            runs = " or ".join(name for name, (its, _) in READERS.items() if its == url.scheme)
+            runs = " or ".join(name for name in ENGINES if reader_of(name)[0] == url.scheme)
             raise LiveError(f"a {url.scheme}:// server runs {runs}, not {engine}")
         self.url, self.engine, self.timeout_s, self.wal_dir = url, engine, timeout_s, wal_dir
         self.connection = None
@@ -300,9 +301,17 @@ class PostgreSQLKind:
         )
 
 
-# Each engine: the address scheme that reaches its server, and how it is reached and read.
+# Each server family (runner/families/): the address scheme that reaches its server, and how it is
+# reached and read.
 READERS = {
-    "innodb": ("mysql", MySQLKind),
-    ENGINE_OF_WAL_FILES: ("mysql", MySQLKind),
+    "mariadb": ("mysql", MySQLKind),
+    "mysql": ("mysql", MySQLKind),
     "postgresql": ("postgresql", PostgreSQLKind),
 }
+
+
+def reader_of(engine: str) -> tuple:
+    """The scheme and reader of the server an engine runs on (its families share them: InnoDB's
+    MariaDB and MySQL are both read through PyMySQL); (None, None) for one no family runs."""
+    readers = {READERS[family] for family in families_running(engine) if family in READERS}
+    return readers.pop() if len(readers) == 1 else (None, None)

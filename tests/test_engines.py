@@ -8,6 +8,7 @@ import ast
 import pytest
 
 from experiments import engines as dashboard
+from experiments import live
 from experiments.definition import definition_json_schema
 from experiments.models import Engine as EngineChoices
 from experiments.pages.forms import ExperimentForm, ImportForm
@@ -95,6 +96,9 @@ def test_a_family_is_its_folder_and_only_the_registry_reaches_into_it():
         engine.server for engines in runner.FAMILY_ENGINES.values() for engine in engines.values()
     }
     assert runner.families_running("innodb") == ("mariadb", "mysql")  # one name, two servers
+    # predict's live readers are the families' (keyed by family, one per engine's server)
+    assert set(live.READERS) == set(runner.FAMILIES)
+    assert all(live.reader_of(name)[1] is not None for name in runner.ENGINES)
     for family in runner.FAMILIES:
         assert runner.server_class(family).__module__ == f"runner.families.{family}.server"
     reaching = []
