@@ -1,16 +1,17 @@
 """The storage engines as the dashboard knows them, one entry each: label and colour, whether the
 runner drives it, which log records its recovery (a run's bundle file, an import's upload), and
 the rules ingest and the definition checks apply to it. Nothing else in the dashboard compares
-an engine's name (the parsers, which read one format each, may). The runner's side of the same
-engines is in the runner's families (runner/families/); the engines it drives are the ones
-runnable here.
+an engine's name (the parsers, which read one format each, may). An engine the runner drives is
+taken from its family (runner/families/NAME/engines.py), which says all of this; an engine only
+imported is listed here.
 
-A new engine: an entry here, its class there, and their test (docs/architecture.md).
+A new engine: its class in its family, and its test (docs/architecture.md).
 """
 
 from dataclasses import dataclass
 
 from runner import contract
+from runner.families import ENGINES as RUNNER_ENGINES
 
 
 @dataclass(frozen=True)
@@ -45,49 +46,35 @@ class Engine:
         return self.own_log_upload or "error_log"
 
 
-ENGINES: dict[str, Engine] = {
-    engine.name: engine
-    for engine in (
-        # InnoDB's async flushing starts at 7/8 of the log's capacity; 0.75 leaves room to stop
-        Engine(
-            "innodb",
-            "InnoDB",
-            "#1f77b4",
-            redo_bounded_by_log=True,
-            reachable_share_of_log=0.75,
-            recovery_holds="the redo scan and apply, 'Starting crash recovery' to the last batch applied",
-        ),
-        Engine(
-            "rocksdb",
-            "MyRocks",
-            "#d62728",
-            own_log_file="rocksdb_LOG",
-            own_log_upload="rocksdb_log",
-            own_log_missing="MyRocks recovery is read from RocksDB's LOG: upload it",
-            replay_phases=("wal_replay",),
-            recovery_holds="RocksDB's WAL replay, from its LOG",
-        ),
-        Engine(
-            "tokudb",
-            "TokuDB",
-            "#2ca02c",
-            not_runnable="TokuDB does not run on MariaDB 10.11 hosts: import its logs instead",
-            recovery_holds="TokuFT's log replay, backward to the checkpoint and forward",
-        ),
-        # A checkpoint starts when the WAL since the last one reaches max_wal_size / (1 +
-        # checkpoint_completion_target), 1/1.9 of it by default.
-        Engine(
-            "postgresql",
-            "PostgreSQL",
-            "#9467bd",
-            reachable_share_of_log=0.45,
-            replay_phases=("wal_replay",),
-            recovery_holds=(
-                "the data directory's fsync, the WAL replay ('redo starts at' to 'redo done at') and "
-                "the end-of-recovery checkpoint"
-            ),
-        ),
+def _driven(kind) -> Engine:
+    """An engine the runner drives, as its family says it is (runner/families/NAME/engines.py)."""
+    return Engine(
+        kind.name,
+        kind.label,
+        kind.colour,
+        own_log_file=kind.own_recovery_log,
+        own_log_upload=kind.own_log_upload,
+        own_log_missing=kind.own_log_missing,
+        redo_bounded_by_log=kind.redo_bounded_by_log,
+        reachable_share_of_log=kind.reachable_share_of_log,
+        replay_phases=kind.replay_phases,
+        recovery_holds=kind.recovery_holds,
     )
+
+
+# Engines no family of the runner drives: their runs are imported, from their logs.
+IMPORT_ONLY = (
+    Engine(
+        "tokudb",
+        "TokuDB",
+        "#2ca02c",
+        not_runnable="TokuDB does not run on MariaDB 10.11 hosts: import its logs instead",
+        recovery_holds="TokuFT's log replay, backward to the checkpoint and forward",
+    ),
+)
+# Every engine the dashboard knows: the runner's (the families' order) then the imported ones.
+ENGINES: dict[str, Engine] = {
+    engine.name: engine for engine in (*map(_driven, RUNNER_ENGINES.values()), *IMPORT_ONLY)
 }
 RUNNABLE_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.runnable)
 # The engine a form offers first.

@@ -15,6 +15,20 @@ PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mar
 
 class Engine:
     name = ""
+    # What the dashboard shows and applies (experiments/engines.py takes them from here): its
+    # label and colour; with a log of its own (own_recovery_log, below) the import's upload field
+    # and what to say when it is missing; whether more redo than its log files hold is impossible
+    # (a misread log); the share of the redo log size written since the last checkpoint at which
+    # it checkpoints anyway (a crash at a redo target must fit under it); its log replay's phases
+    # (what engines are compared on, like for like); and what its recovery figure holds, in words.
+    label = ""
+    colour = ""
+    own_log_upload: str | None = None
+    own_log_missing = ""
+    redo_bounded_by_log = False
+    reachable_share_of_log: float | None = None
+    replay_phases: tuple[str, ...] = ("redo_scan", "redo_apply")
+    recovery_holds = ""
     # The family whose server runs it: the name of its folder under families/.
     server = ""
     # The server options a definition may give its runs, with the values each takes (a tuple

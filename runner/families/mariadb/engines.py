@@ -28,6 +28,11 @@ BINARY_LOG_OPTIONS: dict[str, tuple | range] = {"log_bin": (0, 1), "sync_binlog"
 class InnoDB(Engine):
     name = "innodb"
     server = "mariadb"
+    label, colour = "InnoDB", "#1f77b4"
+    redo_bounded_by_log = True
+    # its async flushing starts at 7/8 of the log's capacity; 0.75 leaves room to stop
+    reachable_share_of_log = 0.75
+    recovery_holds = "the redo scan and apply, 'Starting crash recovery' to the last batch applied"
     storage = "InnoDB"
     options = {
         "innodb_flush_log_at_trx_commit": (0, 1, 2),
@@ -104,6 +109,11 @@ class InnoDB(Engine):
 class MyRocks(Engine):
     name = "rocksdb"
     server = "mariadb"
+    label, colour = "MyRocks", "#d62728"
+    own_log_upload = "rocksdb_log"
+    own_log_missing = "MyRocks recovery is read from RocksDB's LOG: upload it"
+    replay_phases = ("wal_replay",)
+    recovery_holds = "RocksDB's WAL replay, from its LOG"
     storage = "ROCKSDB"
     status_of = ("INNODB", "ROCKSDB")
     plugin = "ha_rocksdb"

@@ -13,6 +13,15 @@ class PostgreSQL(Engine):
 
     name = "postgresql"
     server = "postgresql"
+    label, colour = "PostgreSQL", "#9467bd"
+    # a checkpoint starts when the WAL since the last one reaches max_wal_size / (1 +
+    # checkpoint_completion_target), 1/1.9 of it by default
+    reachable_share_of_log = 0.45
+    replay_phases = ("wal_replay",)
+    recovery_holds = (
+        "the data directory's fsync, the WAL replay ('redo starts at' to 'redo done at') and "
+        "the end-of-recovery checkpoint"
+    )
     storage = "heap"
     status_of = ()
     binary_log = False
