@@ -17,6 +17,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+from .errors import RunFailed
 from .files import untrusted_in
 
 # A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
@@ -143,6 +144,22 @@ def build_programs(base: Path) -> dict | None:
         # its error messages and character sets, where it brings its own
         basedir=str(base) if (base / "share").is_dir() else None,
     )
+
+
+def folder_programs(work_dir: Path, build: str) -> dict:
+    """The programs of the build a run names in WORK_DIR/builds/NAME/; RunFailed where the host
+    has no such build or it cannot start (the probe lists what it has)."""
+    folder = work_dir / BUILDS_DIR / build
+    try:
+        found = build_programs(folder) if folder.is_dir() else None
+    except BuildUnusable as exc:
+        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
+    if found is None:
+        raise RunFailed(
+            f"this host has no server build {build!r}: no server under {folder} (unpack the build "
+            "there, then probe the host again)"
+        )
+    return found
 
 
 def installed(name: str) -> str | None:

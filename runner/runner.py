@@ -30,7 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import noise
-from .builds import BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs
+from .builds import SYSTEM_BUILD, folder_programs
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
 from .crash import (
@@ -213,16 +213,7 @@ def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Se
 def build_programs_named(work_dir: Path, build: str) -> dict:
     """The programs of the build a run names: the system's installed servers, or the build in
     WORK_DIR/builds/NAME/ (the host probe lists them)."""
-    if build == SYSTEM_BUILD:
-        return system_programs()
-    folder = work_dir / BUILDS_DIR / build
-    try:
-        found = build_programs(folder) if folder.is_dir() else None
-    except BuildUnusable as exc:
-        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
-    if found is None:
-        raise RunFailed(f"this host has no server build {build!r} under {folder} (probe the host again)")
-    return found
+    return system_programs() if build == SYSTEM_BUILD else folder_programs(work_dir, build)
 
 
 def oom_kills() -> int | None:

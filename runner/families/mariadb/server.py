@@ -11,11 +11,9 @@ import subprocess
 from pathlib import Path
 
 from ...builds import (
-    BUILDS_DIR,
     SYSTEM_BUILD,
-    BuildUnusable,
     build_options,
-    build_programs,
+    folder_programs,
     installed,
     installer_command,
     programs,
@@ -145,14 +143,18 @@ class MariaDBServer(Server):
             "--auth-root-authentication-method=socket",
             "--skip-test-db",
         ]
+        self.run_installer(args, "mariadb-install-db")
+
+    def run_installer(self, args: list[str], what: str) -> None:
+        """The installer run, its output in the run's install.log (root's); where it fails, its
+        ERROR lines first: the tail of its output is advice that does not say what failed."""
         with (self.work / "install.log").open("wb") as log:
             done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
         if done.returncode != 0:
-            # Its ERROR lines first: the tail of its output is advice that does not say what failed.
             output = (self.work / "install.log").read_text(errors="replace")
             errors = [line for line in output.splitlines() if "ERROR" in line][:5]
             raise RunFailed(
-                f"mariadb-install-db failed (exit {done.returncode}): "
+                f"{what} failed (exit {done.returncode}): "
                 + ("\n".join(errors) + "\n...\n" if errors else "")
                 + output[-800:]
             )
@@ -246,19 +248,11 @@ class MariaDBServer(Server):
 def server_programs(work_dir: Path, build: str) -> dict:
     """The programs of the build a run names: the system's installed server, or the build in
     WORK_DIR/builds/NAME/ (the host probe lists them)."""
-    if build == SYSTEM_BUILD:
-        return programs(find_binary("mariadbd", "mysqld"))
-    folder = work_dir / BUILDS_DIR / build
-    try:
-        found = build_programs(folder) if folder.is_dir() else None
-    except BuildUnusable as exc:
-        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
-    if found is None:
-        raise RunFailed(
-            f"this host has no server build {build!r}: no mariadbd or mysqld under {folder}/bin, sbin or "
-            "libexec (unpack the build there, then probe the host again)"
-        )
-    return found
+    return (
+        programs(find_binary("mariadbd", "mysqld"))
+        if build == SYSTEM_BUILD
+        else folder_programs(work_dir, build)
+    )
 
 
 SERVER = MariaDBServer

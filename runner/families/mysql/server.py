@@ -13,10 +13,8 @@ nothing without the socket, which only the server's OS user and the runner's can
 port). Standard library only."""
 
 import secrets
-import subprocess
 
 from ...builds import build_options, installed, server_command, version_line
-from ...errors import RunFailed
 from ...server import client_account
 from ..mariadb.server import MariaDBServer
 
@@ -79,17 +77,7 @@ class MySQLServer(MariaDBServer):
             f"--init-file={accounts}",
             "--initialize-insecure",
         ]
-        with (self.work / "install.log").open("wb") as log:  # its log is its stderr: root's file
-            done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
-        if done.returncode != 0:
-            output = (self.work / "install.log").read_text(errors="replace")
-            errors = [line for line in output.splitlines() if "[ERROR]" in line][:5]
-            raise RunFailed(
-                f"mysqld --initialize-insecure failed (exit {done.returncode}): "
-                + ("\n".join(errors) + "\n...\n" if errors else "")
-                + output[-800:]
-            )
-
+        self.run_installer(args, "mysqld --initialize-insecure")  # its log is its stderr
 
     def sysbench_args(self) -> list[str]:
         """sysbench's own account (above), its password made now, for this run."""
