@@ -26,6 +26,18 @@ def only_episode(parsed):
 # --- MySQL 5.7 ------------------------------------------------------------------------------
 
 
+def test_mariadb_10_1_crash_known_from_its_xa_recovery_is_that_phase_measured():
+    """MariaDB 10.1.5 (sample I, its later start): InnoDB logged nothing, the server's own
+    "Starting crash recovery..." / "Crash recovery finished." (tc.log's, or the binary log's)
+    says the crash; that phase is what was measured, under a second at whole-second stamps."""
+    parsed = parse("mysql55_56_percona_recovery.txt", "I")
+    later = parsed.episodes[-1]
+    assert later.crash_recovery and later.crash_evidence.startswith("the server's XA crash recovery")
+    assert later.phase("binlog_recovery").seconds == 0.0 and later.recovery_seconds is None
+    (said,) = [w for w in parsed.warnings if "known from the server's XA crash recovery" in w]
+    assert "(binlog_recovery): under a second (whole-second stamps)" in said, said
+
+
 def test_mysql57_recovery_starts_with_the_scan_logged_before_starting_crash_recovery():
     parsed = parse("mysql57_recovery.txt", "A")
     assert (parsed.flavor, parsed.server_version) == ("mysql", "5.7.19")

@@ -154,6 +154,12 @@ BACKWARDS_TOLERANCE_S = 1.0
 _AFTER_CRASH = re.compile(
     r"Recovering after a crash using (\S+)|(?:\[Server\]|\[Note\]) Starting crash recovery\.\.\."
 )
+# What "Recovering after a crash using NAME" names; MariaDB 10.1's excerpts often keep only the
+# "Starting crash recovery..." that follows, which either log's recovery prints.
+_XA_EVIDENCE = {
+    "tc.log": "tc.log's crash recovery",
+    None: "the server's XA crash recovery (of tc.log or the binary log)",
+}
 # The server's own recovery: after a crash, or 8.0.20+'s at every start.
 _BINLOG_RECOVERY_START = re.compile(_AFTER_CRASH.pattern + r"|\] Starting XA crash recovery")
 _BINLOG_RECOVERY_DONE = re.compile(
@@ -487,8 +493,7 @@ class _SourceReader:
             self._innodb_up = True
         elif _BINLOG_RECOVERY_START.search(text):
             if after := _AFTER_CRASH.search(text):  # the binlog or tc.log was not closed
-                what = "tc.log" if after.group(1) == "tc.log" else "the binary log"
-                self._mark_crash(episode, f"{what}'s crash recovery")
+                self._mark_crash(episode, _XA_EVIDENCE.get(after.group(1), "the binary log's crash recovery"))
             episode.open_phase("binlog_recovery", moment)
         elif _BINLOG_RECOVERY_DONE.search(text):
             episode.close_phase("binlog_recovery", moment)
@@ -681,10 +686,17 @@ def _explain(parsed: ParsedFile, episode: Episode) -> None:
                 f"; InnoDB had finished by {iso(binlog.start)}, "
                 f"{(binlog.start - episode.started_at).total_seconds():.3f} s after the start"
             )
+        measured = ""
+        if binlog is not None and binlog.seconds is not None:
+            whole = all(m.microsecond == 0 for m in (binlog.start, binlog.end))
+            took = f"{binlog.seconds:.3f} s"
+            if whole and not binlog.seconds:
+                took = "under a second (whole-second stamps)"
+            measured = f"; what was measured is the server's own XA recovery (binlog_recovery): {took}"
         parsed.warn(
             f"the start at {started} recovered from a crash (known from {episode.crash_evidence}) but "
             "InnoDB logged no recovery of its own (nothing to replay, or log_error_verbosity < 3): "
-            f"its recovery time and redo volume are unknown{done_by}"
+            f"its redo replay and redo volume are unknown{measured}{done_by}"
         )
     elif episode.recovery_seconds is None and not episode.failed:
         parsed.warn(
