@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.server_url import LiveError, ServerUrl, mysql_tls, scrubbed
-from runner.families import ENGINES, families_running
+from runner.families import ENGINES, FAMILIES, families_running, live_scheme
 
 # MyRocks: the one engine whose redo to replay is files SQL does not show.
 ENGINE_OF_WAL_FILES = "rocksdb"
@@ -301,12 +301,11 @@ class PostgreSQLKind:
         )
 
 
-# Each server family (runner/families/): the address scheme that reaches its server, and how it is
-# reached and read.
+# How a server is reached and read, by the scheme of its address; each server family says which
+# scheme its servers speak (its LIVE, runner/families/NAME/__init__.py).
+KINDS = {"mysql": MySQLKind, "postgresql": PostgreSQLKind}
 READERS = {
-    "mariadb": ("mysql", MySQLKind),
-    "mysql": ("mysql", MySQLKind),
-    "postgresql": ("postgresql", PostgreSQLKind),
+    family: (scheme, KINDS[scheme]) for family in FAMILIES if (scheme := live_scheme(family)) in KINDS
 }
 
 

@@ -1,8 +1,9 @@
 """Server families, one folder each: a family is a server (MariaDB's mariadbd, Oracle's MySQL
 mysqld, PostgreSQL's postgres) with the storage engines it runs. Its folder holds
 
-- `__init__.py`: what the family is (its docstring), and how a build of it is made from another
-  Debian release's packages (`DEBIAN`: the packages and the manifest; manage.py installbuild);
+- `__init__.py`: what the family is (its docstring), how a build of it is made from another
+  Debian release's packages (`DEBIAN`: the packages and the manifest; manage.py installbuild),
+  and the scheme `predict` reads a live server of it through (`LIVE`);
 - `engines.py`: `ENGINES`, one `engine.Engine` subclass each (server options, method defaults,
   counters, the redo a crash leaves, how the probe finds it);
 - `server.py`: `SERVER`, its `server.Server` subclass (its builds and their versions, datadir,
@@ -65,6 +66,12 @@ def server_class(family: str) -> type:
     """The `server.Server` subclass of a family (imported when it is needed: the servers import
     modules that import this registry)."""
     return import_module(f"{__name__}.{family}.server").SERVER
+
+
+def live_scheme(family: str) -> str | None:
+    """The address scheme `recovery-lab predict` reads a live server of the family through (its
+    `LIVE`: "mysql", "postgresql"); None for a family predict cannot read."""
+    return getattr(import_module(f"{__name__}.{family}"), "LIVE", None)
 
 
 def debian_recipe(family: str) -> dict | None:

@@ -1,6 +1,9 @@
 """PostgreSQL's family: postgres, whose one engine is its own heap and WAL. engines.py: the engine;
 server.py: the private cluster."""
 
+# predict reads a live server of this family through a postgresql:// address (experiments/live.py).
+LIVE = "postgresql"
+
 # A build from a Debian release's packages (manage.py installbuild HOST postgresql-17 --debian
 # trixie): its server and client packages and the libraries they need, read from the release's
 # own package lists, every level down ({major}: the major version, from the build's name).
