@@ -283,3 +283,17 @@ def test_a_series_whose_build_moved_to_11_8_names_the_version_in_what_differed(
     said = differences(before, after)
     assert said[0] == f"server build: system -> {name}", said
     assert re.match(r"server version: 10\.11\.\S+ -> 11\.8\.", said[1]), said
+
+
+@pytest.mark.parametrize(
+    "version, family, shown",
+    [
+        ("Ver 9.7.4-2 for Linux on x86_64 ((Debian))", "mysql", "MySQL 9.7.4-2"),
+        ("Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu", "mariadb", "11.8.9-MariaDB-0+deb13u1"),
+        ("postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)", "postgresql", "PostgreSQL 17.12"),
+    ],
+)
+def test_the_hosts_page_names_each_build_s_server(version, family, shown):
+    from experiments.templatetags.hosts import server_release
+
+    assert server_release(version, family) == shown
