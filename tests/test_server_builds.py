@@ -289,7 +289,7 @@ def test_a_series_whose_build_moved_to_11_8_names_the_version_in_what_differed(
     "version, family, shown",
     [
         ("Ver 9.7.4-2 for Linux on x86_64 ((Debian))", "mysql", "MySQL 9.7.4-2"),
-        ("Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu", "mariadb", "11.8.9-MariaDB-0+deb13u1"),
+        ("Ver 11.8.9-MariaDB-0+deb13u1 from Debian", "mariadb", "11.8.9-MariaDB-0+deb13u1"),
         ("postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)", "postgresql", "PostgreSQL 17.12"),
     ],
 )
