@@ -48,25 +48,8 @@ class InnoDB(MariaDBInnoDB):
         listed = ", ".join(f"'{name}'" for name in self.sampled_status)
         return f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); {LSN_SQL}; SELECT '{end}';\n"
 
-    def lsns(self, server) -> dict:
-        """current, checkpoint and flushed LSNs now."""
-        found = server.global_values(
-            "STATUS",
-            (
-                "Innodb_redo_log_current_lsn",
-                "Innodb_redo_log_checkpoint_lsn",
-                "Innodb_redo_log_flushed_to_disk_lsn",
-            ),
-        )
-        return {name.removeprefix("Innodb_redo_log_"): int(value) for name, value in found.items()}
-
     def redo_to_replay(self, server, client) -> int:
-        client.stdin.write(
-            "SELECT CAST(c.VARIABLE_VALUE AS UNSIGNED) - CAST(k.VARIABLE_VALUE AS UNSIGNED) "
-            "FROM performance_schema.global_status c JOIN performance_schema.global_status k "
-            "ON c.VARIABLE_NAME = 'Innodb_redo_log_current_lsn' "
-            "AND k.VARIABLE_NAME = 'Innodb_redo_log_checkpoint_lsn';\n"
-        )
+        client.stdin.write(f"SELECT {CURRENT} - {CHECKPOINT};\n")
         client.stdin.flush()
         line = client.stdout.readline().strip()
         if not line.isdigit():
@@ -93,7 +76,7 @@ class InnoDB(MariaDBInnoDB):
             "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 "
             "UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
         )
-        places = max(1, len(str(int(rows))))
+        places = len(str(max(int(rows) - 1, 1)))  # 0 .. rows-1, plus 1
         joined = ", ".join(f"{digits} p{i}" for i in range(places))
         number = " + ".join(f"p{i}.d * {10**i}" for i in range(places))
         return f"(SELECT {number} + 1 AS seq FROM {joined} HAVING seq <= {int(rows)}) numbers"
