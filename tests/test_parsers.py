@@ -431,7 +431,11 @@ def test_mysql_9_7_multi_batch_recovery_matches_its_log():
     assert [b.records for b in crash.batches][:2] == [886, 830]
     assert crash.start_to_last_batch_seconds == pytest.approx(8.011564 - 6.563550, abs=1e-6)
     status = parse_path(MYSQL_9_7 / "innodb_multi_batch" / "innodb_status_at_crash.txt")
-    assert (status.log.checkpoint_lsn, status.log.lsn) == (31_833_376, 87_707_199)
+    assert (status.log.checkpoint_lsn, status.log.lsn, status.log.log_capacity) == (
+        31_833_376,
+        87_707_199,
+        536_870_912,
+    )
 
 
 POSTGRESQL_15 = DATA / "postgresql-15"
