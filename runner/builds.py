@@ -162,9 +162,15 @@ def folder_programs(work_dir: Path, build: str) -> dict:
     return found
 
 
-def installed(name: str) -> str | None:
-    """An installed program's path: on the PATH, or in /usr/sbin (which root's PATH may lack)."""
-    return shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+def installed(*names: str) -> str | None:
+    """The first of `names` installed: its path on the PATH, or in /usr/sbin (which root's PATH
+    may lack); None where none is."""
+    for name in names:
+        if path := shutil.which(name) or (
+            f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None
+        ):
+            return path
+    return None
 
 
 def version_line(command: list[str], marker: str) -> str:

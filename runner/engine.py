@@ -1,8 +1,9 @@
 """What an engine is to the runner: the base class every engine's class fills in (each family's
-engines.py: families/mariadb, families/postgresql; the registry is families/__init__.py).
-Standard library only."""
+engines.py under families/; the registry is families/__init__.py). Standard library only."""
 
 from pathlib import Path
+
+from .errors import RunFailed
 
 # held_back: the engine's method settings hold its flushing (and so its checkpoint) back during the
 # workload, so the redo written is the redo recovery replays; natural: the server flushes as it
@@ -76,6 +77,17 @@ class Engine:
         """How much redo recovery would replay if the server were killed now; `client` is an
         open session (server.session()) for engines that ask the server."""
         raise NotImplementedError
+
+    @staticmethod
+    def read_number(client, sql: str, what: str) -> int:
+        """One whole number from an open session (server.session()): `sql` asked, its one line
+        read; RunFailed naming `what` where the answer is not one."""
+        client.stdin.write(f"{sql};\n")
+        client.stdin.flush()
+        line = client.stdout.readline().strip()
+        if not line.isdigit():
+            raise RunFailed(f"could not read {what}: {line or 'connection lost'}")
+        return int(line)
 
     def sample_extras(self, datadir: Path) -> dict:
         """Values read beside the sampled status each second (files on disk)."""

@@ -13,6 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
+from .builds import installed
 from .errors import RunFailed
 
 POLL_S = 0.005
@@ -166,8 +167,7 @@ def stat_fields(pid: str | int) -> list[str] | None:
 
 
 def find_binary(*names: str) -> str:
-    for name in names:
-        path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
-        if path:
-            return path
+    """The first of `names` installed (builds.installed), or RunFailed naming them."""
+    if path := installed(*names):
+        return path
     raise RunFailed(f"none of {', '.join(names)} is installed on this host")

@@ -55,7 +55,7 @@ class MariaDBServer(Server):
 
     @classmethod
     def system_programs(cls) -> dict:
-        return {"server": installed("mariadbd") or installed("mysqld")}
+        return {"server": installed("mariadbd", "mysqld")}
 
     @classmethod
     def system_servers(cls) -> dict[str, str]:

@@ -49,12 +49,7 @@ class InnoDB(MariaDBInnoDB):
         return f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); {LSN_SQL}; SELECT '{end}';\n"
 
     def redo_to_replay(self, server, client) -> int:
-        client.stdin.write(f"SELECT {CURRENT} - {CHECKPOINT};\n")
-        client.stdin.flush()
-        line = client.stdout.readline().strip()
-        if not line.isdigit():
-            raise RunFailed(f"could not read the checkpoint age: {line or 'connection lost'}")
-        return int(line)
+        return self.read_number(client, f"SELECT {CURRENT} - {CHECKPOINT}", "the checkpoint age")
 
     def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
         """As MariaDB's: a trivial commit on another connection writes the log buffer; then wait

@@ -98,12 +98,7 @@ class PostgreSQL(Engine):
         }
 
     def redo_to_replay(self, server, client) -> int:
-        client.stdin.write(f"SELECT {self.VALUES['wal_to_replay']};\n")
-        client.stdin.flush()
-        line = client.stdout.readline().strip()
-        if not line.isdigit():
-            raise RunFailed(f"could not read the WAL to replay: {line or 'connection lost'}")
-        return int(line)
+        return self.read_number(client, f"SELECT {self.VALUES['wal_to_replay']}", "the WAL to replay")
 
     def at_crash(self, server) -> dict:
         return {"control_data_at_crash": server.control_data()}

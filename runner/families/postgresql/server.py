@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ...builds import BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, launching_script, version_line
+from ...builds import BUILDS_DIR, SYSTEM_BUILD, folder_programs, launching_script, version_line
 from ...errors import RunFailed
 from ...processes import POLL_S, SETPRIV, spawn, stat_fields
 from ...server import Server
@@ -73,13 +73,9 @@ def postgres_bin(work_dir: Path, build: str, run_folder: Path) -> Path:
                 "(apt-get install postgresql)"
             )
         return Path(found)
-    folder = work_dir / BUILDS_DIR / build
-    try:
-        found = build_programs(folder) if folder.is_dir() else None
-    except BuildUnusable as exc:
-        raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
-    if not found or not found["postgres_bin"]:
-        raise RunFailed(f"this host has no PostgreSQL build {build!r} under {folder}")
+    found = folder_programs(work_dir, build)
+    if not found["postgres_bin"]:
+        raise RunFailed(f"this host has no PostgreSQL build {build!r} under {work_dir / BUILDS_DIR / build}")
     bin_folder = Path(found["postgres_bin"])
     missing = [name for name in PROGRAMS if not (bin_folder / name).is_file()]
     if missing:
