@@ -51,7 +51,7 @@ EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
 FINISHED = ("done", "partial", "failed", "cancelled")
 DEFAULT_METRICS = ("recovery_seconds",)
 # Parameters a stored definition leaves out unless named, and what their absence means.
-UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING}
+UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING, "profile": False}
 THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
 # A refused connection or a 502/503/504 is tried again this many times, with backoff (~1 min).
 DEFAULT_RETRIES = 6

@@ -101,6 +101,18 @@ def _one_of(*choices: object) -> Callable[[object], object]:
     return check
 
 
+def _boolean() -> Callable[[object], bool]:
+    @_described({"type": "boolean"})
+    def check(value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise ValueError(f"{shown(value)} is not true or false")
+
+    return check
+
+
 def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
     @_described({"type": "string", "pattern": pattern.pattern})
     def check(value: object) -> str:
@@ -127,6 +139,8 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     # workload wrote; natural: the server's own flushing, as in production (what a bigger log
     # buys while running). Left out of a run's parameters unless named: absent is held_back.
     "flushing": (_one_of(*contract.FLUSHING), None),
+    # true: a CPU profile of the restart (perf, where the host has it). Left out unless true.
+    "profile": (_boolean(), None),
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters. Each is
@@ -302,6 +316,7 @@ class ExperimentDefinition:
                         for name, value in zip(param_names, param_values, strict=True)
                         # the default is left unsaid, as runs made before it could be named are
                         if not (name == "flushing" and value == contract.DEFAULT_FLUSHING)
+                        and not (name == "profile" and value is False)
                     },
                     server_options=dict(zip(option_names, option_values, strict=True)),
                     repetition=repetition,

@@ -15,6 +15,7 @@ INTEGER_METRICS = (
     "rows_inserted",
     "acknowledged_commits",
     "lost_commits",
+    "recovery_disk_read_bytes",
 )
 FLOAT_METRICS = (
     "recovery_seconds",
@@ -28,6 +29,8 @@ FLOAT_METRICS = (
     "latency_p95_ms",
     "achieved_insert_rate",
     "warmup_seconds",
+    "recovery_cpu_seconds",
+    "recovery_busiest_cpu_share",
 )
 METRIC_NAMES = (*INTEGER_METRICS, *FLOAT_METRICS, "verified")
 
@@ -58,6 +61,9 @@ LABELS = {
     "warmup_seconds": "back to 90% throughput (s)",
     "acknowledged_commits": "commits acknowledged before the crash",
     "lost_commits": "acknowledged commits lost",
+    "recovery_cpu_seconds": "recovery's CPU time, all threads (s)",
+    "recovery_busiest_cpu_share": "recovery's busiest thread (share of one core)",
+    "recovery_disk_read_bytes": "recovery's reads from the disk (bytes)",
 }
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 

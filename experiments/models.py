@@ -228,6 +228,10 @@ class RunMetrics(models.Model):
     # how many of them recovery did not bring back.
     acknowledged_commits = models.BigIntegerField(null=True, blank=True)
     lost_commits = models.BigIntegerField(null=True, blank=True)
+    # What the server's threads used over the recovery (experiments/ingest/resources.py).
+    recovery_cpu_seconds = models.FloatField(null=True, blank=True)
+    recovery_busiest_cpu_share = models.FloatField(null=True, blank=True)
+    recovery_disk_read_bytes = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -248,7 +252,7 @@ def without_nul(value):
 
 # Run columns only the run's own page and API answer read (a second's samples of a long workload
 # add up): lists and experiment pages defer them.
-PER_RUN_DETAIL_FIELDS = ("samples", "timeline", "live_samples")
+PER_RUN_DETAIL_FIELDS = ("samples", "timeline", "live_samples", "resources")
 
 
 class Run(RunMetrics):
@@ -295,6 +299,12 @@ class Run(RunMetrics):
     # (Defaults in the database too: rows written by SQL of its own, as the benchmarks' are.)
     samples = models.JSONField(default=dict, db_default={}, blank=True)
     timeline = models.JSONField(default=dict, db_default={}, blank=True)
+    # What the server's threads used over the recovery and the rest of its start-up, and which
+    # resource bound the recovery (experiments/ingest/resources.py).
+    resources = models.JSONField(default=dict, db_default={}, blank=True)
+    # The verdict's bound resource (resources.verdict.bound): cpu_one_core, cpu_all_cores, disk,
+    # waiting, unknown; "" without readings.
+    recovery_bound = models.CharField(max_length=20, blank=True, default="", db_default="")
     # While the run goes: the runner's latest samples as it sent them (raw), for the live chart.
     live_samples = models.JSONField(default=list, db_default=[], blank=True)
     # Values the analysis must not trust (impossible durations): left out of charts and

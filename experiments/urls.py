@@ -22,7 +22,7 @@ from experiments.pages.experiments import (
     experiment_report,
     experiment_report_pdf,
 )
-from experiments.pages.hosts import host_aa_check, host_list, host_probe, host_trust_key
+from experiments.pages.hosts import host_aa_check, host_list, host_measure, host_probe, host_trust_key
 from experiments.pages.imports import import_new
 from experiments.pages.runs import (
     run_annotate,
@@ -66,6 +66,7 @@ urlpatterns = [
     path("runs/<int:pk>/reparse/", run_reparse, name="run-reparse"),
     path("hosts/", host_list, name="host-list"),
     path("hosts/<int:pk>/probe/", host_probe, name="host-probe"),
+    path("hosts/<int:pk>/measure/", host_measure, name="host-measure"),
     path("hosts/<int:pk>/aa-check/", host_aa_check, name="host-aa-check"),
     path("hosts/<int:pk>/trust-key/", host_trust_key, name="host-trust-key"),
     path("imports/new/", import_new, name="import-new"),

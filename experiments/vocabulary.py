@@ -82,6 +82,7 @@ AXIS_TITLES = {
     "server_version": "server version",
     "server_build": "server build",
     "flushing": "flushing",
+    "profile": "CPU profile of the restart",
     "crash_redo_bytes": "crash at redo to replay (bytes)",
     "crash_when": "crash plan",
     "crash_after_seconds": "crash after (s)",

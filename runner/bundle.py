@@ -4,6 +4,8 @@ and the server's error log out of the server's folder, as regular files only (fi
 from pathlib import Path
 
 from .files import copy_regular, server_home
+from .profile import FOLDED_FILE
+from .resources import RESOURCES_FILE
 from .sampler import SAMPLES_FILE
 
 
@@ -26,5 +28,7 @@ def collect(work: Path, out: Path) -> None:
         "install.log",
         "rocksdb_LOG",
         SAMPLES_FILE,
+        RESOURCES_FILE,
+        FOLDED_FILE,
     ):
         copy_regular(work / name, out / name)

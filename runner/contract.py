@@ -166,6 +166,8 @@ class RunSpec:
         files = self.parameters.get("binlog_files", 0)
         if isinstance(files, bool) or not isinstance(files, int) or not 0 <= files <= MAX_BINLOG_FILES:
             raise RunFailed(f"binlog_files must be a whole number from 0 to {MAX_BINLOG_FILES}")
+        if not isinstance(self.parameters.get("profile", False), bool):
+            raise RunFailed("profile must be true or false")
         if self.parameters.get("flushing", DEFAULT_FLUSHING) not in FLUSHING:
             raise RunFailed(f"flushing must be one of {', '.join(FLUSHING)}")
         rate = self.parameters.get("insert_rate", 0)

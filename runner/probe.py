@@ -13,6 +13,7 @@ from pathlib import Path
 from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, installed
 from .families import FAMILIES, FAMILY_ENGINES, server_class, system_programs
 from .files import UnsafeFolder, own_folder
+from .floor import kept
 
 
 def _first_line(args: list[str]) -> str | None:
@@ -43,24 +44,16 @@ def _memory_bytes() -> int | None:
 
 
 def _disk(work_dir: Path) -> dict:
-    """Free space where the runs will write, and whether that disk spins."""
+    """Free space where the runs will write, and the disk's floor where it was measured (floor.py:
+    a figure, where the kernel's rotational flag was a guess: a VM's virtio disk says it spins)."""
     folder = work_dir
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     usage = shutil.disk_usage(folder)
     disk = {"path": str(work_dir), "free_bytes": usage.free, "total_bytes": usage.total}
-    try:
-        device = os.stat(folder).st_dev
-        block = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}").resolve()
-        # a partition's queue is its parent disk's
-        for candidate in (block, block.parent):
-            rotational = candidate / "queue" / "rotational"
-            if rotational.exists():
-                disk["rotational"] = rotational.read_text().strip() == "1"
-                disk["device"] = candidate.name
-                break
-    except (OSError, ValueError):
-        pass
+    floor = kept(work_dir) if folder == work_dir else None
+    if floor:
+        disk["floor"] = floor
     return disk
 
 

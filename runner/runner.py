@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from . import noise
+from . import floor, noise
 from .builds import SYSTEM_BUILD, folder_programs
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
@@ -56,6 +56,8 @@ from .processes import (
     unmount_stale,
     watch_stdin,
 )
+from .profile import Profile
+from .resources import RESOURCES_FILE, Resources
 from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
 from .server import Server
 from .stamper import LogStamper
@@ -151,8 +153,18 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
 
         progress("restarting after the crash", 75)
         restart_mark = noise.mark()
+        profile = Profile(work, clock) if spec["parameters"].get("profile") else None
+        if profile is not None:
+            profile.start()
         times["recovery_spawned"] = server.start()
-        times["recovery_first_query"] = server.wait_until_ready(timeout)
+        watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE)
+        watcher.start()
+        try:
+            times["recovery_first_query"] = server.wait_until_ready(timeout)
+        finally:
+            result["resource_readings"] = watcher.stop()
+            if profile is not None:
+                result["profile"] = profile.stop(watcher.pids)
         result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
         server.engine.keep_recovery_log(server.datadir, work)
@@ -241,6 +253,15 @@ def early_exit(how: str, oom_before: int | None, log_tail: str, failure: Excepti
     )
 
 
+def measure_disk(work_dir: Path) -> str | None:
+    """Measure the disk's floor, which the probe then reports; why it was not measured, if not."""
+    try:
+        floor.measure(work_dir)
+    except (floor.NotMeasured, UnsafeFolder, OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", help="the run's JSON spec")
@@ -248,11 +269,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the datadir for inspection")
     parser.add_argument("--probe", metavar="WORK_DIR", help="print this host's facts as JSON and exit")
     parser.add_argument(
+        "--measure-disk",
+        action="store_true",
+        help="with --probe: first measure the work directory's disk (fio)",
+    )
+    parser.add_argument(
         "--watch-stdin", action="store_true", help="stop everything when stdin closes (transports set it)"
     )
     args = parser.parse_args(argv)
     if args.probe:
-        print(json.dumps(host_facts(args.probe)), flush=True)
+        not_measured = measure_disk(Path(args.probe)) if args.measure_disk else None
+        facts = host_facts(args.probe)
+        if not_measured:
+            facts["disk"]["floor_error"] = not_measured
+        print(json.dumps(facts), flush=True)
         return 0
     if not args.spec or not args.out:
         parser.error("--spec and --out are required to run")

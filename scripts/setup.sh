@@ -16,6 +16,8 @@ command -v fusermount3 >/dev/null || need_apt+=(fuse3)  # the power_loss crash: 
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)  # the tests start their own sshd on loopback
 [ -x /usr/sbin/ip ] || need_apt+=(iproute2)  # the several-hosts test's network namespaces
 [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)  # make start's buffering proxy, and its test
+command -v fio >/dev/null || need_apt+=(fio)  # the probe's measure of the disk (its floor)
+command -v perf >/dev/null || need_apt+=(linux-perf)  # CPU profiles of a restart (parameters.profile)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

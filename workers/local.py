@@ -89,15 +89,22 @@ class LocalTransport:
         shutil.rmtree(builds / name, ignore_errors=True)
         partial.rename(builds / name)
 
-    def probe(self) -> dict:
-        """This machine's facts, read by the runner itself."""
+    def probe(self, measure_disk: bool = False) -> dict:
+        """This machine's facts, read by the runner itself; `measure_disk`: its disk's floor
+        measured first (fio, about 12 s)."""
         with tempfile.TemporaryDirectory(prefix="probe-", dir=work_dir()) as tmp:
             runner = write_runner(Path(tmp))
             done = subprocess.run(
-                [sys.executable, str(runner), "--probe", str(settings.RUNNER_WORK_DIR)],
+                [
+                    sys.executable,
+                    str(runner),
+                    "--probe",
+                    str(settings.RUNNER_WORK_DIR),
+                    *(["--measure-disk"] if measure_disk else []),
+                ],
                 capture_output=True,
                 text=True,
-                timeout=120,
+                timeout=720 if measure_disk else 120,
             )
         if done.returncode != 0:
             raise TransportError(f"the probe failed: {done.stderr[-500:]}")

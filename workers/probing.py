@@ -13,12 +13,13 @@ from workers.hosts import transport_for
 from workers.transports import TransportError
 
 
-def probe_host(host_id: int) -> dict:
+def probe_host(host_id: int, measure_disk: bool = False) -> dict:
     """{"status", "facts", "host_key_fingerprint"} and "error" when the host could not be read.
-    Running it twice changes nothing but last_seen."""
+    Running it twice changes nothing but last_seen. `measure_disk`: the runner measures the work
+    directory's disk with fio first (its floor, kept on the host and in every later probe)."""
     host = Host.objects.get(id=host_id)
     try:
-        found = transport_for(host).probe()
+        found = transport_for(host).probe(measure_disk=measure_disk)
     except (TransportError, SSHKeyError) as exc:
         host = services.record_host_down(host_id, str(exc))
         return {

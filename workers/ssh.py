@@ -51,13 +51,14 @@ class SSHTransport:
 
     # The two things a transport does -----------------------------------------------------
 
-    def probe(self) -> dict:
+    def probe(self, measure_disk: bool = False) -> dict:
         """Read the host's facts over a connection whose key is the pinned one. With no key
         pinned yet, only the key the host offers is read (no login, nothing sent): an admin
-        confirms its fingerprint before anything else happens; "facts" is None then."""
+        confirms its fingerprint before anything else happens; "facts" is None then.
+        `measure_disk`: the disk's floor measured first (fio)."""
         if not self.host.host_key:
             return asyncio.run(self._offered_key())
-        return asyncio.run(self._with_connection(self._probe))
+        return asyncio.run(self._with_connection(lambda conn: self._probe(conn, measure_disk)))
 
     async def _offered_key(self) -> dict:
         try:
@@ -190,13 +191,11 @@ class SSHTransport:
 
     # Work ------------------------------------------------------------------------------------
 
-    async def _probe(self, conn) -> dict:
+    async def _probe(self, conn, measure_disk: bool = False) -> dict:
         folder = await self._upload_runner(conn)
+        command = f"python3 {shlex.quote(folder + '/runner.pyz')} --probe {shlex.quote(self.host.work_dir)}"
         try:
-            output = await self._command(
-                conn,
-                f"python3 {shlex.quote(folder + '/runner.pyz')} --probe {shlex.quote(self.host.work_dir)}",
-            )
+            output = await self._command(conn, command + (" --measure-disk" if measure_disk else ""))
         finally:
             await self._remove(conn, folder)
         return {"facts": json.loads(output), "host_key": "", "host_key_fingerprint": ""}

@@ -34,6 +34,7 @@ ROW_FIELDS = (
     "disturbed",
     "excluded",
     "excluded_reason",
+    "recovery_bound",
     "buffer_pool_bytes",
     "redo_log_bytes",
     "insert_rate",
@@ -59,6 +60,7 @@ PARAMETER_LABELS = {
     "binlog_files": "binlogs",
     "server_build": "build",
     "flushing": "flushing",
+    "profile": "profiled",
     "crash_when": "crash",
     "crash_redo_bytes": "crash at redo",
     "crash_after_seconds": "crash after s",
@@ -248,8 +250,10 @@ def varied_axes(rows: list[dict]) -> list[str]:
             values[name].add(str(value))
         values["server_build"].add(row["parameters"].get("server_build", SYSTEM_BUILD))
         values["flushing"].add(row["parameters"].get("flushing", DEFAULT_FLUSHING))
+        values["profile"].add(bool(row["parameters"].get("profile", False)))
         for name in CRASH_AXES:  # a swept crash plan is an axis too (its values otherwise pooled)
             values[name].add(str(row["parameters"].get(name)))
-    order = [*PARAMETER_ORDER, *CRASH_AXES, "engine", "host", "server_build", "flushing", "server_version"]
+    order = [*PARAMETER_ORDER, *CRASH_AXES, "engine", "host", "server_build", "flushing", "profile"]
+    order.append("server_version")
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

@@ -21,13 +21,14 @@ from experiments.analysis.sentences import (
     sentences,
     startup_change,
 )
+from experiments.analysis.where import resource_sentence
 from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
 from experiments.units import GIB, as_row_id
 from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 # Parameters a run names only when its definition did, and what their absence means.
-ABSENT_PARAMETERS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING}
+ABSENT_PARAMETERS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING, "profile": False}
 
 
 def normalised(row: dict) -> dict:
@@ -163,6 +164,16 @@ def compare_experiments(
             if side != baseline and (said := startup_change(cell["metrics"], side, baseline))
         }
         cell["sentences"] = sentences(cell["metrics"], side_names, baseline, label, cell["startup_change"])
+        cell["sentences"] += [
+            said
+            for side in side_names
+            if side != baseline
+            and (
+                said := resource_sentence(
+                    cell["metrics"], side_names[side], side_names[baseline], side, label
+                )
+            )
+        ]
         startup = cell["startup_change"]
         cell["regressions"] = regressions(cell["metrics"], side_names, baseline, label, startup)
         cell["comparable"] = not crash

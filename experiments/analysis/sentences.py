@@ -14,6 +14,8 @@ COMPARED_METRICS = {
     "recovery_seconds_per_1000_rows": ("recovery per 1000 rows inserted", True),
     "redo_bytes": ("redo to replay", True),
     "redo_apply_mb_per_s": ("redo apply rate", False),
+    "recovery_cpu_seconds": ("recovery's CPU time", True),
+    "recovery_disk_read_bytes": ("recovery's reads from the disk", True),
     "workload_tps": ("workload TPS", False),
     "achieved_insert_rate": ("insert rate reached", False),
 }

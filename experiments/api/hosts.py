@@ -20,6 +20,12 @@ from experiments.services.ssh_keys import dashboard_public_key
 from workers.probing import probe_host
 
 
+class ProbeSerializer(serializers.Serializer):
+    measure_disk = serializers.BooleanField(
+        default=False, help_text="measure the work folder's disk with fio first (its floor)"
+    )
+
+
 class HostSerializer(serializers.ModelSerializer):
     transport = serializers.ChoiceField(choices=Transport.choices)
     status = serializers.SerializerMethodField()
@@ -130,12 +136,16 @@ class HostViewSet(
     queryset = Host.objects.with_activity()
     permission_classes = [roles.AdminWrites]
 
-    @extend_schema(request=None, responses={200: ProbeResultSerializer})
+    @extend_schema(request=ProbeSerializer, responses={200: ProbeResultSerializer})
     @action(detail=True, methods=["post"])
     def probe(self, request, pk=None):
         """Connect now and read the host's facts over its confirmed key; a host with no confirmed
-        key is only asked for the key it offers (status unverified, offered_host_key_fingerprint)."""
-        return Response(probe_host(self.get_object().pk))
+        key is only asked for the key it offers (status unverified, offered_host_key_fingerprint).
+        `measure_disk`: first measure its work folder's disk with fio (about 12 s), the floor its
+        recoveries are set against (facts.disk.floor; facts.disk.floor_error if it could not)."""
+        body = ProbeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(probe_host(self.get_object().pk, measure_disk=body.validated_data["measure_disk"]))
 
     @extend_schema(request=TrustHostKeySerializer, responses={200: HostSerializer})
     @action(detail=True, methods=["post"], url_path="trust-host-key")

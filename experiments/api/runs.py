@@ -83,8 +83,9 @@ class RunDetailSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         # the seconds before the crash (experiments/ingest/seconds.py), the restart's timeline and
-        # what else used the host (runner/noise.py)
-        fields = [*RunSerializer.Meta.fields, "attempts", "samples", "timeline", "noise"]
+        # what else used the host (runner/noise.py), what the restart's threads used and the
+        # verdict, and the CPU profile's function shares (experiments/ingest/resources.py, profile.py)
+        fields = [*RunSerializer.Meta.fields, "attempts", "samples", "timeline", "noise", "resources"]
 
 
 class ExclusionSerializer(serializers.Serializer):

@@ -195,9 +195,11 @@ def _ci_text(summary: stats.Summary) -> str:
     return f"{summary.ci[0]:.3g} to {summary.ci[1]:.3g}"
 
 
-def redo_fit_chart(rows: list[dict]) -> dict:
+def redo_fit_chart(rows: list[dict], floors: dict[str, float] | None = None) -> dict:
     """Recovery against redo to replay per engine, with a fitted line and its 95% band; the
-    legend gives the apply rate (1 / slope) in MiB/s."""
+    legend gives the apply rate (1 / slope) in MiB/s. `floors`: per host, its disk's measured
+    sequential read (MB/s): the floor line, the redo read at that rate, what no recovery beats
+    that must read its redo from the disk."""
     traces, xs_all, ys_all = [], [], []
     for index, engine in enumerate(sorted({r["engine"] for r in rows})):
         points = [
@@ -221,6 +223,21 @@ def redo_fit_chart(rows: list[dict]) -> dict:
             # A line through points whose redo hardly differs would give an apply rate out of noise.
             note = f" (no apply rate: {refusal})" if fit else ""
             traces.append(_points(name + note, engine, xs, ys, points, "circle", index))
+    hosts = {r["host_label"] for r in rows if r["redo_bytes"] is not None}
+    for host, rate in sorted((floors or {}).items()):
+        if host in hosts and rate and xs_all:
+            top = max(xs_all)
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": f"{host}'s disk reading the redo sequentially ({rate:,.0f} MB/s, fio): the floor",
+                    "x": [0, top],
+                    "y": [0, top * MIB / (rate * 1e6)],
+                    "line": {"color": "#e6550d", "dash": "dash", "width": 1.5},
+                    "hovertemplate": "%{x:.0f} MiB read in %{y:.3f} s at its sequential rate<extra></extra>",
+                }
+            )
     return {
         "data": traces,
         "layout": base_layout(
@@ -366,12 +383,15 @@ def _bar(name: str, rows: list[str], values: list[float], colour_: str, pattern:
     return bar
 
 
-def experiment_figures(rows: list[dict], cells: list[Cell], axes: list[str]) -> dict[str, dict]:
-    """Every chart of the experiment page, by id; runs that are suspect or excluded are out."""
+def experiment_figures(
+    rows: list[dict], cells: list[Cell], axes: list[str], floors: dict[str, float] | None = None
+) -> dict[str, dict]:
+    """Every chart of the experiment page, by id; runs that are suspect or excluded are out.
+    `floors`: each host's measured sequential read (MB/s), drawn on the redo chart."""
     # each run's hover box written once, not once a chart it is drawn in
     charted = [{**r, "hover": hover_text(r)} for r in rows if analysable(r)]
     figures = {f"axis-{axis}": parameter_chart(charted, axis, axes) for axis in axes or ["engine"]}
-    figures["redo"] = redo_fit_chart(charted)
+    figures["redo"] = redo_fit_chart(charted, floors)
     figures["phases"] = phase_chart(cells)
     figures["tradeoff"] = tradeoff_chart(cells)
     return {name: figure for name, figure in figures.items() if figure["data"]}

@@ -11,9 +11,12 @@ from zoneinfo import ZoneInfo
 
 from experiments.engines import engine as engine_named
 from experiments.engines import replay_seconds
+from experiments.ingest.doubts import checkpoint_moved, cross_check_crash_lsn, rate_reached
+from experiments.ingest.profile import FOLDED_FILE, profile_summary
+from experiments.ingest.resources import RESOURCES_FILE, restart_resources
 from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
 from experiments.parsers import Episode, ParsedFile, parse_bytes
-from experiments.vocabulary import INSERTS_PER_TRANSACTION, RATE_REACHED_SHARE
+from experiments.vocabulary import INSERTS_PER_TRANSACTION
 from runner.processes import POLL_S
 
 # Phase names of the parsers -> the names a Run keeps (docs/design.md, "Metrics of a Run").
@@ -30,6 +33,8 @@ PHASE_NAMES = {
 }
 # Whole-second logs put a line up to a second off: a margin before calling a duration impossible.
 CLOCK_MARGIN_S = 1.0
+# The runner's own files, read by their own modules, not by the log parsers.
+NOT_PARSED = ("result.json", "install.log", "sysbench_prepare.txt", SAMPLES_FILE, RESOURCES_FILE, FOLDED_FILE)
 MAX_LOG_FILES = 100
 
 
@@ -48,6 +53,8 @@ class RunAnalysis:
     # The seconds before the crash (per-second samples) and after it (the restart's timeline).
     samples: dict = field(default_factory=dict)
     timeline: dict = field(default_factory=dict)
+    # What the server's threads used over the recovery and the rest of start-up, and the verdict.
+    resources: dict = field(default_factory=dict)
 
 
 def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:
@@ -91,7 +98,7 @@ def analyse_run(
     zone = _local_zone(result)
     crash_index = result.get("crash_index", 0)
     for name, content in files.items():
-        if name in ("result.json", "install.log", "sysbench_prepare.txt", SAMPLES_FILE):
+        if name in NOT_PARSED:
             continue
         analysis.parsed[name] = parse_bytes(name, content, local_tz=zone)
     log_name = "error.log.stamped" if "error.log.stamped" in analysis.parsed else "error.log"
@@ -124,6 +131,22 @@ def analyse_run(
         own_log = kind.own_log_file
         wal = _crash_episode(analysis.parsed.get(own_log), crash_index) if own_log else None
         analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
+        if RESOURCES_FILE in files:
+            facts = result.get("facts") or {}
+            floor = (facts.get("disk") or {}).get("floor")
+            analysis.resources, warnings = restart_resources(
+                files[RESOURCES_FILE], times, crash, floor, facts.get("cpu_count")
+            )
+            analysis.warnings += warnings
+            recovery = analysis.resources.get("recovery") or {}
+            if recovery.get("threads"):
+                metrics.update(
+                    recovery_cpu_seconds=recovery["cpu_s"],
+                    recovery_busiest_cpu_share=recovery["threads"][0]["cpu_share"],
+                    recovery_disk_read_bytes=recovery["read_bytes"],
+                )
+        if result.get("profile"):
+            analysis.resources["profile"] = profile_summary(result["profile"], files.get(FOLDED_FILE))
         if recovery_start is not None and recovery_start.ready_at is not None:
             ready_resolution = stamp_resolution(log_name, recovery_start)
             spawned = times.get("recovery_spawned")
@@ -156,12 +179,12 @@ def analyse_run(
     if metrics.get("redo_bytes") and replay:
         metrics["redo_apply_mb_per_s"] = round(metrics["redo_bytes"] / 1e6 / replay, 3)
 
-    _cross_check_crash_lsn(analysis)
+    cross_check_crash_lsn(analysis)
     _workload_metrics(analysis, result.get("spec", {}).get("workload", {}).get("name"))
     for name, value in result.get("counters", {}).items():
         metrics[name] = value
-    _checkpoint_moved(analysis, result.get("spec", {}).get("parameters", {}).get("flushing"))
-    _rate_reached(analysis, result.get("spec", {}).get("parameters", {}).get("insert_rate"))
+    checkpoint_moved(analysis, result.get("spec", {}).get("parameters", {}).get("flushing"))
+    rate_reached(analysis, result.get("spec", {}).get("parameters", {}).get("insert_rate"))
     warmup = result.get("warmup") or {}
     if warmup.get("seconds") is not None:
         metrics["warmup_seconds"] = warmup["seconds"]
@@ -317,57 +340,6 @@ def _own_log_metrics(result: dict, analysis: RunAnalysis, log_name: str) -> None
     sizes = result.get("wal_bytes_at_crash", {})
     if sizes:
         metrics["redo_bytes"] = sum(sizes.get(str(wal), 0) for wal in crash.wal_files)
-
-
-def _cross_check_crash_lsn(analysis: RunAnalysis) -> None:
-    """The status snapshot taken just before the kill must agree with what recovery found: redo
-    that was flushed to the log ("Log flushed up to") must have been replayed. (Redo still in the
-    log buffer at the kill, such as purge's, is lost by design and proves nothing.)"""
-    status = analysis.parsed.get("innodb_status_at_crash.txt")
-    crash_lsn = analysis.metrics.get("crash_lsn")
-    if status is None or status.log is None or crash_lsn is None:
-        return
-    durable = status.log.flushed_lsn
-    if durable is not None and crash_lsn < durable and not analysis.xa_prepared:
-        # (With the binary log on, commits need not reach InnoDB's log: the binlog has them and
-        # XA recovery commits the prepared transactions, so a shorter log is expected there.)
-        analysis.warnings.append(
-            f"recovery ended at LSN {crash_lsn}, before the LSN {durable} flushed to the log just "
-            "before the crash: committed work may be missing"
-        )
-
-
-def _rate_reached(analysis: RunAnalysis, asked: int | None) -> None:
-    """A run that did not reach the insert rate asked for did not do the same work as its
-    neighbours at that rate: it says so (the summary's cells say it too)."""
-    reached = analysis.metrics.get("achieved_insert_rate")
-    if asked and reached is not None and reached < RATE_REACHED_SHARE * asked:
-        analysis.warnings.append(
-            f"insert rate not reached: {reached:,.0f} of the {asked:,} rows/s asked for "
-            f"(below {RATE_REACHED_SHARE:.0%}); this host could not sustain it with these settings"
-        )
-
-
-def _checkpoint_moved(analysis: RunAnalysis, flushing: str | None) -> None:
-    """The method holds the checkpoint back during the workload; when it moved all the same, the
-    redo recovery replayed is less than the redo the workload wrote, and the run should say so.
-    With natural flushing a checkpoint moving is what production does: nothing to say."""
-    if flushing == "natural":
-        return
-    before = analysis.parsed.get("innodb_status_before_run.txt")
-    at_crash = analysis.parsed.get("innodb_status_at_crash.txt")
-    if before is None or at_crash is None or before.log is None or at_crash.log is None:
-        return
-    start, end = before.log.checkpoint_lsn, at_crash.log.checkpoint_lsn
-    written = analysis.metrics.get("log_bytes_written")
-    # A few bytes are a checkpoint record the server writes after starting, not a flush.
-    if start and end and end - start > max(64 << 10, 0.01 * (written or 0)):
-        replayed = analysis.metrics.get("redo_bytes")
-        sizes = f" ({replayed:,} of {written:,} bytes)" if written and replayed else ""
-        analysis.warnings.append(
-            f"a checkpoint moved during the workload (LSN {start} to {end}): the redo replayed is "
-            f"less than the redo written{sizes}; a larger redo log or buffer pool holds it back"
-        )
 
 
 def _workload_metrics(analysis: RunAnalysis, workload: str | None) -> None:

@@ -26,7 +26,15 @@ from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
 from experiments.charts.layout import WIDE_FIGURES
-from experiments.models import PER_RUN_DETAIL_FIELDS, Engine, Experiment, ExperimentStatus, Run, RunStatus
+from experiments.models import (
+    PER_RUN_DETAIL_FIELDS,
+    Engine,
+    Experiment,
+    ExperimentStatus,
+    Host,
+    Run,
+    RunStatus,
+)
 from experiments.reports.findings import caveats, findings, method
 from experiments.reports.planner import sweep_plans
 from experiments.units import MB_PER_MIB, MIB
@@ -166,6 +174,12 @@ def experiment_context(experiment: Experiment) -> dict:
 ANALYSIS_CACHE_SECONDS = 24 * 3600
 
 
+def disk_floors(hosts: set[str]) -> dict[str, float]:
+    """Each host's disk as fio last measured it (sequential read, MB/s), where it was."""
+    found = Host.objects.filter(name__in=hosts).values_list("name", "facts__disk__floor__seq_read_mb_s")
+    return {name: rate for name, rate in found if isinstance(rate, int | float)}
+
+
 def analysed(rows: list[dict]) -> dict:
     """What the experiment page works out from its runs: cells, their summary, the charts and the
     findings (the report's sentences). Kept in the cache under a digest of everything it stands
@@ -175,7 +189,8 @@ def analysed(rows: list[dict]) -> dict:
     web process' own, in memory (settings.CACHES "analysis", ANALYSIS_CACHE_ENTRIES at most): a
     restart, as a new release makes, empties it."""
     spreads = aa.host_spreads({row["host_label"] for row in rows})
-    digest = hashlib.sha256(pickle.dumps((rows, spreads), protocol=5)).hexdigest()
+    floors = disk_floors({row["host_label"] for row in rows})
+    digest = hashlib.sha256(pickle.dumps((rows, spreads, floors), protocol=5)).hexdigest()
     key = f"experiment-analysis:{digest}"
     found = caches["analysis"].get(key)
     if found is None:
@@ -184,7 +199,7 @@ def analysed(rows: list[dict]) -> dict:
         found = {
             "cells": cells,
             "summary": summary_table(cells),
-            "figures": experiment_figures(rows, cells, axes),
+            "figures": experiment_figures(rows, cells, axes, floors),
             "axes": axes,
             # the report's sentences, on the page too
             "findings": findings(rows, cells, axes, spreads),

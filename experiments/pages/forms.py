@@ -42,7 +42,7 @@ YAML_ORDER = {
     "": ("name", "description", "tags", "hosts", "engines", "parameters", "server_options", "workload",
          "crash", "repetitions"),
     "parameters": ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files", "server_build",
-                   "flushing"),
+                   "flushing", "profile"),
     "workload": ("name", *WORKLOAD_NUMBERS),
     "crash": ("method", "when", "after_seconds", "redo_bytes", "open_rows"),
 }  # fmt: skip
@@ -112,6 +112,12 @@ class ExperimentForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="both: a sweep; none ticked: held back",
+    )
+    profile = forms.BooleanField(
+        required=False,
+        label="CPU profile of each restart",
+        help_text="perf samples the server from its spawn after the crash to its first query (where the host "
+        "has perf); the run page draws a flame graph, compare what grew",
     )
     server_options = forms.CharField(
         required=False,
@@ -212,6 +218,8 @@ class ExperimentForm(forms.Form):
             parameters["server_build"] = _split(data["server_build"])
         if data.get("flushing") and data["flushing"] != ["held_back"]:
             parameters["flushing"] = data["flushing"]
+        if data.get("profile"):
+            parameters["profile"] = [True]
         return {
             "name": data["name"],
             "hosts": data["hosts"],
@@ -264,6 +272,7 @@ class ExperimentForm(forms.Form):
                 if name in parameters
             },
             **({"flushing": _listed(parameters["flushing"])} if "flushing" in parameters else {}),
+            "profile": True in _listed(parameters.get("profile", [])),
             "server_options": "\n".join(
                 f"{name}={listed(values)}" for name, values in definition.get("server_options", {}).items()
             ),

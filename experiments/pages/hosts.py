@@ -90,6 +90,24 @@ def host_probe(request, pk: int):
 @login_required
 @require_POST
 @role_required(may_administer, FORBIDDEN["admin"])
+def host_measure(request, pk: int):
+    """The host's disk measured with fio (its floor), then its facts read again."""
+    host = get_object_or_404(Host, pk=pk)
+    found = probe_host(host.pk, measure_disk=True)
+    disk = (found.get("facts") or {}).get("disk") or {}
+    if "error" in found:
+        messages.error(request, f"{host.name}: {found['error']}")
+    elif disk.get("floor_error"):
+        messages.error(request, f"{host.name}: its disk was not measured: {disk['floor_error']}")
+    elif disk.get("floor"):
+        reads = disk["floor"]["seq_read_mb_s"]
+        messages.success(request, f"{host.name}: its disk reads {reads:,.0f} MB/s sequentially (fio)")
+    return redirect("host-list")
+
+
+@login_required
+@require_POST
+@role_required(may_administer, FORBIDDEN["admin"])
 def host_trust_key(request, pk: int):
     """An admin confirms the key a host offered (the form carries the fingerprint shown): pinned,
     then the host is probed over it."""

@@ -9,7 +9,10 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from experiments import services
+from experiments.charts.profile import flame_chart
+from experiments.charts.resources import with_resources
 from experiments.charts.run import live_samples_chart, progress_chart, samples_chart, timeline_chart
+from experiments.ingest.profile import FOLDED_FILE
 from experiments.metrics import LABELS, METRIC_NAMES
 from experiments.models import Run, RunStatus
 from experiments.pages.common import annotate_page
@@ -63,10 +66,18 @@ def _run_figures(run: Run) -> dict:
     else:
         figures = {
             "samples": samples_chart(run.samples, run.crash_method),
-            "timeline": timeline_chart(run.timeline),
+            "timeline": with_resources(timeline_chart(run.timeline), run.resources),
             "progress": progress_chart(run.timeline),
+            "profile": flame_chart(_folded(run)),
         }
     return {"run_figures": {name: figure for name, figure in figures.items() if figure["data"]}}
+
+
+def _folded(run: Run) -> bytes:
+    """The run's CPU profile as perf folded it, where it asked for one."""
+    if not (run.resources or {}).get("profile"):
+        return b""
+    return bytes(run.files.filter(name=FOLDED_FILE).values_list("content", flat=True).first() or b"")
 
 
 @login_required

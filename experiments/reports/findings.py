@@ -18,6 +18,7 @@ from experiments.analysis.compare import compare_engines
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import finding_sentence
 from experiments.prediction import server_named
+from experiments.reports.bound import bound_findings
 from experiments.reports.moved import what_moved
 from experiments.units import MIB, SizeError, parse_size
 from runner.contract import SYSTEM_BUILD
@@ -210,6 +211,7 @@ def findings(rows: list[dict], cells: list[Cell], axes: list[str], spreads: dict
     return [
         *headline_findings(cells),
         *redo_findings(rows),
+        *bound_findings(rows, cells),
         *parameter_findings(
             rows, [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER), spreads
         ),
@@ -288,8 +290,12 @@ def _facts_line(facts: dict) -> str:
     if facts.get("memory_bytes"):
         parts.append(f"{facts['memory_bytes'] / 2**30:.0f} GiB RAM")
     disk = facts.get("disk") or {}
-    if disk.get("rotational") is not None:
-        parts.append("spinning disk" if disk["rotational"] else "flash storage")
+    floor = disk.get("floor") or {}
+    if floor.get("seq_read_mb_s"):
+        parts.append(
+            f"disk {floor['seq_read_mb_s']:,.0f} MB/s sequential read, "
+            f"{floor.get('rand_read_qd1_iops') or 0:,} random reads/s at depth 1 (fio)"
+        )
     return " · ".join(p for p in parts if p)
 
 

@@ -214,6 +214,8 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     run.phase_resolution = analysis.phase_resolution
     run.samples = analysis.samples
     run.timeline = analysis.timeline
+    run.resources = analysis.resources
+    run.recovery_bound = (analysis.resources.get("verdict") or {}).get("bound", "")
     run.suspect = bool(analysis.suspect_reasons)
     run.suspect_reason = "; ".join(analysis.suspect_reasons)[:500]
     run.server_version = (analysis.server_version or run.server_version)[:120]

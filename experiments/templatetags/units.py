@@ -17,3 +17,12 @@ def mib(size_bytes) -> str:
     if value == 0:
         return "0"
     return f"{value:.3g}" if value < 1 else f"{value:,.1f}"
+
+
+@register.filter
+def share(value) -> str:
+    """0.8162 -> '82%'; under 1% one decimal, so a thread that ran is not shown as idle; none -> '-'."""
+    if value is None:
+        return "-"
+    percent = value * 100
+    return f"{percent:.1f}%" if 0 < percent < 1 else f"{percent:.0f}%"

@@ -1,0 +1,54 @@
+"""Which resource a difference in crash recovery is in: for a cell compared across experiments
+(two builds, two settings), whether the slower side's recovery used more CPU time, read more from
+the disk, or neither (it waited). From compare.py's metric blocks of recovery_seconds,
+recovery_cpu_seconds and recovery_disk_read_bytes; plain dicts in, a sentence out."""
+
+import math
+
+# A resource "carries" a difference when its own ratio moved at least this share of the
+# recovery's (on logarithms: 1.8x slower with 1.6x the CPU time is CPU).
+CARRIES = 0.5
+
+
+def _moved(result: dict | None) -> float | None:
+    """log of the ratio, where there is one."""
+    ratio = (result or {}).get("ratio")
+    return math.log(ratio) if ratio else None
+
+
+def _times(result: dict) -> str:
+    ratio, ci = result["ratio"], result.get("ratio_ci")
+    interval = f" (95% CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci else ""
+    return f"{ratio:.2f}x{interval}"
+
+
+def resource_sentence(metrics: dict, subject: str, baseline: str, side: str, label: str) -> str | None:
+    """'{label}: {subject}'s recovery took 1.9x as long as {baseline}'s; the difference is in CPU
+    work: its threads used 1.8x the CPU time (...) and read 1.00x as much from the disk.' Only
+    where both sides' recoveries were read (recovery_cpu_seconds on both)."""
+    recovery = (metrics.get("recovery_seconds") or {}).get("versus", {}).get(side)
+    cpu = (metrics.get("recovery_cpu_seconds") or {}).get("versus", {}).get(side)
+    reads = (metrics.get("recovery_disk_read_bytes") or {}).get("versus", {}).get(side)
+    took, used = _moved(recovery), _moved(cpu)
+    if took is None or used is None:
+        return None
+    slower, faster = (subject, baseline) if took >= 0 else (baseline, subject)
+    certain = "" if recovery.get("significant") else " (not a significant difference)"
+    head = f"{label}: {slower}'s recovery took {math.exp(abs(took)):.2f}x as long as {faster}'s{certain}"
+    read = _moved(reads)
+    said_reads = f"; {subject} read {_times(reads)} as much from the disk" if read is not None else ""
+    same_way = lambda moved: moved is not None and moved * took > 0 and abs(moved) >= CARRIES * abs(took)  # noqa: E731
+    if abs(took) < math.log(1.05):
+        return f"{head}; CPU time {_times(cpu)} of {baseline}'s{said_reads}: no resource moved to speak of."
+    if same_way(used):
+        where = f"in CPU work: {subject}'s threads used {_times(cpu)} the CPU time of {baseline}'s"
+    elif same_way(read):
+        where = f"in reads from the disk: {subject} read {_times(reads)} as much as {baseline}"
+        said_reads = f"; CPU time {_times(cpu)}"
+    else:
+        where = (
+            f"neither in CPU time ({_times(cpu)}) nor in reads from the disk: the slower side waited "
+            "(on fsync, locks or sleeps)"
+        )
+        said_reads = ""
+    return f"{head}; the difference is {where}{said_reads}."

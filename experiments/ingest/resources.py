@@ -1,0 +1,333 @@
+"""Where the restart's time went: CPU per thread and I/O over the recovery and the rest of start-up,
+from the runner's readings of the server's threads (resources.jsonl, see runner/resources.py), and
+a verdict naming the resource that bound the recovery. No Django.
+
+A reading every 0.1 s holds each thread's counters as they grew; a counter at a moment between two
+readings is taken on the straight line between them. The recovery is the crash episode's phases
+from the first to the last (the error log's stamps, on the same host clock); the rest of start-up
+is the spawn to the first query answered, less the recovery. Moments are seconds from the kill,
+the restart timeline's zero.
+"""
+
+import json
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from experiments.parsers import Episode
+
+RESOURCES_FILE = "resources.jsonl"
+# The phases of an episode that are its recovery: the window the verdict speaks of.
+RECOVERY_PHASES = (
+    "crash_recovery",
+    "redo_scan",
+    "redo_apply",
+    "wal_replay",
+    "data_directory_sync",
+    "recovery_checkpoint",
+    "tokudb_recovery",
+    "binlog_recovery",
+)
+# [pid, tid, name, state, utime, stime, on_cpu_ns, waited_ns, read_bytes, write_bytes, rchar, wchar]
+PID, TID, NAME, STATE = 0, 1, 2, 3
+UTIME, STIME, ON_CPU, WAITED = 4, 5, 6, 7
+READ, WRITTEN, RCHAR, WCHAR = 8, 9, 10, 11
+THREADS_SHOWN = 8
+# Below this the readings are too few to say what bound a recovery.
+MIN_READINGS = 4
+# A thread on the CPU this share of the recovery is the bound; the process over this share of
+# the host's cores is CPU-bound across them; reads at this share of the disk's measured rate,
+# or a thread waiting on the disk in this share of its readings, are I/O-bound.
+ONE_CORE_SHARE = 0.8
+ALL_CORES_SHARE = 0.8
+DISK_SHARE = 0.5
+DISK_WAIT_SHARE = 0.4
+MB = 1e6
+
+
+@dataclass
+class Thread:
+    """One thread's readings: moments and cumulative counters."""
+
+    pid: int
+    tid: int
+    name: str
+    moments: list
+    rows: list
+
+    def at(self, moment: float, column: int) -> float:
+        """The counter at `moment`: 0 before the thread was first seen, its last value after it
+        was last seen (it ended), on the line between two readings otherwise."""
+        if moment <= self.moments[0]:
+            return self.rows[0][column] if moment == self.moments[0] else 0.0
+        if moment >= self.moments[-1]:
+            return self.rows[-1][column]
+        i = bisect_left(self.moments, moment)
+        t0, t1 = self.moments[i - 1], self.moments[i]
+        v0, v1 = self.rows[i - 1][column], self.rows[i][column]
+        return v0 + (v1 - v0) * (moment - t0) / (t1 - t0)
+
+    def over(self, start: float, end: float, column: int) -> float:
+        return max(self.at(end, column) - self.at(start, column), 0.0)
+
+    def waiting_on_disk(self, start: float, end: float) -> float | None:
+        """The share of its readings within the window in which it waited on the disk (state D)."""
+        states = [row[STATE] for t, row in zip(self.moments, self.rows, strict=True) if start <= t <= end]
+        return states.count("D") / len(states) if states else None
+
+    threads_of_process: int = 1
+
+    @property
+    def label(self) -> str:
+        """Its name and id: a single-threaded process (PostgreSQL's) by its pid, a thread by its
+        tid, the main thread of a threaded server so called."""
+        if self.threads_of_process == 1:
+            return f"{self.name} (pid {self.pid})"
+        main = " (main thread)" if self.pid == self.tid else ""
+        return f"{self.name} {self.tid}{main}"
+
+
+def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], list[str]]:
+    """(the file's header, its threads with moments from `zero`, warnings)."""
+    header, by_tid, skipped, took = {}, {}, 0, []
+    for line in content.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            skipped += 1
+            continue
+        if not isinstance(row, dict):
+            skipped += 1
+        elif "interval_s" in row:
+            header = row
+        elif isinstance(row.get("t"), int | float) and isinstance(row.get("tasks"), list):
+            took.append(row.get("took_ms", 0))
+            for task in row["tasks"]:
+                if isinstance(task, list) and len(task) == 12:
+                    thread = by_tid.setdefault(task[TID], Thread(task[PID], task[TID], "", [], []))
+                    thread.moments.append(row["t"] - zero)
+                    thread.rows.append(task)
+                    thread.name = str(task[NAME])[:60]
+    for thread in by_tid.values():
+        thread.threads_of_process = sum(other.pid == thread.pid for other in by_tid.values())
+    if took:
+        header["reading_ms_median"] = sorted(took)[len(took) // 2]
+        header["readings"] = len(took)
+    warnings = [f"{RESOURCES_FILE}: {skipped} line(s) that are no reading were skipped"] if skipped else []
+    return header, list(by_tid.values()), warnings
+
+
+def recovery_window(crash: Episode | None, zero: float) -> tuple[float, float] | None:
+    """From the first of the episode's recovery phases to the last, in seconds from `zero`."""
+    if crash is None:
+        return None
+    moments = [
+        moment.timestamp() - zero
+        for name in RECOVERY_PHASES
+        if (phase := crash.phase(name)) is not None
+        for start, end in phase.parts()
+        for moment in (start, end)
+        if moment is not None
+    ]
+    return (min(moments), max(moments)) if len(moments) >= 2 and max(moments) > min(moments) else None
+
+
+def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
+    """What the threads used over the spans (seconds, bytes), their sum, and per thread."""
+    seconds = sum(end - start for start, end in spans)
+
+    def total(thread: Thread, column: int) -> float:
+        return sum(thread.over(start, end, column) for start, end in spans)
+
+    per_thread = []
+    for thread in threads:
+        on_cpu = total(thread, ON_CPU) / 1e9
+        ticks = total(thread, UTIME) + total(thread, STIME)
+        user_share = total(thread, UTIME) / ticks if ticks else 1.0
+        waits = [thread.waiting_on_disk(start, end) for start, end in spans]
+        waits = [w for w in waits if w is not None]
+        per_thread.append(
+            {
+                "name": thread.label,
+                "cpu_s": round(on_cpu, 4),
+                "user_s": round(on_cpu * user_share, 4),
+                "system_s": round(on_cpu * (1 - user_share), 4),
+                "cpu_share": round(on_cpu / seconds, 4) if seconds else None,
+                "read_bytes": int(total(thread, READ)),
+                "rchar": int(total(thread, RCHAR)),
+                "write_bytes": int(total(thread, WRITTEN)),
+                "disk_wait_share": round(sum(waits) / len(waits), 3) if waits else None,
+            }
+        )
+    per_thread.sort(key=lambda t: (-t["cpu_s"], -t["read_bytes"]))
+    summed = {
+        key: round(sum(t[key] for t in per_thread), 4)
+        for key in ("cpu_s", "user_s", "system_s", "read_bytes", "rchar", "write_bytes")
+    }
+    summed["seconds"] = round(seconds, 4)
+    summed["cores"] = round(summed["cpu_s"] / seconds, 3) if seconds else None
+    summed["read_mb_s"] = round(summed["read_bytes"] / MB / seconds, 3) if seconds else None
+    summed["rchar_mb_s"] = round(summed["rchar"] / MB / seconds, 3) if seconds else None
+    shown = per_thread[:THREADS_SHOWN]
+    rest = per_thread[THREADS_SHOWN:]
+    if rest:
+        shown.append(
+            {
+                "name": f"{len(rest)} other threads",
+                "cpu_s": round(sum(t["cpu_s"] for t in rest), 4),
+                "read_bytes": sum(t["read_bytes"] for t in rest),
+                "rchar": sum(t["rchar"] for t in rest),
+                "cpu_share": round(sum(t["cpu_s"] for t in rest) / seconds, 4) if seconds else None,
+            }
+        )
+    return {**summed, "threads": shown}
+
+
+def _series(threads: list[Thread], shown: list[str]) -> dict:
+    """Cores per thread (the threads shown, the others summed) and the read rates, between each
+    two readings, at the midpoint: for the timeline's second panel."""
+    moments = sorted({t for thread in threads for t in thread.moments})
+    if len(moments) < 2:
+        return {}
+    middles = [round((a + b) / 2, 4) for a, b in zip(moments, moments[1:], strict=False)]
+    steps = list(zip(moments, moments[1:], strict=False))
+    by_label = {thread.label: thread for thread in threads}
+    cores = {}
+    for label in shown:
+        if label in by_label:
+            thread = by_label[label]
+            cores[label] = [round(thread.over(a, b, ON_CPU) / 1e9 / (b - a), 3) for a, b in steps]
+    others = [thread for thread in threads if thread.label not in cores]
+    if others:
+        cores["other threads"] = [
+            round(sum(t.over(a, b, ON_CPU) for t in others) / 1e9 / (b - a), 3) for a, b in steps
+        ]
+    rate = lambda column: [  # noqa: E731 - a rate of one column, named once
+        round(sum(t.over(a, b, column) for t in threads) / MB / (b - a), 3) for a, b in steps
+    ]
+    return {"t": middles, "cores": cores, "read_mb_s": rate(READ), "rchar_mb_s": rate(RCHAR)}
+
+
+def restart_resources(
+    content: bytes, times: dict, crash: Episode | None, floor: dict | None = None, cpus: int | None = None
+) -> tuple[dict, list[str]]:
+    """The run's `resources`: its recovery and rest of start-up (what each used, per thread),
+    the series the timeline draws and the verdict; {} without readings."""
+    zero = times.get("killed")
+    spawned, first_query = times.get("recovery_spawned"), times.get("recovery_first_query")
+    if zero is None or spawned is None or first_query is None:
+        return {}, []
+    header, threads, warnings = read_resources(content, zero)
+    if not threads:
+        return {}, warnings
+    start_up = (spawned - zero, first_query - zero)
+    window = recovery_window(crash, zero)
+    found = {
+        "interval_s": header.get("interval_s"),
+        "readings": header.get("readings", 0),
+        "reading_ms_median": header.get("reading_ms_median"),
+        "cpus": cpus,
+        "start_up": [round(v, 4) for v in start_up],
+    }
+    if window is not None:
+        window = (max(window[0], start_up[0]), min(window[1], start_up[1]))
+        found["recovery"] = {"window": [round(v, 4) for v in window], **_use(threads, [window])}
+        rest = [(start_up[0], window[0]), (window[1], start_up[1])]
+        found["rest"] = _use(threads, [(a, b) for a, b in rest if b > a])
+    else:
+        found["rest"] = _use(threads, [start_up])
+    shown = [
+        t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "other" not in t["name"]
+    ]
+    found["series"] = _series(threads, shown[:5])
+    if floor:
+        found["floor"] = {key: floor.get(key) for key in FLOOR_KEYS if floor.get(key) is not None}
+    found["verdict"] = verdict(found, crash)
+    return found, warnings
+
+
+FLOOR_KEYS = ("seq_read_mb_s", "rand_read_qd1_iops", "rand_read_qd32_iops", "fsync_per_s", "device")
+
+
+def _percent(share: float) -> str:
+    """0.8162 -> '82%'; under 1% one decimal, so a little is not said as nothing."""
+    return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
+
+
+def _mib(n: float) -> str:
+    return f"{n / (1 << 20):,.1f} MiB" if n < 10 << 30 else f"{n / (1 << 30):,.2f} GiB"
+
+
+def verdict(found: dict, crash: Episode | None) -> dict:
+    """{"bound": one of cpu_one_core, cpu_all_cores, disk, waiting, unknown; "sentence"}: which
+    resource held the recovery back, from what its threads used over it."""
+    recovery = found.get("recovery")
+    if recovery is None:
+        return {"bound": "unknown", "sentence": "no recovery was logged: nothing to say what bound it"}
+    seconds = recovery["seconds"]
+    interval = found.get("interval_s") or 0.1
+    if seconds < MIN_READINGS * interval:
+        return {
+            "bound": "unknown",
+            "sentence": (
+                f"recovery took {seconds:.3f} s, too short to say what bound it "
+                f"(the threads were read every {interval:g} s)"
+            ),
+        }
+    busiest = recovery["threads"][0] if recovery["threads"] else None
+    floor = found.get("floor") or {}
+    cpus = found.get("cpus") or 1
+    read, rchar = recovery["read_bytes"], recovery["rchar"]
+    parts = [f"recovery {seconds:.2f} s"]
+    if rchar or read:
+        disk = f"read {_mib(read)} from the disk at {recovery['read_mb_s']:,.1f} MB/s"
+        if floor.get("seq_read_mb_s"):
+            share = _percent(recovery["read_mb_s"] / floor["seq_read_mb_s"])
+            disk += f", {share} of this disk's sequential read (fio: {floor['seq_read_mb_s']:,.0f} MB/s)"
+
+        if rchar > 2 * max(read, 1):
+            disk += f", and {_mib(rchar - read)} more from the page cache"
+        parts.append(disk)
+    if busiest is not None:
+        parts.append(f"busiest thread {busiest['name']} at {_percent(busiest['cpu_share'])} of one core")
+    parts.append(f"{recovery['cores']:.2f} of {cpus} cores busy")
+    waits = [t for t in recovery["threads"] if (t.get("disk_wait_share") or 0) >= DISK_WAIT_SHARE]
+    disk_share = recovery["read_mb_s"] / floor["seq_read_mb_s"] if floor.get("seq_read_mb_s") else None
+    phase = _longest_phase(crash)
+    during = f" ({phase})" if phase else ""
+    if busiest is not None and (busiest["cpu_share"] or 0) >= ONE_CORE_SHARE:
+        bound, said = "cpu_one_core", f"bound by one core{during}"
+    elif (recovery["cores"] or 0) >= ALL_CORES_SHARE * cpus:
+        bound, said = "cpu_all_cores", f"bound by the CPU, all {cpus} cores{during}"
+    elif (disk_share is not None and disk_share >= DISK_SHARE) or waits:
+        bound = "disk"
+        said = f"bound by the disk{during}"
+        if waits:
+            said += f": {waits[0]['name']} waited on it in {waits[0]['disk_wait_share']:.0%} of the readings"
+    else:
+        bound = "waiting"
+        said = "neither a core nor the disk was busy: the recovery waited (locks, fsync, sleeps)"
+    if not floor.get("seq_read_mb_s"):
+        said += "; this host's disk was not measured, so its reads are not set against its floor"
+    return {"bound": bound, "sentence": "; ".join(parts) + ": " + said}
+
+
+PHASE_WORDS = {
+    "redo_scan": "redo scan",
+    "redo_apply": "redo apply",
+    "wal_replay": "WAL replay",
+    "data_directory_sync": "data directory fsync",
+    "recovery_checkpoint": "end-of-recovery checkpoint",
+    "binlog_recovery": "binlog / XA recovery",
+    "tokudb_recovery": "TokuDB recovery",
+}
+
+
+def _longest_phase(crash: Episode | None) -> str | None:
+    if crash is None:
+        return None
+    timed = [
+        (phase.seconds, PHASE_WORDS[phase.name])
+        for phase in crash.phases
+        if phase.name in PHASE_WORDS and phase.seconds is not None
+    ]
+    return f"mostly {max(timed)[1]}" if timed else None

@@ -1,0 +1,114 @@
+"""A CPU profile of the restart, where a run asks for one (`parameters.profile`). Standard library
+only.
+
+`perf record -e cpu-clock` (a software clock: no hardware counters needed, so it samples in a VM
+too) samples every CPU, with call chains, from just before the server is spawned after the crash
+to its first query answered: a perf attached to the server once spawned would miss its first
+moments and the processes it had started by then (PostgreSQL forks its startup process at once).
+The samples of the server's processes alone (their pids, as resources.py read them) are kept:
+perf's own stackcollapse script folds them into one line per stack
+("process;outer;...;leaf COUNT", Brendan Gregg's format) kept as profile.folded, cut to the
+heaviest stacks (MAX_FOLDED_BYTES) with the rest summed into one line. Names are the symbols the
+server's binary exports unless the build has its debug symbols. Without perf, or where the kernel
+refuses sampling, the run goes on and says why.
+"""
+
+import contextlib
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from .events import Clock
+from .processes import spawn
+
+FOLDED_FILE = "profile.folded"
+FREQUENCY_HZ = 999
+MAX_FOLDED_BYTES = 512 << 10
+OTHER_STACKS = "[other stacks]"
+
+
+class Profile:
+    """perf record on every CPU from start() to stop(), kept for the pids stop() is given."""
+
+    def __init__(self, work: Path, clock: Clock):
+        self.work, self.clock = work, clock
+        self.data = work / "perf.data"
+        self.process: subprocess.Popen | None = None
+        self.found: dict = {"frequency_hz": FREQUENCY_HZ, "event": "cpu-clock"}
+
+    def start(self) -> None:
+        perf = shutil.which("perf")
+        if perf is None:
+            self.found["error"] = "perf is not installed on this host (apt-get install linux-perf)"
+            return
+        args = [perf, "record", "-a", "-e", "cpu-clock", "-F", str(FREQUENCY_HZ), "-g", "--no-buildid-cache"]
+        args += ["-o", str(self.data), "--quiet"]
+        self.found["started_at"] = round(self.clock.now(), 4)
+        try:
+            # the runner's own child, stopped by its pid with SIGINT (it then writes its file)
+            self.process = spawn(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+        except OSError as exc:
+            self.found["error"] = f"perf could not start: {exc}"
+
+    def stop(self, pids: set[int]) -> dict:
+        """Stop sampling, fold the samples of `pids` into profile.folded; what it found (or why not)."""
+        if self.process is None:
+            return self.found
+        self.found["stopped_at"] = round(self.clock.now(), 4)
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGINT)
+        try:
+            _, errors = self.process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, errors = self.process.communicate()
+        if not self.data.exists() or self.data.stat().st_size == 0:
+            said = errors.decode(errors="replace").strip()[-300:]
+            self.found["error"] = f"perf recorded nothing (exit {self.process.returncode}): {said}"
+            return self.found
+        self._fold(pids)
+        with contextlib.suppress(OSError):
+            self.data.unlink()
+        return self.found
+
+    def _fold(self, pids: set[int]) -> None:
+        if not pids:
+            self.found["error"] = "the server's processes were not read: no samples to keep"
+            return
+        done = subprocess.run(
+            [
+                shutil.which("perf") or "perf",
+                *("script", "report", "stackcollapse", "-i", str(self.data)),
+                "--pid",
+                ",".join(map(str, sorted(pids))),
+            ],
+            capture_output=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+        stacks = []
+        for line in done.stdout.decode(errors="replace").splitlines():
+            stack, _, count = line.rpartition(" ")
+            if stack and count.isdigit():
+                stacks.append((int(count), stack))
+        if not stacks:
+            self.found["error"] = (
+                f"perf's samples could not be folded: {done.stderr.decode(errors='replace')[-300:]}"
+            )
+            return
+        stacks.sort(reverse=True)
+        kept, size, other = [], 0, 0
+        for count, stack in stacks:
+            line = f"{stack} {count}\n"
+            if size + len(line) > MAX_FOLDED_BYTES:
+                other += count
+                continue
+            kept.append(line)
+            size += len(line)
+        if other:
+            kept.append(f"{OTHER_STACKS} {other}\n")
+        (self.work / FOLDED_FILE).write_text("".join(kept))
+        self.found.update(samples=sum(count for count, _ in stacks), stacks=len(stacks), stacks_cut=other > 0)

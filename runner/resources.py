@@ -1,0 +1,131 @@
+"""The restart's resources: what the server's processes and threads used from the spawn after the
+crash to the first query answered. Standard library only.
+
+Every INTERVAL_S a line of resources.jsonl: the moment, what the reading took, and for each
+process of the server (the one the runner spawned and its children: PostgreSQL's startup process
+does its recovery) and each of their threads: its name, its state (R running, D waiting on the
+disk, S sleeping), its CPU time (user and system, in clock ticks; on the CPU and waiting for one,
+in ns, from schedstat) and its I/O (/proc/PID/task/TID/io: bytes read from and written to the
+device, and read and written through system calls, the page cache included). Counters are kept
+raw, as they grow; the dashboard turns them into shares of the recovery and the rest of start-up
+(experiments/ingest/resources.py). A thread that cannot be read is left out; a restart with
+nothing readable says why in the file's first line. Reading it never fails a run.
+"""
+
+import contextlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from .events import Clock
+
+RESOURCES_FILE = "resources.jsonl"
+INTERVAL_S = 0.1
+TICKS = os.sysconf("SC_CLK_TCK")
+NAME_CHARS = 60
+# /proc/PID/task/TID/io's lines kept, in this order
+IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
+
+
+class Resources(threading.Thread):
+    """Reads the server's process tree every INTERVAL_S into `target` until stopped."""
+
+    def __init__(self, pid: int, clock: Clock, target: Path):
+        super().__init__(daemon=True, name="resources")
+        self.pid, self.clock, self.target = pid, clock, target
+        self._stopping = threading.Event()
+        self._labels: dict[tuple, str] = {}
+        self.pids: set[int] = set()  # every process of the server's seen
+        self.taken = 0
+
+    def run(self) -> None:
+        with self.target.open("w", encoding="utf-8") as out, contextlib.suppress(OSError, ValueError):
+            out.write(json.dumps({"interval_s": INTERVAL_S, "ticks_per_s": TICKS, "pid": self.pid}) + "\n")
+            due = time.monotonic()
+            while True:  # a last reading once stopped: the moment of the first query
+                moment, asked = self.clock.now(), time.monotonic()
+                tasks = self._tasks()
+                if not tasks and not os.path.exists(f"/proc/{self.pid}"):
+                    return  # the server is gone
+                took_ms = round((time.monotonic() - asked) * 1000, 3)
+                out.write(json.dumps({"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}) + "\n")
+                self.taken += 1
+                if self._stopping.is_set():
+                    return
+                due += INTERVAL_S
+                self._stopping.wait(max(0.0, due - time.monotonic()))
+
+    def stop(self) -> int:
+        """After the first query: one last reading, then the readings taken."""
+        self._stopping.set()
+        self.join(timeout=10)
+        return self.taken
+
+    def _tasks(self) -> list[list]:
+        """[pid, tid, name, state, utime, stime, on_cpu_ns, waited_ns, *IO_FIELDS] per thread."""
+        rows = []
+        for pid in self._processes():
+            for task in _listing(f"/proc/{pid}/task"):
+                row = self._task(pid, int(task))
+                if row is not None:
+                    rows.append(row)
+        return rows
+
+    def _processes(self) -> list[int]:
+        """The server's process and its descendants, from the kernel's children lists."""
+        found, queue = [], [self.pid]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            self.pids.add(pid)
+            for task in _listing(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError, ValueError):
+                    queue += [
+                        int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                    ]
+        return found
+
+    def _task(self, pid: int, tid: int) -> list | None:
+        folder = f"/proc/{pid}/task/{tid}"
+        try:
+            stat = Path(f"{folder}/stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            sched = Path(f"{folder}/schedstat").read_text().split()
+            io = dict(line.split(": ") for line in Path(f"{folder}/io").read_text().splitlines())
+        except (OSError, IndexError, ValueError):
+            return None
+        return [
+            pid,
+            tid,
+            self._label(pid, tid, stat),
+            fields[0],
+            int(fields[11]),
+            int(fields[12]),
+            int(sched[0]),
+            int(sched[1]),
+            *(int(io.get(name, 0)) for name in IO_FIELDS),
+        ]
+
+    def _label(self, pid: int, tid: int, stat: str) -> str:
+        """A thread's name (comm); a process's main thread by its command line where PostgreSQL
+        set it to what the process does ("postgres: startup recovering ..."). Text the server's
+        user controls: kept as data, cut short. (The first readings may still name setpriv, which
+        then becomes the server.)"""
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if tid == pid and name == "postgres":
+            if (tid, name) not in self._labels:
+                with contextlib.suppress(OSError):
+                    line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
+                    if line.startswith(b"postgres:"):  # set once the process knows its role
+                        self._labels[(tid, name)] = line.decode("utf-8", "replace")
+            name = self._labels.get((tid, name), name)
+        return name[:NAME_CHARS]
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []

@@ -1,0 +1,184 @@
+"""Where a restart's time went: what the server's threads used over the recovery and the rest of
+start-up, the verdict naming the bound resource, the disk's floor and the CPU profile; from real
+runner bundles of 300 MiB recoveries (tests/data/bundles/*_300M_profiled, README there)."""
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from experiments.charts.profile import diff_chart, flame_chart
+from experiments.charts.resources import with_resources
+from experiments.charts.run import timeline_chart
+from experiments.ingest.bundle import analyse_run
+from experiments.ingest.profile import NOT_EXPORTED, stacks_of
+from experiments.ingest.resources import RESOURCES_FILE, verdict
+from experiments.ingest.seconds import AFTER_CRASH
+from runner import floor
+from runner.probe import host_facts
+
+from .test_seconds import bundle
+
+INNODB, POSTGRESQL = "innodb_300M_profiled", "postgresql_300M_profiled"
+
+
+def analysed(name: str, engine: str, drop_floor: bool = False):
+    result, files = bundle(name)
+    if drop_floor:
+        result = copy.deepcopy(result)
+        del result["facts"]["disk"]["floor"]
+    return result, files, analyse_run(result, files, engine, 1 << 30)
+
+
+def readings(files: dict) -> list[tuple[float, dict]]:
+    """(moment, {tid: row}) of each reading, read here without the module under test."""
+    found = []
+    for line in files[RESOURCES_FILE].splitlines():
+        row = json.loads(line)
+        if "tasks" in row:
+            found.append((row["t"], {task[1]: task for task in row["tasks"]}))
+    return found
+
+
+def test_an_innodb_recovery_of_300_mib_is_bound_by_one_core_its_main_thread_scanning_the_redo():
+    result, files, analysis = analysed(INNODB, "innodb")
+    resources, metrics = analysis.resources, analysis.metrics
+    recovery = resources["recovery"]
+    # the window is the recovery the timeline draws: the redo scan's start to the redo apply's end
+    bars = {bar["name"]: bar for bar in analysis.timeline["bars"] if bar["group"] == AFTER_CRASH}
+    assert recovery["window"] == pytest.approx(
+        [bars["redo scan"]["start"], bars["redo apply"]["end"]], abs=0.001
+    )
+    # InnoDB read its redo from the disk: at least the redo it replayed (314,848,903 bytes)
+    assert metrics["redo_bytes"] > 300e6 and recovery["read_bytes"] >= 0.95 * metrics["redo_bytes"]
+    busiest = recovery["threads"][0]
+    pid = json.loads(files[RESOURCES_FILE].splitlines()[0])["pid"]
+    assert busiest["name"] == f"mariadbd {pid} (main thread)"
+    # its CPU within the window lies between the readings on either side of it (schedstat's ns)
+    start, end = (result["times"]["killed"] + moment for moment in recovery["window"])
+    seen = [(t, rows[pid][6]) for t, rows in readings(files) if pid in rows]
+    inner = [ns for t, ns in seen if start <= t <= end]
+    outer_start = max(ns for t, ns in seen if t <= start)
+    outer_end = min(ns for t, ns in seen if t >= end)
+    assert (inner[-1] - inner[0]) / 1e9 <= busiest["cpu_s"] <= (outer_end - outer_start) / 1e9
+    assert 0.8 <= busiest["cpu_share"] <= 1.0
+    assert recovery["cores"] <= result["facts"]["cpu_count"]
+    said = resources["verdict"]
+    assert said["bound"] == "cpu_one_core"
+    assert f"busiest thread mariadbd {pid} (main thread) at" in said["sentence"]
+    assert (
+        "of this disk's sequential read (fio: " in said["sentence"] and "mostly redo scan" in said["sentence"]
+    )
+    # the rest of start-up is the spawn to the first query less the recovery
+    rest = resources["rest"]
+    assert rest["seconds"] + recovery["seconds"] == pytest.approx(
+        result["times"]["recovery_first_query"] - result["times"]["recovery_spawned"], abs=0.002
+    )
+
+
+def test_a_postgresql_recovery_is_its_startup_process_replaying_wal_from_the_page_cache():
+    _, _, analysis = analysed(POSTGRESQL, "postgresql")
+    recovery = analysis.resources["recovery"]
+    busiest = recovery["threads"][0]
+    assert busiest["name"].startswith("postgres: startup") and busiest["cpu_share"] >= 0.8
+    # the WAL it replayed came through read() calls, most of it from the page cache a kill -9 keeps
+    assert recovery["rchar"] >= 0.95 * analysis.metrics["redo_bytes"]
+    assert recovery["read_bytes"] < 0.5 * recovery["rchar"]
+    sentence = analysis.resources["verdict"]["sentence"]
+    assert "more from the page cache" in sentence and "mostly WAL replay" in sentence
+
+
+def test_without_a_measured_disk_the_verdict_says_so_and_a_short_recovery_is_not_judged():
+    _, _, analysis = analysed(INNODB, "innodb", drop_floor=True)
+    sentence = analysis.resources["verdict"]["sentence"]
+    assert "floor" not in analysis.resources
+    assert "this host's disk was not measured" in sentence and "fio:" not in sentence
+    short = copy.deepcopy(analysis.resources)
+    short["recovery"]["seconds"] = 0.25
+    assert verdict(short, None)["bound"] == "unknown"
+    assert "too short to say" in verdict(short, None)["sentence"]
+
+
+def test_the_timeline_draws_cores_and_reads_under_its_steps_with_the_disks_floor():
+    _, _, analysis = analysed(INNODB, "innodb")
+    figure = with_resources(timeline_chart(analysis.timeline), analysis.resources)
+    names = [trace.get("name", "") for trace in figure["data"]]
+    assert any(name.startswith("CPU: mariadbd") for name in names)
+    floor_line = next(trace for trace in figure["data"] if "sequential read (fio)" in trace.get("name", ""))
+    assert floor_line["y"][0] == analysis.resources["floor"]["seq_read_mb_s"]
+    layout = figure["layout"]
+    assert layout["yaxis"]["domain"][0] > layout["yaxis2"]["domain"][1] > layout["yaxis3"]["domain"][1]
+    assert layout["shapes"][-1]["x0"] == analysis.resources["recovery"]["window"][0]
+    assert with_resources(timeline_chart(analysis.timeline), {}) == timeline_chart(analysis.timeline)
+
+
+@pytest.mark.parametrize(
+    ("name", "engine", "process"), [(INNODB, "innodb", "mariadbd"), (POSTGRESQL, "postgresql", "postgres")]
+)
+def test_a_profiled_restart_has_a_flame_graph_whose_top_frames_are_the_servers(name, engine, process):
+    result, files, analysis = analysed(name, engine)
+    profile = analysis.resources["profile"]
+    stacks = stacks_of(files["profile.folded"])
+    assert profile["samples"] == result["profile"]["samples"] == sum(count for _, count in stacks)
+    assert all(0 <= own <= whole <= 1 for own, whole in profile["functions"].values())
+    # a run of frames perf could not name is one frame
+    assert not any(
+        a == b == NOT_EXPORTED for frames, _ in stacks for a, b in zip(frames, frames[1:], strict=False)
+    )
+    trace = flame_chart(files["profile.folded"])["data"][0]
+    roots = [label for label, parent in zip(trace["labels"], trace["parents"], strict=True) if not parent]
+    assert roots in ([process], ["all processes"])
+    top = {
+        label
+        for label, parent in zip(trace["labels"], trace["parents"], strict=True)
+        if parent in ("", "all")
+    }
+    assert top <= {process, "all processes"} and process in top
+
+
+def test_the_difference_of_two_profiles_lists_what_grew_and_shrank_by_share():
+    *_, innodb = analysed(INNODB, "innodb")
+    *_, postgresql = analysed(POSTGRESQL, "postgresql")
+    a, b = innodb.resources["profile"]["functions"], postgresql.resources["profile"]["functions"]
+    trace = diff_chart(a, b, "InnoDB", "PostgreSQL")["data"][0]
+    for name, moved in zip(trace["y"], trace["x"], strict=True):
+        assert moved == pytest.approx(
+            ((b.get(name) or [0, 0])[1] - (a.get(name) or [0, 0])[1]) * 100, abs=0.01
+        )
+    assert max(map(abs, trace["x"])) == abs(trace["x"][-1])  # the largest move at the top
+    assert diff_chart(a, a, "A", "A again") == {"data": [], "layout": {}}
+
+
+def test_the_disks_floor_is_measured_with_fio_kept_and_reported_by_the_probe_on_its_device(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir(mode=0o700)
+    found = floor.measure(work, file_bytes=32 << 20, seconds=0.3)
+    assert found["seq_read_mb_s"] > 0 and found["rand_read_qd1_iops"] > 0 and found["fsync_per_s"] > 0
+    assert host_facts(str(work))["disk"]["floor"] == found
+    moved = {**found, "device": "0:0"}  # the work folder now on another disk: no floor
+    (work / floor.FLOOR_FILE).write_text(json.dumps(moved))
+    assert "floor" not in host_facts(str(work))["disk"]
+    assert not list(work.glob("floor-*"))  # fio's file went with its folder
+
+
+def test_without_fio_the_disk_is_not_measured_and_the_reason_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(floor.NotMeasured, match="apt-get install fio"):
+        floor.measure(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the work folder must be root's")
+def test_a_work_folder_others_may_write_is_refused_before_fio_runs(tmp_path):
+    work = tmp_path / "shared"
+    work.mkdir()
+    work.chmod(0o777)
+    with pytest.raises(Exception, match="work directory"):
+        floor.measure(work, file_bytes=1 << 20, seconds=0.1)
+    assert not list(work.iterdir())
+
+
+def test_the_fixtures_readme_names_each_bundle():
+    text = (Path(__file__).parent / "data" / "bundles" / "README.md").read_text()
+    assert INNODB in text and POSTGRESQL in text
