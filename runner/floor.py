@@ -21,6 +21,7 @@ from pathlib import Path
 from .files import own_folder
 
 FLOOR_FILE = "disk-floor.json"
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 FILE_BYTES = 1 << 30
 SECONDS_PER_JOB = 2.0
 JOBS = (
@@ -35,6 +36,22 @@ class NotMeasured(Exception):
     """The disk could not be measured: the reason, for the hosts page."""
 
 
+def file_system(folder: Path) -> str | None:
+    """The type of the file system a folder is on (ext4, xfs, tmpfs, ...), from the longest mount
+    point above it in /proc/self/mounts."""
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    except OSError:
+        return None
+    resolved = str(folder.resolve())
+    above = [
+        (point, kind)
+        for point, kind in mounts
+        if resolved == point or resolved.startswith(point.rstrip("/") + "/")
+    ]
+    return max(above, key=lambda mount: len(mount[0]))[1] if above else None
+
+
 def device_of(folder: Path) -> str:
     """The block device a folder is on, as major:minor."""
     device = os.stat(folder).st_dev
@@ -47,6 +64,10 @@ def measure(work_dir: Path, file_bytes: int = FILE_BYTES, seconds: float = SECON
     if fio is None:
         raise NotMeasured("fio is not installed on this host (apt-get install fio)")
     own_folder(work_dir, "work directory", "the host's work_dir")
+    if file_system(work_dir) in MEMORY_FILE_SYSTEMS:
+        raise NotMeasured(
+            f"the work folder {work_dir} is in memory ({file_system(work_dir)}): there is no disk to measure"
+        )
     engine = "libaio" if _has_libaio(fio) else "psync"
     with tempfile.TemporaryDirectory(prefix="floor-", dir=work_dir) as folder:
         args = [fio, "--output-format=json", "--name=global", f"--filename={folder}/fio.data"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, installed
 from .families import FAMILIES, FAMILY_ENGINES, server_class, system_programs
 from .files import UnsafeFolder, own_folder
-from .floor import kept
+from .floor import file_system, kept
 
 
 def _first_line(args: list[str]) -> str | None:
@@ -51,6 +51,9 @@ def _disk(work_dir: Path) -> dict:
         folder = folder.parent
     usage = shutil.disk_usage(folder)
     disk = {"path": str(work_dir), "free_bytes": usage.free, "total_bytes": usage.total}
+    kind = file_system(folder)
+    if kind:
+        disk["file_system"] = kind
     floor = kept(work_dir) if folder == work_dir else None
     if floor:
         disk["floor"] = floor

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.charts.experiment import redo_fit_chart
 from experiments.charts.profile import diff_chart, flame_chart
 from experiments.charts.resources import with_resources
 from experiments.charts.run import timeline_chart
@@ -182,3 +183,31 @@ def test_a_work_folder_others_may_write_is_refused_before_fio_runs(tmp_path):
 def test_the_fixtures_readme_names_each_bundle():
     text = (Path(__file__).parent / "data" / "bundles" / "README.md").read_text()
     assert INNODB in text and POSTGRESQL in text
+
+
+def test_the_recovery_chart_draws_the_floor_of_the_disk_its_runs_ran_on():
+    rows = []
+    for index, (name, engine) in enumerate(((INNODB, "innodb"), (POSTGRESQL, "postgresql"))):
+        *_, analysis = analysed(name, engine)
+        for host in ("measured", "in memory"):
+            rows.append(
+                {
+                    "id": index,
+                    "engine": engine,
+                    "host_label": host,
+                    "redo_bytes": analysis.metrics["redo_bytes"],
+                    "recovery_seconds": analysis.metrics["recovery_seconds"],
+                    "imported": False,
+                    "hover": "",
+                }
+            )
+    rate = analysis.resources["floor"]["seq_read_mb_s"]
+    figure = redo_fit_chart(rows, {"measured": rate})
+    lines = [trace for trace in figure["data"] if "the floor" in trace["name"]]
+    assert len(lines) == 1 and lines[0]["name"].startswith("measured's disk")
+    top = max(row["redo_bytes"] for row in rows) / (1 << 20)
+    assert lines[0]["x"] == [0, top]
+    # the seconds it takes to read the most redo at the disk's rate: far under either recovery
+    assert lines[0]["y"][1] == pytest.approx(top * (1 << 20) / (rate * 1e6))
+    assert lines[0]["y"][1] < min(row["recovery_seconds"] for row in rows) / 10
+    assert not [t for t in redo_fit_chart(rows, {})["data"] if "the floor" in t.get("name", "")]

@@ -153,6 +153,7 @@ def compare_experiments(
             "server_options": dict(options),
             "metrics": metrics,
             "ignored_values": _ignored_values(per_side, ignore),
+            "run_ids": {str(side): [row["id"] for row in rows] for side, rows in per_side.items()},
         }
         matched_on = {"parameters": dict(parameters), "server_options": dict(options)}
         label = f"{ENGINE_NAMES.get(engine, engine)} at {settings_text(matched_on) or 'the same settings'}"

@@ -133,9 +133,8 @@ def analyse_run(
         analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
         if RESOURCES_FILE in files:
             facts = result.get("facts") or {}
-            floor = (facts.get("disk") or {}).get("floor")
             analysis.resources, warnings = restart_resources(
-                files[RESOURCES_FILE], times, crash, floor, facts.get("cpu_count")
+                files[RESOURCES_FILE], times, crash, facts.get("disk"), facts.get("cpu_count")
             )
             analysis.warnings += warnings
             recovery = analysis.resources.get("recovery") or {}

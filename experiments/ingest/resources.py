@@ -1,12 +1,12 @@
 """Where the restart's time went: CPU per thread and I/O over the recovery and the rest of start-up,
-from the runner's readings of the server's threads (resources.jsonl, see runner/resources.py), and
-a verdict naming the resource that bound the recovery. No Django.
+from the runner's readings of the server's threads (resources.jsonl, see runner/resources.py), and a
+verdict naming the resource that bound the recovery. No Django.
 
-A reading every 0.1 s holds each thread's counters as they grew; a counter at a moment between two
-readings is taken on the straight line between them. The recovery is the crash episode's phases
-from the first to the last (the error log's stamps, on the same host clock); the rest of start-up
-is the spawn to the first query answered, less the recovery. Moments are seconds from the kill,
-the restart timeline's zero.
+A reading every 50 ms (0.1 s in the first bundles) holds each thread's counters as they grew; a
+counter at a moment between two readings is taken on the straight line between them. The recovery is
+the crash episode's phases from the first to the last (the error log's stamps, on the same host
+clock); the rest of start-up is the spawn to the first query answered, less the recovery. Moments
+are seconds from the kill, the restart timeline's zero.
 """
 
 import json
@@ -208,10 +208,11 @@ def _series(threads: list[Thread], shown: list[str]) -> dict:
 
 
 def restart_resources(
-    content: bytes, times: dict, crash: Episode | None, floor: dict | None = None, cpus: int | None = None
+    content: bytes, times: dict, crash: Episode | None, disk: dict | None = None, cpus: int | None = None
 ) -> tuple[dict, list[str]]:
     """The run's `resources`: its recovery and rest of start-up (what each used, per thread),
-    the series the timeline draws and the verdict; {} without readings."""
+    the series the timeline draws and the verdict; {} without readings. `disk`: the host's facts
+    about its work folder's disk (its file system, the floor fio measured)."""
     zero = times.get("killed")
     spawned, first_query = times.get("recovery_spawned"), times.get("recovery_first_query")
     if zero is None or spawned is None or first_query is None:
@@ -239,12 +240,17 @@ def restart_resources(
         t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "other" not in t["name"]
     ]
     found["series"] = _series(threads, shown[:5])
-    if floor:
+    disk = disk or {}
+    floor = disk.get("floor")
+    if disk.get("file_system") in MEMORY_FILE_SYSTEMS:
+        found["in_memory"] = disk["file_system"]
+    elif floor:
         found["floor"] = {key: floor.get(key) for key in FLOOR_KEYS if floor.get(key) is not None}
     found["verdict"] = verdict(found, crash)
     return found, warnings
 
 
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 FLOOR_KEYS = ("seq_read_mb_s", "rand_read_qd1_iops", "rand_read_qd32_iops", "fsync_per_s", "device")
 
 
@@ -278,7 +284,10 @@ def verdict(found: dict, crash: Episode | None) -> dict:
     cpus = found.get("cpus") or 1
     read, rchar = recovery["read_bytes"], recovery["rchar"]
     parts = [f"recovery {seconds:.2f} s"]
-    if rchar or read:
+    in_memory = found.get("in_memory")
+    if in_memory:
+        parts.append(f"its files were in memory ({in_memory}): no disk took part")
+    elif rchar or read:
         disk = f"read {_mib(read)} from the disk at {recovery['read_mb_s']:,.1f} MB/s"
         if floor.get("seq_read_mb_s"):
             share = _percent(recovery["read_mb_s"] / floor["seq_read_mb_s"])
@@ -298,7 +307,7 @@ def verdict(found: dict, crash: Episode | None) -> dict:
         bound, said = "cpu_one_core", f"bound by one core{during}"
     elif (recovery["cores"] or 0) >= ALL_CORES_SHARE * cpus:
         bound, said = "cpu_all_cores", f"bound by the CPU, all {cpus} cores{during}"
-    elif (disk_share is not None and disk_share >= DISK_SHARE) or waits:
+    elif not in_memory and ((disk_share is not None and disk_share >= DISK_SHARE) or waits):
         bound = "disk"
         said = f"bound by the disk{during}"
         if waits:
@@ -306,7 +315,7 @@ def verdict(found: dict, crash: Episode | None) -> dict:
     else:
         bound = "waiting"
         said = "neither a core nor the disk was busy: the recovery waited (locks, fsync, sleeps)"
-    if not floor.get("seq_read_mb_s"):
+    if not floor.get("seq_read_mb_s") and not in_memory:
         said += "; this host's disk was not measured, so its reads are not set against its floor"
     return {"bound": bound, "sentence": "; ".join(parts) + ": " + said}
 

@@ -18,6 +18,7 @@ from experiments.filters import AnalysisFilter
 from experiments.models import Engine, Experiment, Run
 from experiments.pages.common import pdf_response, report_html
 from experiments.pages.context import compare_report_context, comparison_table
+from experiments.pages.profiles import profile_diffs
 from experiments.reports.planner import plan_sentences, question_sentence
 from experiments.units import MIB
 
@@ -174,6 +175,7 @@ def compare_page(request):
         result=result,
         table=comparison_table(result),
         figure=compare_chart(result),
+        profile_diffs=profile_diffs(result),
         csv_query=query,
         api_query=query + (f"&ignore={','.join(sorted(ignore))}" if ignore else ""),
     )

@@ -31,7 +31,6 @@ from experiments.models import (
     Engine,
     Experiment,
     ExperimentStatus,
-    Host,
     Run,
     RunStatus,
 )
@@ -174,9 +173,14 @@ def experiment_context(experiment: Experiment) -> dict:
 ANALYSIS_CACHE_SECONDS = 24 * 3600
 
 
-def disk_floors(hosts: set[str]) -> dict[str, float]:
-    """Each host's disk as fio last measured it (sequential read, MB/s), where it was."""
-    found = Host.objects.filter(name__in=hosts).values_list("name", "facts__disk__floor__seq_read_mb_s")
+def disk_floors(run_ids: list[int]) -> dict[str, float]:
+    """The disk the runs ran on, per host, as fio had measured it (sequential read, MB/s; the
+    floor in their facts), where it had: runs whose files were in memory have none."""
+    found = (
+        Run.objects.filter(id__in=run_ids, host_facts__disk__floor__isnull=False)
+        .values_list("host_label", "host_facts__disk__floor__seq_read_mb_s")
+        .distinct()
+    )
     return {name: rate for name, rate in found if isinstance(rate, int | float)}
 
 
@@ -189,7 +193,7 @@ def analysed(rows: list[dict]) -> dict:
     web process' own, in memory (settings.CACHES "analysis", ANALYSIS_CACHE_ENTRIES at most): a
     restart, as a new release makes, empties it."""
     spreads = aa.host_spreads({row["host_label"] for row in rows})
-    floors = disk_floors({row["host_label"] for row in rows})
+    floors = disk_floors([row["id"] for row in rows if row["redo_bytes"] is not None])
     digest = hashlib.sha256(pickle.dumps((rows, spreads, floors), protocol=5)).hexdigest()
     key = f"experiment-analysis:{digest}"
     found = caches["analysis"].get(key)

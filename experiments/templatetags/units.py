@@ -21,8 +21,9 @@ def mib(size_bytes) -> str:
 
 @register.filter
 def share(value) -> str:
-    """0.8162 -> '82%'; under 1% one decimal, so a thread that ran is not shown as idle; none -> '-'."""
-    if value is None:
+    """0.8162 -> '82%'; under 1% one decimal, so a thread that ran is not shown as idle; none (or
+    a value a row lacks, which a template gives as '') -> '-'."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return "-"
     percent = value * 100
     return f"{percent:.1f}%" if 0 < percent < 1 else f"{percent:.0f}%"
