@@ -46,6 +46,7 @@ bench: setup
 	@$(PY) scripts/bench_analysis.py
 	@$(PY) scripts/bench_browser.py
 	@$(PY) scripts/bench_dataset.py
+	@$(PY) scripts/bench_profile.py
 	@$(PY) scripts/bench_dispatch.py
 	@$(PY) scripts/bench_load.py
 	@$(PY) scripts/bench_power_loss.py

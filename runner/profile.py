@@ -14,9 +14,12 @@ refuses sampling, the run goes on and says why.
 """
 
 import contextlib
+import os
+import select
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from .events import Clock
@@ -25,6 +28,7 @@ from .processes import spawn
 FOLDED_FILE = "profile.folded"
 FREQUENCY_HZ = 999
 MAX_FOLDED_BYTES = 512 << 10
+READY_TIMEOUT_S = 30.0
 OTHER_STACKS = "[other stacks]"
 
 
@@ -35,6 +39,7 @@ class Profile:
         self.work, self.clock = work, clock
         self.data = work / "perf.data"
         self.process: subprocess.Popen | None = None
+        self.pipes: tuple = ()
         self.found: dict = {"frequency_hz": FREQUENCY_HZ, "event": "cpu-clock"}
 
     def start(self) -> None:
@@ -42,22 +47,63 @@ class Profile:
         if perf is None:
             self.found["error"] = "perf is not installed on this host (apt-get install linux-perf)"
             return
+        # events off until perf is set up (on a busy host that takes longer than a small recovery),
+        # then on through its control pipe, which acknowledges: sampling has begun
+        control, control_end = os.pipe()
+        ack_end, ack = os.pipe()
         args = [perf, "record", "-a", "-e", "cpu-clock", "-F", str(FREQUENCY_HZ), "-g", "--no-buildid-cache"]
-        args += ["-o", str(self.data), "--quiet"]
-        self.found["started_at"] = round(self.clock.now(), 4)
+        args += ["-o", str(self.data), "--quiet", "--delay=-1", f"--control=fd:{control},{ack}"]
         try:
             # the runner's own child, stopped by its pid with SIGINT (it then writes its file)
             self.process = spawn(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(control, ack),
             )
         except OSError as exc:
             self.found["error"] = f"perf could not start: {exc}"
+            os.close(control_end)
+            os.close(ack_end)
+            return
+        finally:
+            os.close(control)
+            os.close(ack)
+        # held open while perf runs: a control pipe closed under it spoils its file
+        self.pipes = (os.fdopen(control_end, "wb", buffering=0), os.fdopen(ack_end, "rb", buffering=0))
+        to_perf, answer = self.pipes
+        try:
+            to_perf.write(b"enable\n")
+        except OSError:  # perf has already exited: stop() says why
+            return
+        ready, _, _ = select.select([answer], [], [], READY_TIMEOUT_S)
+        said = answer.read(16) if ready else b""
+        if not said.startswith(b"ack"):
+            self.found["error"] = f"perf did not begin sampling within {READY_TIMEOUT_S:g} s"
+            self._end()
+            return
+        self.found["started_at"] = round(self.clock.now(), 4)
 
     def stop(self, pids: set[int]) -> dict:
         """Stop sampling, fold the samples of `pids` into profile.folded; what it found (or why not)."""
-        if self.process is None:
+        if self.process is None or "error" in self.found:
             return self.found
         self.found["stopped_at"] = round(self.clock.now(), 4)
+        errors = self._end()
+        if not self.data.exists() or self.data.stat().st_size == 0:
+            said = errors.decode(errors="replace").strip()[-300:]
+            self.found["error"] = f"perf recorded nothing (exit {self.process.returncode}): {said}"
+            return self.found
+        folding = time.monotonic()
+        self._fold(pids)
+        self.found["fold_s"] = round(time.monotonic() - folding, 3)  # after the restart, not in it
+        with contextlib.suppress(OSError):
+            self.data.unlink()
+        return self.found
+
+    def _end(self) -> bytes:
+        """SIGINT to perf, which writes its file and exits; what it said on stderr."""
         with contextlib.suppress(ProcessLookupError):
             self.process.send_signal(signal.SIGINT)
         try:
@@ -65,14 +111,9 @@ class Profile:
         except subprocess.TimeoutExpired:
             self.process.kill()
             _, errors = self.process.communicate()
-        if not self.data.exists() or self.data.stat().st_size == 0:
-            said = errors.decode(errors="replace").strip()[-300:]
-            self.found["error"] = f"perf recorded nothing (exit {self.process.returncode}): {said}"
-            return self.found
-        self._fold(pids)
-        with contextlib.suppress(OSError):
-            self.data.unlink()
-        return self.found
+        for pipe in self.pipes:
+            pipe.close()
+        return errors or b""
 
     def _fold(self, pids: set[int]) -> None:
         if not pids:

@@ -7,9 +7,11 @@ from django.utils import timezone
 
 from experiments.charts.layout import WEBGL_FROM_POINTS
 from experiments.models import Run, Series
+from experiments.services.runs import Bundle, ingest_bundle
 
 from .factories import ChangePointFactory, ExperimentFactory, RunFactory, UserFactory
 from .test_browser import screenshot
+from .test_seconds import bundle
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -86,6 +88,10 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
     first.save()
     ChangePointFactory(series=series, experiment=first, firing_index=1)
     run = first.runs.first()
+    # a real run's bundle, profiled: its flame graph needs plotly's strict build (the icicle)
+    result, files = bundle("innodb_300M_profiled")
+    profiled = RunFactory(experiment=first, engine="innodb", status="running", matrix_index=99)
+    profiled = ingest_bundle(profiled.id, Bundle(result, files))
     page.context.add_init_script(WATCH)
     page.goto(f"{live_server.url}/login/")
     page.fill("input[name=username]", "root-csp")
@@ -98,6 +104,7 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
         f"/experiments/{first.id}/": 1,
         f"/experiments/{first.id}/report/": 1,
         f"/runs/{run.id}/": 0,
+        f"/runs/{profiled.id}/": 3,  # the seconds before, the timeline with its threads, the profile
         "/explore/?x=redo_bytes&y=recovery_seconds&group=experiment": 1,  # thousands of points: WebGL
         f"/explore/?x=engine&y=recovery_seconds&experiments={first.id}": 1,  # boxes: the cartesian build
         f"/compare/?experiments={first.id},{second.id}": 1,
@@ -127,6 +134,11 @@ def test_every_page_loads_under_the_policy_with_its_charts_drawn(page, live_serv
         assert drawn >= charts_at_least, path
         assert page.evaluate(UNDRAWABLE) == [], path  # a trace the page's plotly.js build lacks
         assert page.evaluate("window.__violations") == [], path
+        if path == f"/runs/{profiled.id}/":
+            assert page.locator("#profile-chart .main-svg").count() == 1
+            assert page.locator("#restart-resources table.resource-table").count() == 2
+            page.set_viewport_size({"width": 1280, "height": 900})
+            screenshot(page, "run-resources.png")
         if "explore" in path:
             assert page.locator("#explore-chart .gl-container, #explore-chart canvas").count() > 0
             shown = "webgl" if "group=experiment" in path else "boxes"

@@ -116,3 +116,28 @@ def test_sshd_killed_mid_run_leaves_an_attempt_on_record_a_failed_run_and_no_pro
     assert "ConnectionRefused" in attempts[1].error  # and then not answering at all
     assert run.attempt_rows.filter(host_id=host["id"]).count() == 3
     wait_for(lambda: ours() == [], timeout_s=30, what="the runner to stop its mariadbd and sysbench")
+
+
+def test_an_ssh_hosts_disk_is_measured_over_ssh_and_the_hosts_page_shows_it(
+    staff_api, sshd, client, admin_user
+):
+    """Issue 45: one call measures the disk under an SSH host's work folder with fio (here on the
+    disk, not the suite's in-memory folder); later probes keep reporting it; the hosts page shows
+    the measured figures."""
+    created = register(
+        staff_api, sshd, "bench-floor", work_dir=f"{settings.RUNNER_DISK_WORK_DIR}/bench-floor"
+    )
+    confirm_host_key(staff_api, created["id"], sshd.fingerprint)
+    measured = staff_api.post(
+        f"/api/hosts/{created['id']}/probe/", {"measure_disk": True}, format="json"
+    ).json()
+    floor = measured["facts"]["disk"]["floor"]
+    assert floor["seq_read_mb_s"] > 0 and floor["rand_read_qd32_iops"] >= floor["rand_read_qd1_iops"] > 0, (
+        floor
+    )
+    assert measured["facts"]["disk"]["file_system"] != "tmpfs"
+    again = staff_api.post(f"/api/hosts/{created['id']}/probe/").json()  # no fio this time
+    assert again["facts"]["disk"]["floor"] == floor
+    client.force_login(admin_user)
+    page = client.get("/hosts/").content.decode()
+    assert f"its disk, measured: {floor['seq_read_mb_s']:,.0f} MB/s sequential read" in page

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.analysis.where import resource_sentence
 from experiments.charts.experiment import redo_fit_chart
 from experiments.charts.profile import diff_chart, flame_chart
 from experiments.charts.resources import with_resources
@@ -211,3 +212,37 @@ def test_the_recovery_chart_draws_the_floor_of_the_disk_its_runs_ran_on():
     assert lines[0]["y"][1] == pytest.approx(top * (1 << 20) / (rate * 1e6))
     assert lines[0]["y"][1] < min(row["recovery_seconds"] for row in rows) / 10
     assert not [t for t in redo_fit_chart(rows, {})["data"] if "the floor" in t.get("name", "")]
+
+
+def _versus(ratio: float, significant: bool = True) -> dict:
+    return {
+        "versus": {"2": {"ratio": ratio, "ratio_ci": [ratio * 0.9, ratio * 1.1], "significant": significant}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("cpu", "reads", "said"),
+    [
+        (1.8, 1.0, "the difference is in CPU work: B's threads used 1.80x"),
+        (1.0, 2.0, "the difference is in reads from the disk: B read 2.00x"),
+        (1.0, 1.0, "neither in CPU time (1.00x"),
+    ],
+)
+def test_compare_says_which_resource_a_significant_difference_in_recovery_is_in(cpu, reads, said):
+    metrics = {
+        "recovery_seconds": _versus(1.9),
+        "recovery_cpu_seconds": _versus(cpu),
+        "recovery_disk_read_bytes": _versus(reads),
+    }
+    sentence = resource_sentence(metrics, "B", "A", "2", "InnoDB at pool 1G")
+    assert sentence.startswith("InnoDB at pool 1G: B's recovery took 1.90x as long as A's; ")
+    assert said in sentence
+    faster = {**metrics, "recovery_seconds": _versus(1 / 1.9)}
+    assert resource_sentence(faster, "B", "A", "2", "cell").startswith(
+        "cell: A's recovery took 1.90x as long as B's"
+    )
+    # no difference to place, or no readings on a side: nothing said
+    assert (
+        resource_sentence({**metrics, "recovery_seconds": _versus(1.9, False)}, "B", "A", "2", "cell") is None
+    )
+    assert resource_sentence({"recovery_seconds": _versus(1.9)}, "B", "A", "2", "cell") is None

@@ -77,7 +77,7 @@ def test_profiled_runs_say_what_bound_them_against_the_measured_disk_and_compare
         if run.engine == "postgresql":  # its WAL through read() calls, from the page cache or memory
             assert recovery["rchar"] >= run.redo_bytes * 0.9, recovery
         profile = resources["profile"]
-        assert profile["samples"] > 0 and "error" not in profile, profile
+        assert "error" not in profile and profile["samples"] > 0, profile
         drawn = figures_of(page, "run-figures")
         process = "mariadbd" if run.engine == "innodb" else "postgres"
         icicle = drawn["profile"]["data"][0]

@@ -97,6 +97,7 @@ MATRIX = [
     ),
     ("get", "hosts/", "/hosts/", None, READ),
     ("post", "hosts/<pk>/probe/", "/hosts/{host}/probe/", {}, (LOGIN, 403, 403, 403, 302)),
+    ("post", "hosts/<pk>/measure/", "/hosts/{host}/measure/", {}, (LOGIN, 403, 403, 403, 302)),
     ("post", "hosts/<pk>/trust-key/", "/hosts/{host}/trust-key/", {}, (LOGIN, 403, 403, 403, 302)),
     # an A/A check with no experiment chosen: redirected back with the message
     ("post", "hosts/<pk>/aa-check/", "/hosts/{host}/aa-check/", {}, (LOGIN, 403, 302, 302, 302)),

@@ -193,9 +193,13 @@ class SSHTransport:
 
     async def _probe(self, conn, measure_disk: bool = False) -> dict:
         folder = await self._upload_runner(conn)
-        command = f"python3 {shlex.quote(folder + '/runner.pyz')} --probe {shlex.quote(self.host.work_dir)}"
+        runner = shlex.quote(folder + "/runner.pyz")
+        work = shlex.quote(self.host.work_dir)
         try:
-            output = await self._command(conn, command + (" --measure-disk" if measure_disk else ""))
+            if measure_disk:
+                output = await self._command(conn, f"python3 {runner} --probe {work} --measure-disk")
+            else:
+                output = await self._command(conn, f"python3 {runner} --probe {work}")
         finally:
             await self._remove(conn, folder)
         return {"facts": json.loads(output), "host_key": "", "host_key_fingerprint": ""}

@@ -40,6 +40,14 @@ ROW_FIELDS = (
     "insert_rate",
     *NUMERIC_METRICS,
 )
+# A run's verdict (Run.recovery_bound) in words, for hover boxes and the cells' sentences.
+BOUND_WORDS = {
+    "cpu_one_core": "bound by one core",
+    "cpu_all_cores": "bound by the CPU, every core busy",
+    "disk": "bound by the disk",
+    "waiting": "neither a core nor the disk busy (waiting)",
+    "unknown": "too short to say what bound it",
+}
 # What the summary table shows per cell, in this order.
 SUMMARY_METRICS = (
     ("recovery_seconds", "recovery (s)"),
@@ -93,6 +101,8 @@ def hover_text(row: dict) -> str:
     )
     if row["imported"]:
         text += f"<br>imported, {row['server_version'] or 'version unknown'}"
+    if row.get("recovery_bound"):
+        text += f"<br>recovery: {BOUND_WORDS.get(row['recovery_bound'], row['recovery_bound'])}"
     if row["suspect"]:
         text += f"<br>SUSPECT: {row['suspect_reason']}"
     return text

@@ -24,17 +24,16 @@ def _times(result: dict) -> str:
 
 def resource_sentence(metrics: dict, subject: str, baseline: str, side: str, label: str) -> str | None:
     """'{label}: {subject}'s recovery took 1.9x as long as {baseline}'s; the difference is in CPU
-    work: its threads used 1.8x the CPU time (...) and read 1.00x as much from the disk.' Only
-    where both sides' recoveries were read (recovery_cpu_seconds on both)."""
+    work: its threads used 1.8x the CPU time (...) and read 1.00x as much from the disk.' Only for
+    a significant difference in recovery, where both sides' recoveries were read."""
     recovery = (metrics.get("recovery_seconds") or {}).get("versus", {}).get(side)
     cpu = (metrics.get("recovery_cpu_seconds") or {}).get("versus", {}).get(side)
     reads = (metrics.get("recovery_disk_read_bytes") or {}).get("versus", {}).get(side)
     took, used = _moved(recovery), _moved(cpu)
-    if took is None or used is None:
-        return None
+    if took is None or used is None or not recovery.get("significant"):
+        return None  # no difference to place
     slower, faster = (subject, baseline) if took >= 0 else (baseline, subject)
-    certain = "" if recovery.get("significant") else " (not a significant difference)"
-    head = f"{label}: {slower}'s recovery took {math.exp(abs(took)):.2f}x as long as {faster}'s{certain}"
+    head = f"{label}: {slower}'s recovery took {math.exp(abs(took)):.2f}x as long as {faster}'s"
     read = _moved(reads)
     said_reads = f"; {subject} read {_times(reads)} as much from the disk" if read is not None else ""
     same_way = lambda moved: moved is not None and moved * took > 0 and abs(moved) >= CARRIES * abs(took)  # noqa: E731

@@ -41,6 +41,8 @@ ONE_CORE_SHARE = 0.8
 ALL_CORES_SHARE = 0.8
 DISK_SHARE = 0.5
 DISK_WAIT_SHARE = 0.4
+# Said beside a CPU bound: the busiest thread waited for a core this share of the recovery.
+CONTENDED_SHARE = 0.1
 MB = 1e6
 
 
@@ -141,6 +143,7 @@ def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
     per_thread = []
     for thread in threads:
         on_cpu = total(thread, ON_CPU) / 1e9
+        runnable = total(thread, WAITED) / 1e9  # ready to run, waiting for a core (schedstat)
         ticks = total(thread, UTIME) + total(thread, STIME)
         user_share = total(thread, UTIME) / ticks if ticks else 1.0
         waits = [thread.waiting_on_disk(start, end) for start, end in spans]
@@ -152,6 +155,7 @@ def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
                 "user_s": round(on_cpu * user_share, 4),
                 "system_s": round(on_cpu * (1 - user_share), 4),
                 "cpu_share": round(on_cpu / seconds, 4) if seconds else None,
+                "runqueue_share": round(runnable / seconds, 4) if seconds else None,
                 "read_bytes": int(total(thread, READ)),
                 "rchar": int(total(thread, RCHAR)),
                 "write_bytes": int(total(thread, WRITTEN)),
@@ -163,6 +167,7 @@ def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
         key: round(sum(t[key] for t in per_thread), 4)
         for key in ("cpu_s", "user_s", "system_s", "read_bytes", "rchar", "write_bytes")
     }
+    summed["runqueue_s"] = round(sum(t["runqueue_share"] or 0 for t in per_thread) * seconds, 4)
     summed["seconds"] = round(seconds, 4)
     summed["cores"] = round(summed["cpu_s"] / seconds, 3) if seconds else None
     summed["read_mb_s"] = round(summed["read_bytes"] / MB / seconds, 3) if seconds else None
@@ -303,9 +308,14 @@ def verdict(found: dict, crash: Episode | None) -> dict:
     disk_share = recovery["read_mb_s"] / floor["seq_read_mb_s"] if floor.get("seq_read_mb_s") else None
     phase = _longest_phase(crash)
     during = f" ({phase})" if phase else ""
-    if busiest is not None and (busiest["cpu_share"] or 0) >= ONE_CORE_SHARE:
+    # a thread ready to run but waiting for a core wanted the CPU as much as one on it: other work
+    # on the host took its core (the run is then marked disturbed), which is no wait on the disk
+    queued = (busiest or {}).get("runqueue_share") or 0
+    if busiest is not None and (busiest["cpu_share"] or 0) + queued >= ONE_CORE_SHARE:
         bound, said = "cpu_one_core", f"bound by one core{during}"
-    elif (recovery["cores"] or 0) >= ALL_CORES_SHARE * cpus:
+        if queued >= CONTENDED_SHARE:
+            said += f"; it waited for a core {_percent(queued)} of the time: other work on the host took it"
+    elif (recovery["cores"] or 0) + recovery.get("runqueue_s", 0) / seconds >= ALL_CORES_SHARE * cpus:
         bound, said = "cpu_all_cores", f"bound by the CPU, all {cpus} cores{during}"
     elif not in_memory and ((disk_share is not None and disk_share >= DISK_SHARE) or waits):
         bound = "disk"

@@ -1,15 +1,7 @@
 """What bound each cell's recovery, in a sentence: the verdicts of its runs (the resource each
 recovery was held back by, experiments/ingest/resources.py) with the ranges behind them. No Django."""
 
-from experiments.analysis.cells import Cell, analysable
-
-BOUND_WORDS = {
-    "cpu_one_core": "bound by one core",
-    "cpu_all_cores": "bound by the CPU, every core busy",
-    "disk": "bound by the disk",
-    "waiting": "neither a core nor the disk busy (waiting)",
-    "unknown": "too short to say what bound it",
-}
+from experiments.analysis.cells import BOUND_WORDS, Cell, analysable
 
 
 def _span(values: list[float], fmt: str) -> str:
