@@ -2,10 +2,11 @@
 only.
 
 `perf record -e cpu-clock` (a software clock: no hardware counters needed, so it samples in a VM
-too) samples every CPU, with call chains, from just before the server is spawned after the crash
-to its first query answered: a perf attached to the server once spawned would miss its first
-moments and the processes it had started by then (PostgreSQL forks its startup process at once).
-The samples of the server's processes alone (their pids, as resources.py read them) are kept:
+too) samples every CPU, with call chains, from just before the crash to the restarted server's
+first query answered: a perf attached to the server once spawned would miss its first moments
+and the processes it had started by then (PostgreSQL forks its startup process at once), and
+perf's own start (0.1 s and more on a busy host) is then no part of the downtime. The samples of
+the restarted server's processes alone (their pids, as resources.py read them) are kept:
 perf's own stackcollapse script folds them into one line per stack
 ("process;outer;...;leaf COUNT", Brendan Gregg's format) kept as profile.folded, cut to the
 heaviest stacks (MAX_FOLDED_BYTES) with the rest summed into one line. Names are the symbols the

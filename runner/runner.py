@@ -139,6 +139,11 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         counters_after = read_counters(server, engine)
         result["counters"] = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
 
+        # set up before the kill, so its start costs the downtime nothing; it keeps the samples of
+        # the restarted server's processes only
+        profile = Profile(work, clock) if spec["parameters"].get("profile") else None
+        if profile is not None:
+            profile.start()
         progress(f"crashing the server ({crash.get('method', 'sigkill')})", 72)
         times["killed"] = crash_server(server, crash.get("method", "sigkill"), layer)
         if layer is not None:
@@ -153,9 +158,6 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
 
         progress("restarting after the crash", 75)
         restart_mark = noise.mark()
-        profile = Profile(work, clock) if spec["parameters"].get("profile") else None
-        if profile is not None:
-            profile.start()
         times["recovery_spawned"] = server.start()
         watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE)
         watcher.start()

@@ -38,6 +38,7 @@ def spec(profile: bool) -> dict:
             "tables": 4,
             "table_size": 20000,
             "threads": 4,
+            "events": 0,
             "time_seconds": 300,
         },
         "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "128M"},
