@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .events import Clock
 from .processes import spawn
+from .resources import LOADER
 
 FOLDED_FILE = "profile.folded"
 FREQUENCY_HZ = 999
@@ -86,7 +87,7 @@ class Profile:
             return
         self.found["started_at"] = round(self.clock.now(), 4)
 
-    def stop(self, pids: set[int]) -> dict:
+    def stop(self, pids: set[int], program: str | None = None) -> dict:
         """Stop sampling, fold the samples of `pids` into profile.folded; what it found (or why not)."""
         if self.process is None or "error" in self.found:
             return self.found
@@ -97,7 +98,7 @@ class Profile:
             self.found["error"] = f"perf recorded nothing (exit {self.process.returncode}): {said}"
             return self.found
         folding = time.monotonic()
-        self._fold(pids)
+        self._fold(pids, program)
         self.found["fold_s"] = round(time.monotonic() - folding, 3)  # after the restart, not in it
         with contextlib.suppress(OSError):
             self.data.unlink()
@@ -116,7 +117,7 @@ class Profile:
             pipe.close()
         return errors or b""
 
-    def _fold(self, pids: set[int]) -> None:
+    def _fold(self, pids: set[int], program: str | None) -> None:
         if not pids:
             self.found["error"] = "the server's processes were not read: no samples to keep"
             return
@@ -135,6 +136,8 @@ class Profile:
         for line in done.stdout.decode(errors="replace").splitlines():
             stack, _, count = line.rpartition(" ")
             if stack and count.isdigit():
+                if program and stack.startswith(LOADER):  # the loader's name: the program's
+                    stack = program + stack[stack.find(";") :] if ";" in stack else program
                 stacks.append((int(count), stack))
         if not stacks:
             self.found["error"] = (

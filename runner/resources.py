@@ -25,6 +25,10 @@ RESOURCES_FILE = "resources.jsonl"
 INTERVAL_S = 0.05
 TICKS = os.sysconf("SC_CLK_TCK")
 NAME_CHARS = 60
+# The dynamic loader a build of another release starts through (builds.py): its processes carry
+# the loader's name, which says nothing, so they are named by the program it runs.
+LOADER = "ld-linux"
+LOADER_OPTIONS_WITH_VALUES = ("--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath")
 # /proc/PID/task/TID/io's lines kept, in this order
 IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
 
@@ -114,14 +118,35 @@ class Resources(threading.Thread):
         user controls: kept as data, cut short. (The first readings may still name setpriv, which
         then becomes the server.)"""
         name = stat[stat.find("(") + 1 : stat.rfind(")")]
-        if tid == pid and name == "postgres":
-            if (tid, name) not in self._labels:
+        if tid == pid and (name == "postgres" or name.startswith(LOADER)):
+            if ("role", pid) not in self._labels:
                 with contextlib.suppress(OSError):
                     line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").strip()
                     if line.startswith(b"postgres:"):  # set once the process knows its role
-                        self._labels[(tid, name)] = line.decode("utf-8", "replace")
-            name = self._labels.get((tid, name), name)
+                        self._labels[("role", pid)] = line.decode("utf-8", "replace")
+            if ("role", pid) in self._labels:
+                return self._labels[("role", pid)][:NAME_CHARS]
+        if name.startswith(LOADER):  # a build started through its release's loader: the program's name
+            name = self._program(pid) or name
         return name[:NAME_CHARS]
+
+    def _program(self, pid: int) -> str | None:
+        """The program a loader runs, from its command line (`ld-linux... --library-path DIR
+        /path/mariadbd ...`): its file's name. Read once per process."""
+        if ("program", pid) not in self._labels:
+            with contextlib.suppress(OSError):
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+                index = 1
+                while index < len(args) and args[index].startswith("--"):
+                    index += 2 if args[index] in LOADER_OPTIONS_WITH_VALUES else 1
+                if index < len(args) and args[index]:
+                    self._labels[("program", pid)] = Path(args[index]).name[:NAME_CHARS]
+        return self._labels.get(("program", pid))
+
+    @property
+    def program(self) -> str | None:
+        """The server's program name, where it runs through a loader (for the profile's stacks)."""
+        return self._labels.get(("program", self.pid))
 
 
 def _listing(folder: str) -> list[str]:

@@ -166,7 +166,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         finally:
             result["resource_readings"] = watcher.stop()
             if profile is not None:
-                result["profile"] = profile.stop(watcher.pids)
+                result["profile"] = profile.stop(watcher.pids, watcher.program)
         result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
         server.engine.keep_recovery_log(server.datadir, work)

@@ -137,6 +137,7 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
     ]
     body = on_builds("three servers side by side", ["system", name, mysql], events=2000)
     body["parameters"]["redo_log_size"] = ["128M"]
+    body["parameters"]["profile"] = [True]  # each restart profiled: the page draws what moved between servers
     body["repetitions"] = 2
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
@@ -182,6 +183,17 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
             rf"|build {build} \({server}\): crash recovery [0-9.]+x (?:slower|faster) than {system}"
         )
         assert re.search(compared, findings), findings
+    # each server's profile: its own program at the top, even where it ran through a loader;
+    # and against the system's, which functions moved
+    for run in runs.all():
+        stacks = bytes(run.files.get(name="profile.folded").content).decode()
+        program = "mysqld" if run.parameters["server_build"] == mysql else "mariadbd"
+        assert stacks.startswith(program + ";") or f"\n{program};" in stacks, stacks[:300]
+        assert "ld-linux" not in {line.split(";")[0] for line in stacks.splitlines()}
+        assert not [
+            t["name"] for t in run.resources["recovery"]["threads"] if t["name"].startswith("ld-linux")
+        ]
+    assert page.count('data-figure="profile-diff-figure-') == 2  # 11.8 and 9.7, each against 10.11
 
 
 @pytest.mark.django_db

@@ -33,12 +33,12 @@ def flame_chart(folded: bytes, title: str = "Where the restart's CPU time went (
     kept_set = set(kept)
     kept = [node for node in kept if not parents[node] or parents[node] in kept_set]
     roots = [node for node in kept if not parents[node]]
-    if len(roots) > 1:  # several processes (PostgreSQL's): one root above them
+    if len(roots) > 1:  # several processes (PostgreSQL's) or named threads (MySQL's): one root above
         for node in kept:
             if not parents[node]:
                 parents[node] = "all"
         kept.insert(0, "all")
-        labels["all"], parents["all"], values["all"] = "all processes", "", total
+        labels["all"], parents["all"], values["all"] = "the server: every process and thread", "", total
     return {
         "data": [
             {

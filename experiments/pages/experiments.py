@@ -24,6 +24,7 @@ from experiments.pages.context import (
     report_context,
 )
 from experiments.pages.forms import ExperimentForm, definition_yaml
+from experiments.pages.profiles import cell_profile_diffs
 from experiments.roles import (
     FORBIDDEN,
     may_change,
@@ -118,6 +119,7 @@ def experiment_detail(request, pk: int):
         "can_change": may_change(request.user, experiment),
         "definition_yaml": definition_yaml(experiment.definition),
     }
+    context["profile_diffs"] = cell_profile_diffs(context["cells"])
     return render(request, "experiments/experiment_detail.html", context)
 
 

@@ -47,3 +47,24 @@ def profile_diffs(result: dict) -> list[dict]:
         if len(drawn) >= CELLS_DRAWN:
             break
     return drawn
+
+
+def cell_profile_diffs(cells: list) -> list[dict]:
+    """The experiment page's: per engine and host, each profiled cell against the first profiled
+    one (two builds, two settings): [{"id", "figure"}]."""
+    profiled = [cell for cell in cells if cell.parameters.get("profile") and cell.run_ids]
+    drawn, baselines = [], {}
+    for cell in profiled:
+        key = (cell.engine, cell.host)
+        if key not in baselines:
+            baselines[key] = (cell, side_functions(cell.run_ids))
+            continue
+        first, functions = baselines[key]
+        figure = (
+            diff_chart(functions, side_functions(cell.run_ids), first.label, cell.label) if functions else {}
+        )
+        if figure.get("data"):
+            drawn.append({"id": f"profile-diff-figure-{len(drawn) + 1}", "figure": figure})
+        if len(drawn) >= CELLS_DRAWN:
+            break
+    return drawn

@@ -27,7 +27,7 @@ VERSIONS_DEFINITION = {
     "hosts": ["local"],
     "engines": ["innodb"],
     "parameters": {"buffer_pool_size": ["128M"], "redo_log_size": ["512M"], "insert_rate": [0],
-                   "server_build": ["system", *VERSIONS_BUILDS]},
+                   "server_build": ["system", *VERSIONS_BUILDS], "profile": [True]},
     "workload": {"name": "oltp_write_only", "tables": 4, "table_size": 20000, "threads": 4, "events": 8000},
     "crash": {"method": "sigkill", "when": "after_workload"},
     "repetitions": 3,
