@@ -256,10 +256,13 @@ def early_exit(how: str, oom_before: int | None, log_tail: str, failure: Excepti
 
 
 def measure_disk(work_dir: Path) -> str | None:
-    """Measure the disk's floor, which the probe then reports; why it was not measured, if not."""
+    """Measure the disk's floor, which the probe then reports; why it was not measured, if not.
+    Never while a run goes there: fio would be its noise (the work directory's lock says)."""
     try:
-        floor.measure(work_dir)
-    except (floor.NotMeasured, UnsafeFolder, OSError, subprocess.SubprocessError) as exc:
+        base = own_folder(work_dir, "work directory", "the host's work_dir")
+        hold_work_dir(base)
+        floor.measure(base)
+    except (floor.NotMeasured, UnsafeFolder, RunFailed, OSError, subprocess.SubprocessError) as exc:
         return str(exc)
     return None
 

@@ -246,3 +246,19 @@ def test_compare_says_which_resource_a_significant_difference_in_recovery_is_in(
         resource_sentence({**metrics, "recovery_seconds": _versus(1.9, False)}, "B", "A", "2", "cell") is None
     )
     assert resource_sentence({"recovery_seconds": _versus(1.9)}, "B", "A", "2", "cell") is None
+
+
+def test_the_disk_is_not_measured_while_a_run_holds_the_work_folder(tmp_path):
+    """fio beside a run would be its noise: the work folder's lock (held here as a runner holds it
+    through its run) makes the measure say why it did not run."""
+    import fcntl
+
+    from runner.runner import measure_disk
+
+    work = tmp_path / "work"
+    work.mkdir()
+    with open(work / ".runner.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        said = measure_disk(work)
+    assert said and "the host is busy elsewhere" in said
+    assert not (work / floor.FLOOR_FILE).exists() and not list(work.glob("floor-*"))

@@ -151,6 +151,7 @@ def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
         per_thread.append(
             {
                 "name": thread.label,
+                "tid": thread.tid,
                 "cpu_s": round(on_cpu, 4),
                 "user_s": round(on_cpu * user_share, 4),
                 "system_s": round(on_cpu * (1 - user_share), 4),
@@ -236,14 +237,13 @@ def restart_resources(
     }
     if window is not None:
         window = (max(window[0], start_up[0]), min(window[1], start_up[1]))
+    if window is not None and window[1] > window[0]:  # (a recovery logged outside the restart: none)
         found["recovery"] = {"window": [round(v, 4) for v in window], **_use(threads, [window])}
         rest = [(start_up[0], window[0]), (window[1], start_up[1])]
         found["rest"] = _use(threads, [(a, b) for a, b in rest if b > a])
     else:
         found["rest"] = _use(threads, [start_up])
-    shown = [
-        t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "other" not in t["name"]
-    ]
+    shown = [t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "tid" in t]
     found["series"] = _series(threads, shown[:5])
     disk = disk or {}
     floor = disk.get("floor")
