@@ -2,16 +2,16 @@
 only.
 
 `perf record -e cpu-clock` (a software clock: no hardware counters needed, so it samples in a VM
-too) samples every CPU, with call chains, from just before the crash to the restarted server's
-first query answered: a perf attached to the server once spawned would miss its first moments
-and the processes it had started by then (PostgreSQL forks its startup process at once), and
-perf's own start (0.1 s and more on a busy host) is then no part of the downtime. The samples of
-the restarted server's processes alone (their pids, as resources.py read them) are kept:
-perf's own stackcollapse script folds them into one line per stack
-("process;outer;...;leaf COUNT", Brendan Gregg's format) kept as profile.folded, cut to the
-heaviest stacks (MAX_FOLDED_BYTES) with the rest summed into one line. Names are the symbols the
-server's binary exports unless the build has its debug symbols. Without perf, or where the kernel
-refuses sampling, the run goes on and says why.
+too) samples every CPU, with call chains, from just before the crash to the restarted server's first
+query answered: a perf attached to the server once spawned would miss its first moments and the
+processes it had started by then (PostgreSQL forks its startup process at once), and perf's own
+start (0.1 s and more on a busy host) is then no part of the downtime. The samples of the restarted
+server's processes alone (their pids, as resources.py read them) are kept: perf's own stackcollapse
+script folds them into one line per stack ("process;outer;...;leaf COUNT", Brendan Gregg's format;
+the kernel's functions marked `_[k]`) kept as profile.folded, cut to the heaviest stacks
+(MAX_FOLDED_BYTES) with the rest summed into one line. Names are the symbols the server's binary
+exports unless the build has its debug symbols. Without perf, or where the kernel refuses sampling,
+the run goes on and says why.
 """
 
 import contextlib
@@ -124,7 +124,7 @@ class Profile:
         done = subprocess.run(
             [
                 shutil.which("perf") or "perf",
-                *("script", "report", "stackcollapse", "-i", str(self.data)),
+                *("script", "report", "stackcollapse", "-i", str(self.data), "--kernel"),
                 "--pid",
                 ",".join(map(str, sorted(pids))),
             ],

@@ -28,7 +28,7 @@ from .test_imports import parameters, upload
 
 pytestmark = pytest.mark.django_db
 REAL_LOG = Path(__file__).parent / "data" / "mariadb-10.11" / "innodb_after_workload" / "error.log"
-ADMIN_FORMS = {"hosts/<pk>/probe/", "hosts/<pk>/trust-key/"}
+ADMIN_FORMS = {"hosts/<pk>/probe/", "hosts/<pk>/measure/", "hosts/<pk>/trust-key/"}
 
 
 @dataclass
@@ -120,6 +120,12 @@ FORMS = [
     Form(
         "hosts/<pk>/probe/",
         lambda w: f"/hosts/{w.host.id}/probe/",
+        lambda w: {},
+        lambda w: Host.objects.get(id=w.host.id).last_seen is not None,
+    ),
+    Form(
+        "hosts/<pk>/measure/",  # the probe runs after fio (or after it said why not)
+        lambda w: f"/hosts/{w.host.id}/measure/",
         lambda w: {},
         lambda w: Host.objects.get(id=w.host.id).last_seen is not None,
     ),

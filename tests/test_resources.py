@@ -262,3 +262,18 @@ def test_the_disk_is_not_measured_while_a_run_holds_the_work_folder(tmp_path):
         said = measure_disk(work)
     assert said and "the host is busy elsewhere" in said
     assert not (work / floor.FLOOR_FILE).exists() and not list(work.glob("floor-*"))
+
+
+def test_perfs_kernel_mark_and_unnamed_frames_are_read_as_such():
+    folded = (
+        b"mariadbd;[unknown];[unknown];recv_sys_t::parse;read_[k];vfs_read_[k] 7\n"
+        b"mariadbd;[unknown] 3\nno stack\n"
+    )
+    stacks = stacks_of(folded)
+    assert stacks == [
+        (["mariadbd", NOT_EXPORTED, "recv_sys_t::parse", "read [kernel]", "vfs_read [kernel]"], 7),
+        (["mariadbd", NOT_EXPORTED], 3),
+    ]
+    trace = flame_chart(folded)["data"][0]
+    colours = dict(zip(trace["labels"], trace["marker"]["colors"], strict=True))
+    assert colours["vfs_read [kernel]"] != colours["recv_sys_t::parse"] != colours[NOT_EXPORTED]

@@ -3,7 +3,7 @@ below its caller, as wide as its share of the samples) and, for two cells, which
 From the folded stacks and function shares of experiments/ingest/profile.py; no Django."""
 
 from experiments.charts.layout import base_layout
-from experiments.ingest.profile import NOT_EXPORTED, stacks_of
+from experiments.ingest.profile import KERNEL, NOT_EXPORTED, stacks_of
 
 # Frames under this share of the samples are left out (their samples stay in their caller's
 # width): a restart's few thousand samples spread over thousands of stacks otherwise.
@@ -60,11 +60,14 @@ def flame_chart(folded: bytes, title: str = "Where the restart's CPU time went (
 
 
 def _colour(frame: str) -> str:
-    """Warm for the server's code, grey where the binary does not name it, blue for the kernel."""
+    """Warm for the server's code, grey where the binary does not name it, blue for the kernel
+    (perf marks its functions; profiles folded before it did are told by their names)."""
     if frame == NOT_EXPORTED:
         return "#bdbdbd"
-    if frame.startswith(("entry_", "do_syscall", "asm_", "exc_", "__x64_sys", "ksys_", "vfs_")) or (
-        frame.startswith("__") and frame.endswith("_fault")
+    if (
+        frame.endswith(KERNEL)
+        or frame.startswith(("entry_", "do_syscall", "asm_", "exc_", "__x64_sys", "ksys_", "vfs_"))
+        or (frame.startswith("__") and frame.endswith("_fault"))
     ):
         return "#6baed6"
     return "#fd8d3c"

@@ -12,6 +12,7 @@ from collections import Counter
 FOLDED_FILE = "profile.folded"
 OTHER_STACKS = "[other stacks]"
 NOT_EXPORTED = "[not exported]"
+KERNEL_MARK, KERNEL = "_[k]", " [kernel]"
 # The functions kept with a run for comparisons: the heaviest by their whole stack's share.
 FUNCTIONS_KEPT = 300
 
@@ -26,6 +27,8 @@ def stacks_of(folded: bytes) -> list[tuple[list[str], int]]:
         frames = []
         for frame in stack.split(";"):
             frame = NOT_EXPORTED if frame == "[unknown]" else frame
+            if frame.endswith(KERNEL_MARK):  # perf's mark of the kernel's functions
+                frame = frame[: -len(KERNEL_MARK)] + KERNEL
             if not (frame == NOT_EXPORTED and frames and frames[-1] == NOT_EXPORTED):
                 frames.append(frame)
         found.append((frames, int(count)))
