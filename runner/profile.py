@@ -34,6 +34,13 @@ READY_TIMEOUT_S = 30.0
 OTHER_STACKS = "[other stacks]"
 
 
+def _output(args: list[str]) -> str:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 class Profile:
     """perf record on every CPU from start() to stop(), kept for the pids stop() is given."""
 
@@ -121,17 +128,16 @@ class Profile:
         if not pids:
             self.found["error"] = "the server's processes were not read: no samples to keep"
             return
-        done = subprocess.run(
-            [
-                shutil.which("perf") or "perf",
-                *("script", "report", "stackcollapse", "-i", str(self.data), "--kernel"),
-                "--pid",
-                ",".join(map(str, sorted(pids))),
-            ],
-            capture_output=True,
-            timeout=600,
-            stdin=subprocess.DEVNULL,
-        )
+        perf = shutil.which("perf") or "perf"
+        only = ["-i", str(self.data), "--pid", ",".join(map(str, sorted(pids)))]
+        # perf's stackcollapse script by its path, which takes its own options after "--" (the
+        # kernel's functions marked); by its name where perf does not say where its scripts are
+        script = Path(_output([perf, "--exec-path"])) / "scripts" / "python" / "stackcollapse.py"
+        if script.is_file():
+            args = [perf, "script", *only, "-s", str(script), "--", "--kernel"]
+        else:
+            args = [perf, "script", "report", "stackcollapse", *only]
+        done = subprocess.run(args, capture_output=True, timeout=600, stdin=subprocess.DEVNULL)
         stacks = []
         for line in done.stdout.decode(errors="replace").splitlines():
             stack, _, count = line.rpartition(" ")

@@ -85,7 +85,8 @@ def analysable(row: dict) -> bool:
 def settings_text(row: dict) -> str:
     """'pool 1G · log 256M · rate 2000 · innodb_flush_log_at_trx_commit=1'"""
     parts = [
-        f"{PARAMETER_LABELS.get(k, k)} {v}"
+        # a switch is its name when on ("profiled"), not "profiled True"
+        PARAMETER_LABELS.get(k, k) if v is True else f"{PARAMETER_LABELS.get(k, k)} {v}"
         for k, v in sorted(row["parameters"].items())
         if not (k == "binlog_files" and not v)  # the binary log off: the usual case, not worth a word
     ]

@@ -317,6 +317,11 @@ def verdict(found: dict, crash: Episode | None) -> dict:
             said += f"; it waited for a core {_percent(queued)} of the time: other work on the host took it"
     elif (recovery["cores"] or 0) + recovery.get("runqueue_s", 0) / seconds >= ALL_CORES_SHARE * cpus:
         bound, said = "cpu_all_cores", f"bound by the CPU, all {cpus} cores{during}"
+        waited = recovery.get("runqueue_s", 0)
+        if waited >= CONTENDED_SHARE * seconds:
+            said += (
+                f"; its threads waited for a core {waited:.2f} s in all: the cores were busy, not all with it"
+            )
     elif not in_memory and ((disk_share is not None and disk_share >= DISK_SHARE) or waits):
         bound = "disk"
         said = f"bound by the disk{during}"
