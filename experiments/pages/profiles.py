@@ -2,8 +2,10 @@
 which functions grew (charts/profile.py's diff of their function shares, each side's runs
 averaged)."""
 
+from experiments.analysis.cells import settings_text
 from experiments.charts.profile import diff_chart
 from experiments.models import Run
+from runner.contract import SYSTEM_BUILD
 
 # The cells drawn, at most: one chart each.
 CELLS_DRAWN = 6
@@ -25,6 +27,28 @@ def side_functions(run_ids: list[int]) -> dict:
         ]
         for name in names
     }
+
+
+def _differing(a, b) -> tuple[str, str]:
+    """Two cells named by the settings in which they differ (their whole labels where none do)."""
+    names = [
+        (part, key)
+        for part in ("parameters", "server_options")
+        for key in sorted(set(getattr(a, part)) | set(getattr(b, part)))
+        if getattr(a, part).get(key) != getattr(b, part).get(key)
+    ]
+    if not names:
+        return a.label, b.label
+
+    def said(cell) -> str:
+        return settings_text(
+            {part: {k: getattr(cell, part).get(k) for p, k in names if p == part} for part in SETTINGS}
+        )
+
+    return said(a), said(b)
+
+
+SETTINGS = ("parameters", "server_options")
 
 
 def profile_diffs(result: dict) -> list[dict]:
@@ -51,8 +75,12 @@ def profile_diffs(result: dict) -> list[dict]:
 
 def cell_profile_diffs(cells: list) -> list[dict]:
     """The experiment page's: per engine and host, each profiled cell against the first profiled
-    one (two builds, two settings): [{"id", "figure"}]."""
-    profiled = [cell for cell in cells if cell.parameters.get("profile") and cell.run_ids]
+    one, the system's build first (as the findings set each build against it): [{"id", "figure"}].
+    Each side is named by the settings in which the two differ ("build mysql-9.7")."""
+    profiled = sorted(
+        (cell for cell in cells if cell.parameters.get("profile") and cell.run_ids),
+        key=lambda cell: cell.parameters.get("server_build", SYSTEM_BUILD) != SYSTEM_BUILD,
+    )
     drawn, baselines = [], {}
     for cell in profiled:
         key = (cell.engine, cell.host)
@@ -60,9 +88,8 @@ def cell_profile_diffs(cells: list) -> list[dict]:
             baselines[key] = (cell, side_functions(cell.run_ids))
             continue
         first, functions = baselines[key]
-        figure = (
-            diff_chart(functions, side_functions(cell.run_ids), first.label, cell.label) if functions else {}
-        )
+        label_a, label_b = _differing(first, cell)
+        figure = diff_chart(functions, side_functions(cell.run_ids), label_a, label_b) if functions else {}
         if figure.get("data"):
             drawn.append({"id": f"profile-diff-figure-{len(drawn) + 1}", "figure": figure})
         if len(drawn) >= CELLS_DRAWN:
