@@ -147,7 +147,7 @@ def test_the_difference_of_two_profiles_lists_what_grew_and_shrank_by_share():
     trace = diff_chart(a, b, "InnoDB", "PostgreSQL")["data"][0]
     for name, moved in zip(trace["y"], trace["x"], strict=True):
         assert moved == pytest.approx(
-            ((b.get(name) or [0, 0])[1] - (a.get(name) or [0, 0])[1]) * 100, abs=0.01
+            ((b.get(name) or [0, 0])[0] - (a.get(name) or [0, 0])[0]) * 100, abs=0.01
         )
     assert max(map(abs, trace["x"])) == abs(trace["x"][-1])  # the largest move at the top
     assert diff_chart(a, a, "A", "A again") == {"data": [], "layout": {}}

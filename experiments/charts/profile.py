@@ -74,11 +74,13 @@ def _colour(frame: str) -> str:
 
 
 def diff_chart(functions_a: dict, functions_b: dict, label_a: str, label_b: str) -> dict:
-    """The functions whose share of the samples moved most between two cells (each a function's
-    share of every stack it was in), in percentage points, B minus A: grew right, shrank left."""
+    """The functions whose share of the samples moved most between two cells, in percentage points,
+    B minus A: grew right, shrank left. A function's own share (it was on the CPU), not its share
+    with its callees: a call chain perf could not follow would move the callers' shares by
+    artefact (a build through its release's loader loses them at its libc)."""
     names = (set(functions_a) | set(functions_b)) - {NOT_EXPORTED}
     moved = sorted(
-        ((_total(functions_b, name) - _total(functions_a, name), name) for name in names),
+        ((_own(functions_b, name) - _own(functions_a, name), name) for name in names),
         key=lambda item: -abs(item[0]),
     )[:DIFF_SHOWN]
     moved = [(delta, name) for delta, name in moved if abs(delta) >= 0.001]
@@ -94,7 +96,7 @@ def diff_chart(functions_a: dict, functions_b: dict, label_a: str, label_b: str)
                 "x": [round(delta * 100, 2) for delta, _ in moved],
                 "marker": {"color": ["#d62728" if delta > 0 else "#2ca02c" for delta, _ in moved]},
                 "customdata": [
-                    [_total(functions_a, name) * 100, _total(functions_b, name) * 100] for _, name in moved
+                    [_own(functions_a, name) * 100, _own(functions_b, name) * 100] for _, name in moved
                 ],
                 "hovertemplate": (
                     "%{y}<br>"
@@ -107,15 +109,20 @@ def diff_chart(functions_a: dict, functions_b: dict, label_a: str, label_b: str)
             }
         ],
         "layout": base_layout(
-            f"Which functions grew: {label_b} against {label_a}",
+            f"Where the CPU was: {label_b} against {label_a}",
             height=max(300, 26 * len(moved) + 140),
-            xaxis={"title": {"text": "share of the CPU samples, percentage points (B - A)"}},
+            xaxis={
+                "title": {"text": "samples with the function itself on the CPU, percentage points (B - A)"}
+            },
             yaxis={"automargin": True},
             showlegend=False,
         ),
     }
 
 
-def _total(functions: dict, name: str) -> float:
+def _own(functions: dict, name: str) -> float:
+    """The share of the samples in which the function itself was on the CPU (the stack's leaf):
+    where the call chain could not be followed (a build's libraries without frame pointers), the
+    leaf is still named, the callers above it are not."""
     shares = functions.get(name)
-    return shares[1] if shares else 0.0
+    return shares[0] if shares else 0.0
