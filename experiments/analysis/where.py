@@ -16,6 +16,19 @@ def _moved(result: dict | None) -> float | None:
     return math.log(ratio) if ratio else None
 
 
+def carried_by(took: float, used: float, read: float | None) -> str:
+    """Which resource carried a change of the recovery's time, all as logs of ratios: "cpu" (its
+    threads' CPU time moved with it), "reads" (its reads from the disk did), "waiting" (neither
+    did), or "nothing" (the time hardly moved)."""
+    if abs(took) < math.log(1.05):
+        return "nothing"
+
+    def same_way(moved: float | None) -> bool:
+        return moved is not None and moved * took > 0 and abs(moved) >= CARRIES * abs(took)
+
+    return "cpu" if same_way(used) else "reads" if same_way(read) else "waiting"
+
+
 def _times(result: dict) -> str:
     ratio, ci = result["ratio"], result.get("ratio_ci")
     interval = f" (95% CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci else ""
@@ -36,12 +49,12 @@ def resource_sentence(metrics: dict, subject: str, baseline: str, side: str, lab
     head = f"{label}: {slower}'s recovery took {math.exp(abs(took)):.2f}x as long as {faster}'s"
     read = _moved(reads)
     said_reads = f"; {subject} read {_times(reads)} as much from the disk" if read is not None else ""
-    same_way = lambda moved: moved is not None and moved * took > 0 and abs(moved) >= CARRIES * abs(took)  # noqa: E731
-    if abs(took) < math.log(1.05):
+    carrier = carried_by(took, used, read)
+    if carrier == "nothing":
         return f"{head}; CPU time {_times(cpu)} of {baseline}'s{said_reads}: no resource moved to speak of."
-    if same_way(used):
+    if carrier == "cpu":
         where = f"in CPU work: {subject}'s threads used {_times(cpu)} the CPU time of {baseline}'s"
-    elif same_way(read):
+    elif carrier == "reads":
         where = f"in reads from the disk: {subject} read {_times(reads)} as much as {baseline}"
         said_reads = f"; CPU time {_times(cpu)}"
     else:

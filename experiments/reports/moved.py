@@ -2,8 +2,10 @@
 parameter's own phase, and the redo replayed where it differs (MySQL 9.7 wrote twice MariaDB's
 redo for the same transactions: a reader of "7.3x slower" must know it)."""
 
+import math
 import statistics
 
+from experiments.analysis.where import carried_by
 from experiments.units import MIB, duration_text
 from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
 
@@ -55,7 +57,36 @@ def what_moved(
             for phase in own
         )
         said += f"; this parameter's own phase {'did not carry it' if name else 'went'} ({stayed}, medians)"
-    return said + _redo_text(sides, names)
+    return said + _redo_text(sides, names) + (_resource_text(sides, names) if significant else "")
+
+
+def _median(rows: list[dict], name: str) -> float | None:
+    values = [row[name] for row in rows if row.get(name) is not None]
+    return float(statistics.median(values)) if values else None
+
+
+def _resource_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str]) -> str:
+    """Which resource the difference is in, where both sides' recoveries were read: the CPU time
+    of their threads, their reads from the disk, or neither (they waited)."""
+    took, used, read = (
+        [_median(rows, metric) for rows in sides]
+        for metric in ("recovery_seconds", "recovery_cpu_seconds", "recovery_disk_read_bytes")
+    )
+    if not all(took) or not all(used):
+        return ""
+    ratio = lambda pair: math.log(pair[1] / pair[0]) if all(pair) else None  # noqa: E731
+    carrier = carried_by(ratio(took), ratio(used), ratio(read))
+    cpu = f"CPU time of its threads {names[1]} {used[1]:.2f} s, {names[0]} {used[0]:.2f} s"
+    if carrier == "cpu":
+        return f"; the difference is in CPU work ({cpu}, medians)"
+    if carrier == "reads":
+        return (
+            f"; the difference is in reads from the disk ({names[1]} {read[1] / MIB:.1f} MiB, "
+            f"{names[0]} {read[0] / MIB:.1f} MiB, medians)"
+        )
+    if carrier == "waiting":
+        return f"; the difference is in neither CPU time nor reads: the slower side waited ({cpu}, medians)"
+    return ""
 
 
 def _redo_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str]) -> str:
