@@ -76,7 +76,7 @@ def _resource_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str])
         return ""
     ratio = lambda pair: math.log(pair[1] / pair[0]) if all(pair) else None  # noqa: E731
     carrier = carried_by(ratio(took), ratio(used), ratio(read))
-    cpu = f"CPU time of its threads {names[1]} {used[1]:.2f} s, {names[0]} {used[0]:.2f} s"
+    cpu = f"the threads' CPU time: {names[1]} {used[1]:.2f} s, {names[0]} {used[0]:.2f} s"
     if carrier == "cpu":
         return f"; the difference is in CPU work ({cpu}, medians)"
     if carrier == "reads":
