@@ -9,7 +9,7 @@ CPU and waiting for one, in ns, from schedstat) and its I/O (/proc/PID/task/TID/
 and written to the device, and read and written through system calls, the page cache included).
 Counters are kept raw, as they grow; the dashboard turns them into shares of the recovery and the
 rest of start-up (experiments/ingest/resources.py). A thread that cannot be read is left out; a
-restart with nothing readable says why in the file's first line. Reading it never fails a run.
+reader that fails says why in the file's last line. Reading it never fails a run.
 """
 
 import contextlib
@@ -47,19 +47,26 @@ class Resources(threading.Thread):
     def run(self) -> None:
         with self.target.open("w", encoding="utf-8") as out, contextlib.suppress(OSError, ValueError):
             out.write(json.dumps({"interval_s": INTERVAL_S, "ticks_per_s": TICKS, "pid": self.pid}) + "\n")
-            due = time.monotonic()
-            while True:  # a last reading once stopped: the moment of the first query
-                moment, asked = self.clock.now(), time.monotonic()
-                tasks = self._tasks()
-                if not tasks and not os.path.exists(f"/proc/{self.pid}"):
-                    return  # the server is gone
-                took_ms = round((time.monotonic() - asked) * 1000, 3)
-                out.write(json.dumps({"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}) + "\n")
-                self.taken += 1
-                if self._stopping.is_set():
-                    return
-                due += INTERVAL_S
-                self._stopping.wait(max(0.0, due - time.monotonic()))
+            try:
+                self._read(out)
+            except Exception as exc:  # a reader that failed is said in its file, never fails the run
+                out.write(json.dumps({"error": f"{exc.__class__.__name__}: {exc}"[:300]}) + "\n")
+
+    def _read(self, out) -> None:
+        """A reading every INTERVAL_S, and a last one once stopped (the moment of the first query)."""
+        due = time.monotonic()
+        while True:  # a last reading once stopped: the moment of the first query
+            moment, asked = self.clock.now(), time.monotonic()
+            tasks = self._tasks()
+            if not tasks and not os.path.exists(f"/proc/{self.pid}"):
+                return  # the server is gone
+            took_ms = round((time.monotonic() - asked) * 1000, 3)
+            out.write(json.dumps({"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}) + "\n")
+            self.taken += 1
+            if self._stopping.is_set():
+                return
+            due += INTERVAL_S
+            self._stopping.wait(max(0.0, due - time.monotonic()))
 
     def stop(self) -> int:
         """After the first query: one last reading, then the readings taken."""

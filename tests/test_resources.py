@@ -277,3 +277,12 @@ def test_perfs_kernel_mark_and_unnamed_frames_are_read_as_such():
     trace = flame_chart(folded)["data"][0]
     colours = dict(zip(trace["labels"], trace["marker"]["colors"], strict=True))
     assert colours["vfs_read [kernel]"] != colours["recv_sys_t::parse"] != colours[NOT_EXPORTED]
+
+
+def test_a_reader_that_stopped_early_is_said_and_its_readings_before_stand():
+    result, files = bundle(INNODB)
+    lines = files[RESOURCES_FILE].splitlines()
+    cut = b"\n".join([*lines[:10], b'{"error": "RuntimeError: gone"}'])
+    analysis = analyse_run(result, {**files, RESOURCES_FILE: cut}, "innodb", 1 << 30)
+    assert any("the runner's reader stopped early (RuntimeError: gone)" in w for w in analysis.warnings)
+    assert analysis.resources["readings"] == 9  # the header, then nine readings before the error

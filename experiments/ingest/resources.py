@@ -90,7 +90,7 @@ class Thread:
 
 def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], list[str]]:
     """(the file's header, its threads with moments from `zero`, warnings)."""
-    header, by_tid, skipped, took = {}, {}, 0, []
+    header, by_tid, skipped, took, stopped = {}, {}, 0, [], ""
     for line in content.splitlines():
         try:
             row = json.loads(line)
@@ -101,6 +101,8 @@ def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], lis
             skipped += 1
         elif "interval_s" in row:
             header = row
+        elif "error" in row:  # the runner's reader stopped: the readings before it stand
+            stopped = f"{RESOURCES_FILE}: the runner's reader stopped early ({str(row['error'])[:200]})"
         elif isinstance(row.get("t"), int | float) and isinstance(row.get("tasks"), list):
             took.append(row.get("took_ms", 0))
             for task in row["tasks"]:
@@ -115,6 +117,7 @@ def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], lis
         header["reading_ms_median"] = sorted(took)[len(took) // 2]
         header["readings"] = len(took)
     warnings = [f"{RESOURCES_FILE}: {skipped} line(s) that are no reading were skipped"] if skipped else []
+    warnings += [stopped] if stopped else []
     return header, list(by_tid.values()), warnings
 
 
