@@ -89,8 +89,12 @@ class Profile:
         ready, _, _ = select.select([answer], [], [], READY_TIMEOUT_S)
         said = answer.read(16) if ready else b""
         if not said.startswith(b"ack"):
-            self.found["error"] = f"perf did not begin sampling within {READY_TIMEOUT_S:g} s"
-            self._end()
+            errors = self._end().decode(errors="replace").strip()[-300:]
+            self.found["error"] = (
+                f"perf ended before sampling (exit {self.process.returncode}): {errors}"
+                if ready  # its end of the pipe closed: it exited
+                else f"perf did not begin sampling within {READY_TIMEOUT_S:g} s"
+            )
             return
         self.found["started_at"] = round(self.clock.now(), 4)
 
