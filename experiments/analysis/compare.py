@@ -17,6 +17,7 @@ from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import (
     COMPARED_METRICS,
     ENGINE_METRICS,
+    RESOURCE_METRICS,
     regressions,
     sentences,
     startup_change,
@@ -87,7 +88,7 @@ def _metric_blocks(
     for position, ((_, per_side), cell_sides) in enumerate(zip(matched, sides, strict=True)):
         present = [s for s in cell_sides if s in per_side]
         hosts = {row["host_label"] for rows in per_side.values() for row in rows}
-        for metric in COMPARED_METRICS:
+        for metric in (*COMPARED_METRICS, *RESOURCE_METRICS):
             for side in present:
                 summary_requests.append((position, metric, side, [r[metric] for r in per_side[side]]))
             if present and present[0] == cell_sides[0]:
@@ -98,7 +99,16 @@ def _metric_blocks(
                     )
                     floors.append(aa.floor(hosts, metric, spreads))
     summaries = stats.summarize_many([values for *_, values in summary_requests])
-    comparisons = stats.compare_many([pair for *_, pair in compare_requests], floors, family=True)
+    # the resources' tests stand alone: in the family they would raise every other test's bar
+    family = [i for i, request in enumerate(compare_requests) if request[1] not in RESOURCE_METRICS]
+    alone = [i for i, request in enumerate(compare_requests) if request[1] in RESOURCE_METRICS]
+    comparisons: list = [None] * len(compare_requests)
+    for indexes, in_family in ((family, True), (alone, False)):
+        found = stats.compare_many(
+            [compare_requests[i][3] for i in indexes], [floors[i] for i in indexes], family=in_family
+        )
+        for i, result in zip(indexes, found, strict=True):
+            comparisons[i] = result
     blocks: list[dict[str, dict]] = [{} for _ in matched]
     for (position, metric, side, _), summary in zip(summary_requests, summaries, strict=True):
         blocks[position].setdefault(metric, {})[str(side)] = {

@@ -21,7 +21,7 @@ from experiments.analysis.cells import (
     settings_text,
     varied_axes,
 )
-from experiments.analysis.sentences import COMPARED_METRICS
+from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS
 from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
@@ -341,7 +341,7 @@ def comparison_table(result: dict) -> dict:
                 )
             lines.append(
                 {
-                    "label": COMPARED_METRICS[metric][0],
+                    "label": {**COMPARED_METRICS, **RESOURCE_METRICS}[metric][0],
                     "sides": sides,
                     "ratios": ratios,
                     "significant": any(r["significant"] for r in ratios),
