@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from .files import own_folder
+from .processes import first_line
 
 FLOOR_FILE = "disk-floor.json"
 MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
@@ -93,7 +94,7 @@ def measure(work_dir: Path, file_bytes: int = FILE_BYTES, seconds: float = SECON
     floor.update(
         device=device_of(work_dir),
         path=str(work_dir),
-        fio=_version(fio),
+        fio=first_line([fio, "--version"]),
         ioengine=engine,
         file_bytes=file_bytes,
         seconds_per_job=seconds,
@@ -116,8 +117,3 @@ def kept(work_dir: Path) -> dict | None:
 def _has_libaio(fio: str) -> bool:
     done = subprocess.run([fio, "--enghelp"], capture_output=True, text=True, timeout=20)
     return "libaio" in done.stdout
-
-
-def _version(fio: str) -> str | None:
-    done = subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=20)
-    return done.stdout.strip()[:60] or None

@@ -6,7 +6,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,15 +13,7 @@ from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_p
 from .families import FAMILIES, FAMILY_ENGINES, server_class, system_programs
 from .files import UnsafeFolder, own_folder
 from .floor import file_system, kept
-
-
-def _first_line(args: list[str]) -> str | None:
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (done.stdout or done.stderr).strip()
-    return text.splitlines()[0][:200] if text else None
+from .processes import first_line
 
 
 def _cpu_model() -> str | None:
@@ -145,7 +136,7 @@ def server_builds(work_dir: str) -> list[dict]:
 
 def host_facts(work_dir: str) -> dict:
     servers = {
-        name: {"path": path, "version": _first_line([path, "--version"])}
+        name: {"path": path, "version": first_line([path, "--version"])}
         for server in _servers().values()
         for name, path in server.system_servers().items()
     }
@@ -153,7 +144,7 @@ def host_facts(work_dir: str) -> dict:
     engines = system.get("engines", []) if system else []
     sysbench = installed("sysbench")
     return {
-        "os": _first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),
+        "os": first_line(["sh", "-c", '. /etc/os-release && echo "$PRETTY_NAME"']) or platform.platform(),
         "kernel": platform.release(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
@@ -162,7 +153,7 @@ def host_facts(work_dir: str) -> dict:
         "servers": servers,
         "server_builds": server_builds(work_dir),
         "engines": engines,
-        "sysbench": _first_line([sysbench, "--version"]) if sysbench else None,
+        "sysbench": first_line([sysbench, "--version"]) if sysbench else None,
         "python": platform.python_version(),
         "python_path": sys.executable,
         "power_loss": power_loss_ready(),

@@ -171,3 +171,14 @@ def find_binary(*names: str) -> str:
     if path := installed(*names):
         return path
     raise RunFailed(f"none of {', '.join(names)} is installed on this host")
+
+
+def first_line(args: list[str]) -> str | None:
+    """The first line a command prints (its output, else its errors), cut short; None where it
+    printed nothing or could not run (the probe's versions, fio's, perf's exec path)."""
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0][:200] if text else None

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .events import Clock
-from .processes import spawn
+from .processes import first_line, spawn
 from .resources import LOADER
 
 FOLDED_FILE = "profile.folded"
@@ -32,13 +32,6 @@ FREQUENCY_HZ = 999
 MAX_FOLDED_BYTES = 512 << 10
 READY_TIMEOUT_S = 30.0
 OTHER_STACKS = "[other stacks]"
-
-
-def _output(args: list[str]) -> str:
-    try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=20).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 class Profile:
@@ -136,8 +129,9 @@ class Profile:
         only = ["-i", str(self.data), "--pid", ",".join(map(str, sorted(pids)))]
         # perf's stackcollapse script by its path, which takes its own options after "--" (the
         # kernel's functions marked); by its name where perf does not say where its scripts are
-        script = Path(_output([perf, "--exec-path"])) / "scripts" / "python" / "stackcollapse.py"
-        if script.is_file():
+        exec_path = first_line([perf, "--exec-path"])
+        script = Path(exec_path) / "scripts" / "python" / "stackcollapse.py" if exec_path else None
+        if script is not None and script.is_file():
             args = [perf, "script", *only, "-s", str(script), "--", "--kernel"]
         else:
             args = [perf, "script", "report", "stackcollapse", *only]

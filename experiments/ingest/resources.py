@@ -14,6 +14,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from experiments.parsers import Episode
+from runner.floor import MEMORY_FILE_SYSTEMS
 
 RESOURCES_FILE = "resources.jsonl"
 # The phases of an episode that are its recovery: the window the verdict speaks of.
@@ -258,7 +259,6 @@ def restart_resources(
     return found, warnings
 
 
-MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 FLOOR_KEYS = ("seq_read_mb_s", "rand_read_qd1_iops", "rand_read_qd32_iops", "fsync_per_s", "device")
 
 
