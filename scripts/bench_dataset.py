@@ -10,17 +10,13 @@ datadir; "run" is the whole run, start-up of the runner included. Its own work d
 /var/tmp, removed at the end.
 """
 
-import json
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# The host runner from the source tree: the package the transports ship as a zip.
-RUNNER = [sys.executable, "-m", "runner"]
+from benchlib import run_runner  # noqa: E402
+
 WORK = Path("/var/tmp/recovery-lab-bench-dataset")
 RUNS = 4
 
@@ -45,21 +41,9 @@ def spec(reuse: bool) -> dict:
 
 
 def one_run(reuse: bool, index: int) -> tuple[float, dict]:
-    folder = WORK / f"{'cached' if reuse else 'fresh'}-{index}"
-    folder.mkdir(parents=True)
-    (folder / "spec.json").write_text(json.dumps(spec(reuse)))
     started = time.perf_counter()
-    done = subprocess.run(
-        [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    took = time.perf_counter() - started
-    result = json.loads((folder / "bundle" / "result.json").read_text())
-    if done.returncode != 0:
-        raise SystemExit(f"the run failed: {result.get('error')}")
-    return took, result
+    result = run_runner(spec(reuse), WORK / f"{'cached' if reuse else 'fresh'}-{index}")
+    return time.perf_counter() - started, result
 
 
 def main() -> None:

@@ -14,7 +14,6 @@
 Its own directories under /var/tmp, removed at the end.
 """
 
-import json
 import os
 import select
 import shutil
@@ -25,8 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The host runner from the source tree: the package the transports ship as a zip.
-RUNNER = [sys.executable, "-m", "runner"]
+from benchlib import run_runner  # noqa: E402
+
 WORK = Path("/var/tmp/recovery-lab-bench-power-loss")
 PAGE = 16 * 1024
 TOTAL = 64 * 1024 * 1024
@@ -101,19 +100,7 @@ def spec(method: str, engine: str = "innodb", options: dict | None = None, event
 
 
 def one_run(method: str, index: int | str, run_spec: dict | None = None) -> dict:
-    folder = WORK / f"{method}-{index}"
-    folder.mkdir(parents=True)
-    (folder / "spec.json").write_text(json.dumps(run_spec or spec(method)))
-    done = subprocess.run(
-        [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    result = json.loads((folder / "bundle" / "result.json").read_text())
-    if done.returncode != 0:
-        raise SystemExit(f"the {method} run failed: {result.get('error')}")
-    return result
+    return run_runner(run_spec or spec(method), WORK / f"{method}-{index}", f"the {method} run")
 
 
 def runs_compared() -> None:

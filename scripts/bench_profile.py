@@ -10,10 +10,8 @@ compared: the medians with and without, their ratio. perf's own work after the f
 directory under /var/tmp (on the disk, as users' runs are), removed at the end.
 """
 
-import json
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,9 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchlib import run_runner  # noqa: E402
+
 from experiments.ingest.bundle import analyse_run  # noqa: E402
 
-RUNNER = [sys.executable, "-m", "runner"]
 WORK = Path("/var/tmp/recovery-lab-bench-profile")
 PAIRS = 3
 
@@ -50,18 +49,8 @@ def spec(profile: bool) -> dict:
 
 def one_run(profile: bool, index: int) -> dict:
     folder = WORK / f"{'on' if profile else 'off'}-{index}"
-    folder.mkdir(parents=True)
-    (folder / "spec.json").write_text(json.dumps(spec(profile)))
-    done = subprocess.run(
-        [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    result = run_runner(spec(profile), folder)
     bundle = folder / "bundle"
-    result = json.loads((bundle / "result.json").read_text())
-    if done.returncode != 0:
-        raise SystemExit(f"the run failed: {result.get('error')}")
     files = {path.name: path.read_bytes() for path in bundle.iterdir()}
     metrics = analyse_run(result, files, "innodb", 1 << 30).metrics
     return {

@@ -2,6 +2,7 @@
 and processes (web, Celery worker) started in a process group of their own and stopped with it,
 so a developer's running worker or test session is never disturbed."""
 
+import json
 import os
 import signal
 import subprocess
@@ -105,3 +106,23 @@ def carry_out(definition: dict, worker: subprocess.Popen, log: Path, timeout_s: 
     if failed:
         raise SystemExit(f"runs of {definition['name']!r} failed: {failed}")
     return experiment
+
+
+RUNNER = [sys.executable, "-m", "runner"]  # the host runner from the source tree, as the transports ship it
+
+
+def run_runner(spec: dict, folder: Path, what: str = "the run") -> dict:
+    """One run through the host runner alone (no worker): the spec written to FOLDER, the bundle
+    left in FOLDER/bundle; its result.json, or SystemExit naming what failed."""
+    folder.mkdir(parents=True)
+    (folder / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(
+        [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    result = json.loads((folder / "bundle" / "result.json").read_text())
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed: {result.get('error')}")
+    return result
