@@ -235,11 +235,14 @@ def test_compare_says_which_resource_a_significant_difference_in_recovery_is_in(
         "recovery_disk_read_bytes": _versus(reads),
     }
     sentence = resource_sentence(metrics, "B", "A", "2", "InnoDB at pool 1G")
-    assert sentence.startswith("InnoDB at pool 1G: B's recovery took 1.90x as long as A's; ")
+    assert sentence.startswith(
+        "InnoDB at pool 1G: B's recovery took 1.90x as long as A's "
+        "(a significant difference, 95% CI 1.71-2.09x); "
+    )
     assert said in sentence
     faster = {**metrics, "recovery_seconds": _versus(1 / 1.9)}
     assert resource_sentence(faster, "B", "A", "2", "cell").startswith(
-        "cell: A's recovery took 1.90x as long as B's"
+        "cell: A's recovery took 1.90x as long as B's (a significant difference, 95% CI 1.73-2.11x)"
     )
     # no difference to place, or no readings on a side: nothing said
     assert (

@@ -46,7 +46,15 @@ def resource_sentence(metrics: dict, subject: str, baseline: str, side: str, lab
     if took is None or used is None or not recovery.get("significant"):
         return None  # no difference to place
     slower, faster = (subject, baseline) if took >= 0 else (baseline, subject)
-    head = f"{label}: {slower}'s recovery took {math.exp(abs(took)):.2f}x as long as {faster}'s"
+    ci = recovery.get("ratio_ci")
+    if ci and took < 0:  # said from the slower side: the interval of the inverse ratio
+        ci = [1 / ci[1], 1 / ci[0]]
+    sure = (
+        f" (a significant difference, 95% CI {ci[0]:.2f}-{ci[1]:.2f}x)"
+        if ci
+        else " (a significant difference)"
+    )
+    head = f"{label}: {slower}'s recovery took {math.exp(abs(took)):.2f}x as long as {faster}'s{sure}"
     read = _moved(reads)
     said_reads = f"; {subject} read {_times(reads)} as much from the disk" if read is not None else ""
     carrier = carried_by(took, used, read)
