@@ -8,6 +8,7 @@ from django.urls import reverse
 from knox.models import AbstractAuthToken
 
 from experiments import vocabulary
+from runner.contract import DEFAULT_WORK_DIR
 
 # Engines come from the one vocabulary (value, label, colour): INNODB, ROCKSDB, TOKUDB.
 Engine = models.TextChoices("Engine", [(t.value.upper(), (t.value, t.label)) for t in vocabulary.ENGINES])
@@ -25,6 +26,9 @@ class HostStatus(models.TextChoices):
     IDLE = "idle", "idle"
     BUSY = "busy", "busy (running a run)"
     DOWN = "down", "down"
+    # Its work directory (or a folder above it) could be changed by another user: nothing is
+    # written or run there until it is fixed and the host probed again.
+    UNSAFE = "unsafe", "unsafe (its work directory is refused)"
 
 
 class HostQuerySet(models.QuerySet):
@@ -52,7 +56,7 @@ class Host(models.Model):
     # confirm, never trusted by itself.
     offered_host_key = models.TextField(blank=True)
     offered_host_key_fingerprint = models.CharField(max_length=100, blank=True)
-    work_dir = models.CharField(max_length=200, default="/var/tmp/recovery-lab")
+    work_dir = models.CharField(max_length=200, default=DEFAULT_WORK_DIR)
     status = models.CharField(max_length=12, choices=HostStatus.choices, default=HostStatus.UNKNOWN)
     facts = models.JSONField(default=dict, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)

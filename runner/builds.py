@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import RunFailed
-from .files import untrusted_in
+from .files import open_to_others, untrusted_in
 
 # A server build: "system" (the host's installed server) or a folder WORK_DIR/builds/NAME/.
 BUILD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
@@ -233,4 +233,5 @@ def installer_command(programs: dict, shim: Path) -> list[str]:
     plugins.mkdir()
     for plugin in Path(programs["plugin_dir"]).glob("*.so") if programs["plugin_dir"] else []:
         (plugins / plugin.name).symlink_to(plugin)
+    open_to_others(shim)  # the installer runs as the server's user
     return ["sh", installer, f"--basedir={shim}"]

@@ -93,6 +93,10 @@ DEFAULT_OPEN_ROWS = 10_000
 CRASH_METHODS = ("sigkill", "power_loss")
 # Written to at the top of the power-cut layer's mount, it makes the cut (powercut.py).
 POWER_CUT_FILE = ".recovery-lab-power-cut"
+
+# A host's work directory unless it is registered with another: root's, under /var/lib, never a
+# folder of a shared one such as /var/tmp that another user could have made first.
+DEFAULT_WORK_DIR = "/var/lib/recovery-lab/work"
 CRASH_WHEN = ("after_workload", "during_workload", "at_redo_bytes", "during_transaction")
 MAX_OPEN_ROWS = 10_000_000
 # The binary log files a server may hold at the crash (seed 003 asked 1, 200 and 2,000).
@@ -125,7 +129,7 @@ class RunSpec:
     workload: dict = field(default_factory=dict)
     crash: dict = field(default_factory=dict)
     start_timeout_s: float = 600
-    work_dir: str = "/var/tmp/recovery-lab"
+    work_dir: str = DEFAULT_WORK_DIR
     # Start from a cached copy of the loaded dataset (loaded once per engine, server version and
     # size, shut down slowly): the redo replayed is then the workload's alone.
     reuse_dataset: bool = True

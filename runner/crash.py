@@ -3,8 +3,11 @@ binlog files held) and how (kill -9, or a power cut through the power-cut layer,
 of acknowledged commits that counts what the cut lost)."""
 
 import contextlib
+import ctypes
 import os
 import select
+import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -19,28 +22,59 @@ from .workload import Sysbench
 
 
 class PowerCutLayer:
-    """The power-cut file system (powercut.py) mounted over a directory, in a process of its own
-    (this runner's package run with -m, from wherever the runner runs: the source tree or its zip)."""
+    """The power-cut file system (powercut.py) mounted over a directory, served by a process of
+    its own that runs as `os_user` (the server's), so that nothing through it is done with more
+    rights than the server has. Where the runner is root it mounts the layer itself (mount(2):
+    `default_permissions,allow_other`, `nosuid,nodev`, owned by root so only root unmounts it)
+    on the directory it opened without following a link, and hands the mount's descriptor to that
+    process; elsewhere the process mounts it as the runner's user. Its code is a copy of this
+    runner in the run's folder (root's, readable by the server's user), or the source tree it
+    runs from."""
 
-    def __init__(self, directory: Path, log: Path):
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(Path(__file__).absolute().parents[len(__package__.split("."))])
-        command = [sys.executable, "-m", f"{__package__}.powercut", str(directory)]
+    def __init__(self, directory: Path, log: Path, os_user: str | None = None):
         self.directory = directory
-        with log.open("ab") as errors:
-            self.process = spawn(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
+        code = layer_code(log.parent)
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONPATH": os.pathsep.join(code)}
+        command = [layer_python(), "-m", f"{__package__}.powercut"]
+        fds: tuple[int, ...] = ()
+        if os.geteuid() == 0:
+            fuse_fd, root_fd = mount_layer(directory)
+            fds = (fuse_fd, root_fd)
+            command += ["--fuse-fd", str(fuse_fd), "--root-fd", str(root_fd)]
+            MOUNTS.append(directory)
+        else:
+            command.append(str(directory))
+        try:
+            with log.open("ab") as errors:
+                self.process = spawn(
+                    command,
+                    as_user=os_user,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                    text=True,
+                    env=env,
+                    pass_fds=fds,
+                    cwd="/",
+                )
+        finally:
+            for fd in fds:  # the layer's process holds them now
+                os.close(fd)
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         said = self.process.stdout.readline().strip() if ready else ""
         if said != "mounted":
             self.process.kill()
+            if fds:
+                unmount(directory, lazy=True)
+                MOUNTS.remove(directory)
             tail = log.read_text(errors="replace")[-600:]
             said = tail or "no answer in 60 s"
             raise RunFailed(f"the power-cut layer did not mount over {directory}: {said}")
-        MOUNTS.append(directory)
+        if not fds:
+            MOUNTS.append(directory)
 
     def cut(self) -> None:
         """Drop every write no disk would hold (the server must be dead already)."""
-        fd = os.open(self.directory / POWER_CUT_FILE, os.O_WRONLY)
+        fd = os.open(self.directory / POWER_CUT_FILE, os.O_WRONLY | os.O_NOFOLLOW)
         try:
             os.write(fd, b"cut")
         finally:
@@ -56,6 +90,58 @@ class PowerCutLayer:
             time.sleep(POLL_S)  # the kernel releases the killed server's files shortly
         MOUNTS.remove(self.directory)
         self.process.wait(timeout=timeout)
+
+
+MS_NOSUID, MS_NODEV = 2, 4
+
+
+def mount_layer(directory: Path) -> tuple[int, int]:
+    """As root: /dev/fuse opened and mounted over `directory` (opened first, without following
+    a link: the server's user owns the folder it is in), the kernel checking permissions. Returns
+    the two descriptors the layer's process serves: /dev/fuse's and the directory's beneath."""
+    root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fuse_fd = os.open("/dev/fuse", os.O_RDWR)
+    except OSError:
+        os.close(root_fd)
+        raise
+    options = f"fd={fuse_fd},rootmode=40000,user_id=0,group_id=0,default_permissions,allow_other"
+    # the target named by the descriptor: a link put at the directory's name since is not followed
+    target = f"/proc/self/fd/{root_fd}".encode()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"powercut", target, b"fuse.powercut", MS_NOSUID | MS_NODEV, options.encode()) != 0:
+        error = ctypes.get_errno()
+        os.close(fuse_fd)
+        os.close(root_fd)
+        raise RunFailed(f"the power-cut layer could not be mounted over {directory}: {os.strerror(error)}")
+    return fuse_fd, root_fd
+
+
+def layer_code(run_folder: Path) -> list[str]:
+    """Where the layer's process imports this package (and mfusepy) from, readable by the
+    server's user: this runner's zip copied into the run's folder (root's), or the source tree
+    with mfusepy's folder."""
+    package_root = Path(__file__).absolute().parents[len(__package__.split("."))]
+    if package_root.is_file():  # runner.pyz: it carries mfusepy
+        copy = run_folder / "powercut.pyz"
+        shutil.copyfile(package_root, copy)
+        copy.chmod(0o644)
+        return [str(copy)]
+    import mfusepy  # the source tree: the environment's binding
+
+    return [str(package_root), str(Path(mfusepy.__file__).parent)]
+
+
+def layer_python() -> str:
+    """A python3 the server's user may run: this one, unless it lies in a folder others may not
+    enter (a virtual environment under /root), then the system's."""
+    mine = Path(os.path.realpath(sys.executable))
+    if (
+        all(os.stat(folder).st_mode & stat.S_IXOTH for folder in mine.parents)
+        and os.stat(mine).st_mode & stat.S_IXOTH
+    ):
+        return str(mine)
+    return shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or str(mine)
 
 
 LEDGER_TABLE = "recovery_lab.ledger"

@@ -1,11 +1,18 @@
 """The loaded dataset: prepared once per definition and server build, kept, and copied into each run's
-datadir."""
+datadir.
+
+The cache is root's alone (`WORK_DIR/datasets/`, mode 700, its files root's): the server's OS
+user, who owned the datadir it was copied from, can change no later run's starting data. Each
+entry has a manifest (every file's size, mode and SHA-256, written when it was kept) and is
+checked against it, file by file as it is copied, before a run uses it; one that changed is
+removed and the dataset loaded again. The copy is made in the run's own folder (root's) and
+handed to the server's user whole (server.take_datadir)."""
 
 import hashlib
 import json
 import os
 import shutil
-import subprocess
+import stat
 import time
 from pathlib import Path
 
@@ -15,16 +22,112 @@ from .server import Server
 from .workload import Sysbench
 
 DATASETS_KEPT = 4
-LAYOUT = 2
+# 3: root's entries with a manifest (before: copies owned by the server's user, unchecked)
+LAYOUT = 3
+MANIFEST = "MANIFEST.json"
+CHUNK = 4 * 2**20
 
 
-def copy_tree(source: Path, target: Path) -> None:
-    """A datadir copied whole (reflinks where the filesystem has them: instant on btrfs/xfs)."""
-    done = subprocess.run(
-        ["cp", "-a", "--reflink=auto", "--", str(source), str(target)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise RunFailed(f"copying {source} to {target} failed: {done.stderr.strip()[:300]}")
+class NotCached(Exception):
+    """A datadir the cache will not keep (something in it that is not a file or a folder)."""
+
+
+class CacheChanged(Exception):
+    """A cached dataset that is not what its manifest says."""
+
+
+def _copy_file(source_fd: int, target: Path, mode: int) -> str:
+    """The open file copied to `target` (made new, root's, `mode`); its SHA-256."""
+    digest = hashlib.sha256()
+    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        while chunk := os.read(source_fd, CHUNK):
+            digest.update(chunk)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view) :]
+        os.fchmod(out, mode)
+    finally:
+        os.close(out)
+    return digest.hexdigest()
+
+
+def keep_copy(datadir: Path, target: Path) -> dict:
+    """The server's datadir (its user's; the server stopped) copied into `target` (root's, new):
+    walked through descriptors without following a link, every name checked as it is opened.
+    Returns the manifest {relative path: [kind, mode, size, sha256]}; NotCached names the first
+    thing that is neither a regular file nor a folder."""
+    manifest: dict[str, list] = {}
+    if not stat.S_ISDIR(os.lstat(datadir).st_mode):
+        raise NotCached(f"{datadir.name} is not a folder")
+    target.mkdir(mode=0o700)
+    for folder, folders, files, dir_fd in os.fwalk(datadir):
+        relative = Path(folder).relative_to(datadir)
+        for name in (*folders, *files):
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            path = relative / name
+            mode = stat.S_IMODE(info.st_mode) & 0o777  # no set-id bit is kept
+            if stat.S_ISDIR(info.st_mode):
+                (target / path).mkdir(mode=0o700)
+                manifest[str(path)] = ["folder", mode]
+            elif stat.S_ISREG(info.st_mode):
+                try:
+                    fd = os.open(
+                        name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+                    )
+                except OSError as exc:
+                    raise NotCached(
+                        f"{path} could not be read without following a link: {exc.strerror}"
+                    ) from None
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        raise NotCached(f"{path} changed while it was copied")
+                    digest = _copy_file(fd, target / path, 0o600)
+                    manifest[str(path)] = ["file", mode, os.fstat(fd).st_size, digest]
+                finally:
+                    os.close(fd)
+            else:
+                kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a file or a folder"
+                raise NotCached(f"{path} is {kind}")
+    # folders root's and closed to others: their modes are the manifest's, applied to each run's copy
+    for folder, _folders, _files in os.walk(target):
+        os.chmod(folder, 0o700)
+    return manifest
+
+
+def restore_copy(entry: Path, manifest: dict, target: Path) -> None:
+    """The cached `entry` copied into `target` (new, in the run's folder, root's), each file
+    checked against the manifest as it is copied, with the modes the manifest says. CacheChanged
+    where anything differs: a file added, missing, changed or of another kind."""
+    found = {
+        str(Path(folder, name).relative_to(entry))
+        for folder, folders, files in os.walk(entry)
+        for name in (*folders, *files)
+    }
+    if found != set(manifest):
+        extra, missing = sorted(found - set(manifest)), sorted(set(manifest) - found)
+        raise CacheChanged(f"added {extra[:3]}" if extra else f"missing {missing[:3]}")
+    target.mkdir(mode=0o700)
+    for path, (kind, mode, *about) in sorted(manifest.items()):  # a folder before what is in it
+        source = entry / path
+        if kind == "folder":
+            if not stat.S_ISDIR(os.lstat(source).st_mode):
+                raise CacheChanged(f"{path} is no longer a folder")
+            (target / path).mkdir(mode=0o700)
+            continue
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size != about[0]:
+                raise CacheChanged(f"{path} changed")
+            if _copy_file(fd, target / path, mode) != about[1]:
+                raise CacheChanged(f"{path} changed")
+        finally:
+            os.close(fd)
+    for path, (kind, mode, *_about) in manifest.items():
+        if kind == "folder":
+            os.chmod(target / path, mode)
+    os.chmod(target, 0o700)
 
 
 class DatasetCache:
@@ -35,35 +138,59 @@ class DatasetCache:
 
     def __init__(self, base: Path):
         self.root = base / "datasets"
+        self.root.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(self.root)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            raise RunFailed(f"refusing the dataset cache {self.root}: it is not a folder of the runner's own")
+        os.chmod(self.root, 0o700)
 
     @staticmethod
     def key(spec: dict, server_build: str) -> str:
         workload = spec["workload"]
-        # LAYOUT: datasets made before the server ran as its own user with socket-authenticated
-        # accounts are not reused
+        # LAYOUT: datasets made before the cache was root's, with a manifest, are not reused
         identity = [LAYOUT, spec["engine"], server_build, workload["tables"], workload["table_size"]]
         if workload["name"] in SCRIPTED_WORKLOADS:  # tables of its own schema, not sysbench's OLTP one
             identity.append(workload["name"])
         return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
 
     def ready(self, key: str) -> bool:
-        return (self.root / key / "READY").exists()
+        return (self.root / key / "READY").exists() and (self.root / key / MANIFEST).exists()
 
-    def restore(self, key: str, datadir: Path) -> None:
-        copy_tree(self.root / key / "data", datadir)
-        os.utime(self.root / key / "READY")  # recently used
+    def restore(self, key: str, target: Path) -> None:
+        """The entry copied to `target` (root's) as its manifest says; CacheChanged, and the entry
+        removed, where it is not."""
+        entry = self.root / key
+        try:
+            manifest = json.loads((entry / MANIFEST).read_text())
+            restore_copy(entry / "data", manifest, target)
+        except (CacheChanged, OSError, ValueError) as exc:
+            shutil.rmtree(entry, ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
+            raise CacheChanged(f"the cached dataset {key} is not as it was kept ({exc}): removed") from None
+        os.utime(entry / "READY")  # recently used
 
-    def keep(self, key: str, datadir: Path, about: dict) -> None:
+    def keep(self, key: str, datadir: Path, about: dict) -> str | None:
+        """The datadir kept as the entry `key`; why not, if it was not."""
         partial = self.root / f"{key}.partial"
         shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        copy_tree(datadir, partial / "data")
+        partial.mkdir(mode=0o700)
+        try:
+            manifest = keep_copy(datadir, partial / "data")
+        except (NotCached, OSError) as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            return f"the loaded dataset was not cached: {exc}"
+        (partial / MANIFEST).write_text(json.dumps(manifest))
         (partial / "READY").write_text(json.dumps(about))
         shutil.rmtree(self.root / key, ignore_errors=True)
         partial.rename(self.root / key)
         self.prune()
+        return None
 
     def prune(self) -> None:
+        """The most recently used entries kept; older ones, and any of an older layout, removed."""
+        for old in self.root.iterdir():
+            if not (old / MANIFEST).exists() and not old.name.endswith(".partial"):
+                shutil.rmtree(old, ignore_errors=True)
         entries = sorted(
             (p for p in self.root.iterdir() if (p / "READY").exists()),
             key=lambda p: (p / "READY").stat().st_mtime,
@@ -80,12 +207,17 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     cache = DatasetCache(base)
     key = cache.key(spec, server.build)
     reuse = spec.get("reuse_dataset", True)
-    (server.home / "tmp").mkdir(exist_ok=True)
+    done: dict = {"key": key}
     if reuse and cache.ready(key):
         progress("copying the cached dataset", 5)
-        cache.restore(key, server.datadir)
-        server.give_to_server(server.datadir)
-        return {"key": key, "reused": True, "seconds": round(time.monotonic() - started, 3)}
+        staged = server.work / "dataset-copy"  # the run's folder: root's until handed over whole
+        try:
+            cache.restore(key, staged)
+        except CacheChanged as exc:
+            done["cache_refused"] = str(exc)
+        else:
+            server.take_datadir(staged)
+            return {**done, "reused": True, "seconds": round(time.monotonic() - started, 3)}
     progress("creating a private server instance", 1)
     server.install()
     server.start(loading=True)
@@ -96,9 +228,7 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     progress("slow shutdown: the loaded dataset written out whole", 18)
     server.slow_shutdown(timeout)
     if reuse:
-        cache.keep(
-            key,
-            server.datadir,
-            {"engine": spec["engine"], **{k: spec["workload"][k] for k in ("tables", "table_size")}},
-        )
-    return {"key": key, "reused": False, "seconds": round(time.monotonic() - started, 3)}
+        about = {"engine": spec["engine"], **{k: spec["workload"][k] for k in ("tables", "table_size")}}
+        if not_kept := cache.keep(key, server.datadir, about):
+            done["not_cached"] = not_kept
+    return {**done, "reused": False, "seconds": round(time.monotonic() - started, 3)}

@@ -138,8 +138,11 @@ def own_folder(path: Path, what: str, setting: str) -> Path:
     # the folders above resolved (a link there is the system's or the admin's), itself not
     path = Path(os.path.realpath(Path(os.path.abspath(path)).parent)) / Path(path).name
     for above in reversed(path.parents):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(above, 0o755)  # a folder above that is missing: made root's
+        try:
+            os.mkdir(above, 0o755)  # a folder above that is missing: made root's, entered by all
+            os.chmod(above, 0o755)  # whatever the umask
+        except FileExistsError:
+            pass
         info = os.lstat(above)
         if stat.S_ISLNK(info.st_mode):
             above = Path(os.path.realpath(above))
@@ -211,6 +214,17 @@ def server_home(work: Path) -> Path:
 
 def runner_folder(path: Path) -> Path:
     """The run's own folder: root's (made by mkdtemp), entered by the server's OS user to reach
-    its own folder and the launchers, written by root alone."""
+    its own folder and the launchers, written by root alone. What root writes in it is root's
+    alone (the runner's umask is 077: its stamped log, samples, reports, profile); what the
+    server's user must read is opened to it by name (`open_to_others`)."""
     os.chmod(path, 0o755)
     return path
+
+
+def open_to_others(folder: Path) -> Path:
+    """A folder root made for the server's user to read and run from (a launcher's prefix):
+    every folder in it entered and listed by others (0755), no file's mode changed (each is
+    written with the mode it needs), links left as they are."""
+    for root, _folders, _files in os.walk(folder):
+        os.chmod(root, 0o755)
+    return folder

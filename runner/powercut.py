@@ -19,10 +19,17 @@ top of the mount; the write returns once every undurable write is undone, and fr
 layer refuses writes (a request of the dead server still in flight is not applied). The runner
 then unmounts it.
 
-Run by the runner (crash.py, PowerCutLayer) as `python3 -m <its package>.powercut DIR`; it prints
-"mounted" once the mount is up.
+It does nothing its caller could not do without it. The runner (crash.py, PowerCutLayer) mounts
+it as root with the kernel checking every permission (`default_permissions`), set-id bits and
+devices ignored (`nosuid,nodev`), and hands the mount to this process run as the server's own OS
+user: `python3 -m <its package>.powercut --fuse-fd N --root-fd M`, the descriptors of /dev/fuse
+and of the directory beneath. So every file operation below acts with that user's rights, not
+root's. On top of that the layer itself passes no set-id bit and no change of owner to another
+user, and follows no link. Run as `python3 -m <its package>.powercut DIR` it mounts DIR itself
+(fusermount3), as its caller. It prints "mounted" once the mount is up.
 """
 
+import argparse
 import errno
 import os
 import stat
@@ -35,6 +42,7 @@ import mfusepy as fuse
 from .contract import POWER_CUT_FILE as CUT_FILE
 
 SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
+SET_ID_BITS = stat.S_ISUID | stat.S_ISGID
 
 
 @dataclass
@@ -72,9 +80,9 @@ class PowerCut(fuse.Operations):
         with self.mutex:
             for name, undo in self.undo.items():
                 try:
-                    fd = os.open(name, os.O_WRONLY, dir_fd=self.root)
-                except FileNotFoundError:
-                    continue  # unlinked since: its name is gone, as the journal says
+                    fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=self.root)
+                except (FileNotFoundError, OSError):
+                    continue  # unlinked (or replaced by a link) since: its name is gone, as the journal says
                 try:
                     for offset, data in reversed(undo.old):
                         os.pwrite(fd, data, offset)
@@ -113,7 +121,7 @@ class PowerCut(fuse.Operations):
         return found
 
     def readdir(self, path, fh):
-        fd = os.open(self.rel(path), os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.root)
+        fd = os.open(self.rel(path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self.root)
         try:
             return [".", "..", *os.listdir(fd)]
         finally:
@@ -124,7 +132,7 @@ class PowerCut(fuse.Operations):
             return 0
         # O_DIRECT stays between the server and the kernel: below, the layer reads and writes
         # through its own buffers, which O_DIRECT's alignment rules would refuse.
-        fd = os.open(self.rel(path), flags & ~(os.O_CREAT | os.O_DIRECT), dir_fd=self.root)
+        fd = os.open(self.rel(path), (flags & ~(os.O_CREAT | os.O_DIRECT)) | os.O_NOFOLLOW, dir_fd=self.root)
         if flags & SYNC_FLAGS:
             self.sync_handles.add(fd)
         return fd
@@ -138,9 +146,13 @@ class PowerCut(fuse.Operations):
                 existed = True
             except FileNotFoundError:
                 existed = False
-            fd = os.open(name, os.O_RDWR | os.O_CREAT | (flags & SYNC_FLAGS), mode, dir_fd=self.root)
+            fd = os.open(
+                name,
+                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | (flags & SYNC_FLAGS),
+                mode & ~SET_ID_BITS,
+                dir_fd=self.root,
+            )
             if not existed:
-                self._owned_by_caller(name)
                 self.undo[name] = Undo(durable_size=0)  # a new file: empty until synced
             if flags & SYNC_FLAGS:
                 self.sync_handles.add(fd)
@@ -169,7 +181,7 @@ class PowerCut(fuse.Operations):
         name = self.rel(path)
         with self.mutex:
             self._refuse_after_cut()
-            fd = fh if fh is not None else os.open(name, os.O_WRONLY, dir_fd=self.root)
+            fd = fh if fh is not None else os.open(name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=self.root)
             try:
                 size = os.fstat(fd).st_size
                 if length < size:
@@ -218,15 +230,7 @@ class PowerCut(fuse.Operations):
 
     def mkdir(self, path, mode):
         self._names_change()
-        os.mkdir(self.rel(path), mode, dir_fd=self.root)
-        self._owned_by_caller(self.rel(path))
-
-    def _owned_by_caller(self, name: str) -> None:
-        """What the server creates is the server's (the layer itself may run as root): after
-        the layer is gone, the server opens these files directly."""
-        uid, gid, _pid = fuse.fuse_get_context()
-        if (uid, gid) != (os.geteuid(), os.getegid()):
-            os.chown(name, uid, gid, dir_fd=self.root, follow_symlinks=False)
+        os.mkdir(self.rel(path), mode & ~SET_ID_BITS, dir_fd=self.root)
 
     def rmdir(self, path):
         self._names_change()
@@ -249,21 +253,40 @@ class PowerCut(fuse.Operations):
 
     def link(self, target, source):
         self._names_change()
-        os.link(self.rel(source), self.rel(target), src_dir_fd=self.root, dst_dir_fd=self.root)
+        # the name itself, never what a link there points to
+        os.link(
+            self.rel(source),
+            self.rel(target),
+            src_dir_fd=self.root,
+            dst_dir_fd=self.root,
+            follow_symlinks=False,
+        )
 
     def symlink(self, target, source):
         self._names_change()
         os.symlink(source, self.rel(target), dir_fd=self.root)
-        self._owned_by_caller(self.rel(target))
 
     def readlink(self, path):
         return os.readlink(self.rel(path), dir_fd=self.root)
 
     def chmod(self, path, mode):
-        os.chmod(self.rel(path), mode, dir_fd=self.root, follow_symlinks=False)
+        if mode & SET_ID_BITS:  # a set-id program made through the layer: never
+            raise fuse.FuseOSError(errno.EPERM)
+        fd = os.open(self.rel(path), os.O_PATH | os.O_NOFOLLOW, dir_fd=self.root)
+        try:
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise fuse.FuseOSError(errno.EOPNOTSUPP)  # a link's own mode means nothing
+            os.chmod(f"/proc/self/fd/{fd}", mode)
+        finally:
+            os.close(fd)
 
     def chown(self, path, uid, gid):
-        os.chown(self.rel(path), uid, gid, dir_fd=self.root, follow_symlinks=False)
+        """Only to the caller's own user and group (-1: unchanged), as the kernel allows a user."""
+        caller_uid, caller_gid, _pid = fuse.fuse_get_context()
+        uid = -1 if uid in (caller_uid, 0xFFFFFFFF) else uid
+        gid = -1 if gid in (caller_gid, 0xFFFFFFFF) else gid
+        if uid != -1 or gid != -1:
+            raise fuse.FuseOSError(errno.EPERM)
 
     def utimens(self, path, times=None):
         os.utime(self.rel(path), ns=times, dir_fd=self.root, follow_symlinks=False)
@@ -282,13 +305,33 @@ class PowerCut(fuse.Operations):
 
 
 def serve(directory: str) -> int:
-    """Mount the layer on `directory` and serve it until it is unmounted."""
-    root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    # root's layer serves a server that runs as another user (server.py): the kernel lets that
-    # user in only with allow_other; the run's folder (0700) keeps everyone else out
-    fuse.FUSE(PowerCut(root_fd), directory, foreground=True, nothreads=False, allow_other=os.geteuid() == 0)
+    """Mount the layer on `directory` as its caller (fusermount3) and serve it until it is
+    unmounted. The kernel checks every permission."""
+    root_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fuse.FUSE(PowerCut(root_fd), directory, foreground=True, nothreads=False, default_permissions=True)
     return 0
 
 
+def serve_mounted(fuse_fd: int, root_fd: int) -> int:
+    """Serve a mount root made (crash.mount_layer): `fuse_fd` its /dev/fuse, `root_fd` the
+    directory beneath, both opened before the mount."""
+    fuse.FUSE(PowerCut(root_fd), f"/dev/fd/{fuse_fd}", foreground=True, nothreads=False)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the power-cut file system")
+    parser.add_argument("directory", nargs="?", help="mount over this directory, as the caller")
+    parser.add_argument("--fuse-fd", type=int, help="serve the mount of this /dev/fuse descriptor")
+    parser.add_argument("--root-fd", type=int, help="with --fuse-fd: the directory beneath the mount")
+    args = parser.parse_args(argv)
+    if args.fuse_fd is not None and args.root_fd is not None:
+        return serve_mounted(args.fuse_fd, args.root_fd)
+    if args.directory:
+        return serve(args.directory)
+    parser.error("a directory, or --fuse-fd and --root-fd")
+    return 2
+
+
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))
+    sys.exit(main())

@@ -3,6 +3,7 @@ nothing else), the work directory's lock, the power-cut layers it mounted, and t
 stops them all when its stdin closes. Standard library only."""
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import pwd
@@ -55,7 +56,17 @@ def stop_started() -> None:
 MOUNTS: list[Path] = []  # power-cut layers this runner mounted and has not unmounted yet
 
 
+MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
+
+
 def unmount(directory: Path, lazy: bool = False) -> bool:
+    """A power-cut layer unmounted. As root, umount2 on the path without following a link at
+    its name (the server's user owns the folder it is in); otherwise fusermount3, as the user
+    who mounted it."""
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        flags = UMOUNT_NOFOLLOW | (MNT_DETACH if lazy else 0)
+        return libc.umount2(str(directory).encode(), flags) == 0
     done = subprocess.run(
         ["fusermount3", "-u", *(["-z"] if lazy else []), str(directory)], capture_output=True, timeout=60
     )
@@ -138,8 +149,10 @@ def hold_work_dir(base: Path) -> None:
     """One runner at a time per work directory, whichever dashboard sent it: a crash cycle must
     not share a machine. The lock goes with this process (kill -9 included)."""
     # not following a link: the folder is root's (own_folder), and a link at the lock's name
-    # would still not be written through
-    fd = os.open(base / ".runner.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    # would still not be written through. Root's alone (0600): a user who could open it could
+    # hold it, and refuse every run and disk measure on the host
+    fd = os.open(base / ".runner.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)  # one made 0644 before
     handle = os.fdopen(fd, "r+")  # held until this process exits
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -22,6 +22,7 @@ powercut.py (the power-cut file system) and bundle.py (the files it leaves).
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -83,7 +84,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         layer = None
         if crash.get("method") == "power_loss":
             progress("mounting the power-cut layer over the datadir", 21)
-            layer = PowerCutLayer(server.datadir, work / "powercut.log")
+            layer = PowerCutLayer(server.datadir, work / "powercut.log", server.os_user)
         progress("starting the server on the loaded dataset", 22)
         times["server_spawned"] = server.start()
         times["server_ready"] = server.wait_until_ready(timeout)
@@ -282,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         "--watch-stdin", action="store_true", help="stop everything when stdin closes (transports set it)"
     )
     args = parser.parse_args(argv)
+    # what root writes is root's alone (a run's stamped log, samples, reports, profile): the few
+    # files the server's user reads are opened to it by name
+    os.umask(0o077)
     if args.probe:
         not_measured = measure_disk(Path(args.probe)) if args.measure_disk else None
         facts = host_facts(args.probe)

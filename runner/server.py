@@ -81,17 +81,28 @@ class Server:
 
     def own_work_dir(self) -> None:
         """The server's folder: entered by the runner's user and the server's only; its tmpdir
-        and the one folder SQL may read files from or write them to."""
-        for folder in (self.home, self.home / "tmp", self.home / "files"):
-            folder.mkdir(exist_ok=True)
+        and the one folder SQL may read files from or write them to. Made whole while it is
+        still root's, then handed over: root names nothing inside a folder another user owns."""
+        self.home.mkdir(mode=0o700)  # new, in the run's folder (root's): nobody else made it
+        for folder in (self.home / "tmp", self.home / "files"):
+            folder.mkdir(mode=0o700)
+        for folder in (self.home / "tmp", self.home / "files", self.home):  # the folder itself last
             folder.chmod(0o700)
             if self.os_user:
                 shutil.chown(folder, user=self.os_user)  # its group may differ in name (nobody: nogroup)
 
-    def give_to_server(self, path: Path) -> None:
-        """A datadir the runner wrote (a copy of a cached dataset) becomes the server's."""
+    def take_datadir(self, staged: Path) -> None:
+        """A datadir root made in the run's own folder (a copy of a cached dataset) becomes the
+        server's, then moves into its folder: handed over file by file, the deepest first, while
+        the folders that hold them are still root's, so the server's user cannot swap a name
+        root is about to change; then renamed into place (a rename follows no link)."""
         if self.os_user:
-            subprocess.run(["chown", "-R", f"{self.os_user}:", "--", str(path)], check=True, timeout=600)
+            entry = pwd.getpwnam(self.os_user)
+            for root, folders, files in os.walk(staged, topdown=False):
+                for name in (*files, *folders):
+                    os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+            os.chown(staged, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+        os.rename(staged, self.datadir)
 
     def spawn_server(self, args: list[str], output) -> float:
         """Start the server's process as its OS user, in a session of its own; its moment."""

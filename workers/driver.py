@@ -92,6 +92,8 @@ def carry_out(run: Run, attempt: RunAttempt) -> float | None:
         with_db(services.mark_run_failed, run.id, f"bad run spec: {exc}", attempt.id)
         return None
     except TransportError as exc:
+        if exc.unsafe:
+            with_db(services.record_host_unsafe, run.host_id, str(exc))
         if exc.permanent:
             with_db(services.mark_run_failed, run.id, str(exc), attempt.id)
             return None

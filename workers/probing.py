@@ -21,7 +21,10 @@ def probe_host(host_id: int, measure_disk: bool = False) -> dict:
     try:
         found = transport_for(host).probe(measure_disk=measure_disk)
     except (TransportError, SSHKeyError) as exc:
-        host = services.record_host_down(host_id, str(exc))
+        if getattr(exc, "unsafe", False):
+            host = services.record_host_unsafe(host_id, str(exc))
+        else:
+            host = services.record_host_down(host_id, str(exc))
         return {
             "status": host.status,
             "facts": host.facts,

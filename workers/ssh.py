@@ -117,6 +117,12 @@ class SSHTransport:
         final = shlex.quote(f"{builds}/{name}")
 
         async def send(conn):
+            # the work directory checked (and made root's) before anything is written in it
+            done = await asyncio.wait_for(
+                conn.run(self._bootstrap("check"), input=payload(), encoding=None), 300
+            )
+            if started_in((done.stdout or b"").partition(b"\n")[0]) is None:
+                raise self._refused((done.stdout or b"") + (done.stderr or b""))
             await self._command(
                 conn,
                 f"mkdir -p -- {shlex.quote(builds)} && rm -rf -- {partial} && mkdir -- {partial} && "
@@ -179,30 +185,41 @@ class SSHTransport:
             )
         return done.stdout or b""
 
-    async def _upload_runner(self, conn) -> str:
-        """A folder of its own under the host's work directory, with the runner in it."""
-        base = shlex.quote(self.host.work_dir)
-        folder = (
-            await self._command(conn, f"mkdir -p -- {base} && mktemp -d {base}/bundle-XXXXXXXX")
-        ).decode()
-        folder = folder.strip()
-        await self._command(conn, f"cat > {shlex.quote(folder + '/runner.pyz')}", runner_zip())
-        return folder
+    def _bootstrap(self, mode: str) -> str:
+        """The one command that starts the runner on the host (BOOTSTRAP, with the host's work
+        directory and the mode: both the dashboard's own values, quoted)."""
+        return f"python3 -c {shlex.quote(BOOTSTRAP)} {shlex.quote(self.host.work_dir)} {mode}"
+
+    def _refused(self, output: bytes) -> TransportError:
+        """The work directory failed the bootstrap's check: said with the runner's own words."""
+        for line in output.decode(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                said = json.loads(line)
+                if isinstance(said, dict) and said.get("event") == "unsafe_work_dir":
+                    return TransportError(f"{self.host.name}: {said['error']}", permanent=True, unsafe=True)
+        return TransportError(
+            f"{self.where}: the runner did not start: {output[-500:].decode(errors='replace')}"
+        )
 
     # Work ------------------------------------------------------------------------------------
 
     async def _probe(self, conn, measure_disk: bool = False) -> dict:
-        folder = await self._upload_runner(conn)
-        runner = shlex.quote(folder + "/runner.pyz")
-        work = shlex.quote(self.host.work_dir)
+        command = self._bootstrap("probe-disk" if measure_disk else "probe")
+        done = await asyncio.wait_for(conn.run(command, input=payload(), encoding=None, check=False), 600)
+        output = done.stdout or b""
+        first, _, facts = output.partition(b"\n")
+        folder = started_in(first)
+        if folder is None:
+            raise self._refused(output + (done.stderr or b""))
         try:
-            if measure_disk:
-                output = await self._command(conn, f"python3 {runner} --probe {work} --measure-disk")
-            else:
-                output = await self._command(conn, f"python3 {runner} --probe {work}")
+            if done.exit_status != 0:
+                raise TransportError(
+                    f"{self.where}: the probe failed (exit {done.exit_status}): "
+                    f"{(done.stderr or b'').decode(errors='replace')[-500:]}"
+                )
+            return {"facts": json.loads(facts), "host_key": "", "host_key_fingerprint": ""}
         finally:
             await self._remove(conn, folder)
-        return {"facts": json.loads(output), "host_key": "", "host_key_fingerprint": ""}
 
     async def _execute(
         self,
@@ -212,20 +229,24 @@ class SSHTransport:
         cancelled: threading.Event,
         on_sample: SampleCallback | None = None,
     ) -> Bundle:
-        folder = await self._upload_runner(conn)
-        quoted = {name: shlex.quote(f"{folder}/{name}") for name in ("runner.pyz", "spec.json", "bundle")}
         spec = replace(spec, work_dir=self.host.work_dir)
+        process = await conn.create_process(self._bootstrap("run"), encoding=None)
+        # the runner and its spec, then nothing: its stdin stays open while it runs (its watchdog)
+        process.stdin.write(payload(spec.to_json().encode()))
+        first = await process.stdout.readline()
+        folder = started_in(first)
+        if folder is None:
+            rest = await process.stdout.read()
+            errors = await process.stderr.read()
+            process.close()
+            raise self._refused(first + rest + errors)
         try:
-            await self._command(conn, f"cat > {quoted['spec.json']}", spec.to_json().encode())
-            process = await conn.create_process(
-                f"python3 {quoted['runner.pyz']} --spec {quoted['spec.json']} "
-                f"--out {quoted['bundle']} --watch-stdin"
-            )
             stray: list[str] = []
             stderr = asyncio.ensure_future(process.stderr.read())
             watcher = asyncio.ensure_future(close_on_cancel(process, cancelled))
             try:
-                async for line in process.stdout:
+                async for raw in process.stdout:
+                    line = raw.decode(errors="replace")
                     # Django's ORM is synchronous: progress is written from a thread of its own.
                     if not await asyncio.to_thread(handle_event, line, on_progress, on_sample):
                         stray.append(line.rstrip())
@@ -234,14 +255,14 @@ class SSHTransport:
                 watcher.cancel()
             if cancelled.is_set():
                 raise RunCancelled()
-            errors = await stderr
+            errors = (await stderr).decode(errors="replace")
             if process.exit_status not in (0, 1):
                 raise TransportError(
                     f"the host runner stopped (exit {process.exit_status}) without a result: "
                     f"{(errors or ' '.join(stray))[-500:]}",
                     permanent=process.exit_status == 127,
                 )
-            archive = await self._command(conn, f"tar -czf - -C {quoted['bundle']} .")
+            archive = await self._command(conn, f"tar -czf - -C {shlex.quote(folder + '/bundle')} .")
         finally:
             await self._remove(conn, folder)
         return unpack_bundle(archive)
@@ -250,6 +271,73 @@ class SSHTransport:
         """Clean up; on a dropped connection there is nothing to do (and the first error counts)."""
         with contextlib.suppress(TransportError, asyncssh.Error, OSError, TimeoutError):
             await self._command(conn, f"rm -rf -- {shlex.quote(folder)}", timeout=60)
+
+
+# Run on the host as `python3 -c BOOTSTRAP WORK_DIR MODE`, its stdin: a 20-digit header (the
+# runner zip's length, the spec's), the zip, the spec. It checks the work directory with the
+# runner's own own_folder (imported from the zip in memory: nothing is written before the check)
+# and makes it when missing; then writes the runner and the spec into a new folder of root's
+# there (mkdtemp: 0700) and becomes the runner (exec): written and started in one step, from a
+# place only root can write. Its first line says the folder; an unsafe work directory is said
+# as the event unsafe_work_dir, and nothing is written or run. MODE: run, probe, probe-disk, or
+# check (the folder made and checked, nothing run).
+BOOTSTRAP = r"""
+import json, os, sys, tempfile
+def take(size):
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(0, size - len(data))
+        if not chunk:
+            sys.exit("recovery-lab: the runner was cut short in transit")
+        data += chunk
+    return bytes(data)
+header = take(20)
+code, spec = take(int(header[:10])), take(int(header[10:]))
+memory = os.memfd_create("recovery-lab-runner")
+os.write(memory, code)
+sys.path.insert(0, f"/proc/self/fd/{memory}")
+from recovery_lab_runner.files import UnsafeFolder, own_folder
+work, mode = sys.argv[1], sys.argv[2]
+os.umask(0o077)
+try:
+    base = own_folder(work, "work directory", "the host's work_dir")
+except (UnsafeFolder, OSError) as exc:
+    print(json.dumps({"event": "unsafe_work_dir", "error": str(exc)}), flush=True)
+    sys.exit(4)
+if mode == "check":
+    print(json.dumps({"event": "started", "folder": str(base)}), flush=True)
+    sys.exit(0)
+folder = tempfile.mkdtemp(prefix="bundle-", dir=base)
+def put(name, data):
+    fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+put("runner.pyz", code)
+print(json.dumps({"event": "started", "folder": folder}), flush=True)
+runner = os.path.join(folder, "runner.pyz")
+if mode == "run":
+    put("spec.json", spec)
+    spec_file, out = os.path.join(folder, "spec.json"), os.path.join(folder, "bundle")
+    args = ["--spec", spec_file, "--out", out, "--watch-stdin"]
+else:
+    args = ["--probe", str(base), *(["--measure-disk"] if mode == "probe-disk" else [])]
+os.execv(sys.executable, [sys.executable, runner, *args])
+"""
+
+
+def payload(spec: bytes = b"") -> bytes:
+    """What BOOTSTRAP reads on its stdin: the header, the runner zip, the spec."""
+    code = runner_zip()
+    return f"{len(code):010d}{len(spec):010d}".encode() + code + spec
+
+
+def started_in(line: bytes) -> str | None:
+    """The folder BOOTSTRAP made, from its first line; None when it did not start the runner."""
+    with contextlib.suppress(ValueError, AttributeError):
+        said = json.loads(line)
+        if said.get("event") == "started" and isinstance(said.get("folder"), str):
+            return said["folder"]
+    return None
 
 
 async def close_on_cancel(process, cancelled: threading.Event) -> None:

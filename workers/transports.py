@@ -34,12 +34,14 @@ class TransportError(Exception):
     `permanent`: trying again cannot help (a bad spec, a missing binary, a changed host key, a
     server that never came back). Otherwise (a refused or dropped connection) the run may be
     tried again later. `host_down`: the host could not be reached at all (its status says so).
+    `unsafe`: the host's work directory could be changed by another user (its status says so).
     """
 
-    def __init__(self, message: str, permanent: bool = False, host_down: bool = False):
+    def __init__(self, message: str, permanent: bool = False, host_down: bool = False, unsafe: bool = False):
         super().__init__(message)
         self.permanent = permanent
         self.host_down = host_down
+        self.unsafe = unsafe  # its work directory is refused: no run goes there until it is fixed
 
 
 class RunCancelled(TransportError):

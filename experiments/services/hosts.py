@@ -29,7 +29,7 @@ def register_host(
     ssh_user: str = "",
     ssh_host: str = "",
     ssh_port: int = 22,
-    work_dir: str = "/var/tmp/recovery-lab",
+    work_dir: str = contract.DEFAULT_WORK_DIR,
     user=None,
 ) -> Host:
     """Create or update a host. Running it twice with the same values changes nothing; a new
@@ -119,6 +119,14 @@ def trust_host_key(host_id: int, fingerprint: str, user=None) -> Host:
         host.status = HostStatus.UNKNOWN  # confirmed; the next probe reads its facts
         host.save()
     return host
+
+
+def record_host_unsafe(host_id: int, error: str) -> Host:
+    """The host's work directory (or a folder above it) could be changed by another user: the
+    runner refused it, nothing was written or run there. `unsafe`, with the reason and the fix,
+    until a probe finds it safe; its runs fail at once, saying so."""
+    Host.objects.filter(id=host_id).update(status=HostStatus.UNSAFE, last_error=error[:2000])
+    return Host.objects.get(id=host_id)
 
 
 def record_host_down(host_id: int, error: str) -> Host:

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from experiments import services
 from experiments.models import Host, Transport
 from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
+from runner.contract import DEFAULT_WORK_DIR
 from workers.probing import probe_host
 
 _SSH = re.compile(r"^([a-z_][a-z0-9_-]{0,31})@([A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:]+\])(?::([0-9]{1,5}))?$")
@@ -23,9 +24,7 @@ class Command(BaseCommand):
         where = parser.add_mutually_exclusive_group()
         where.add_argument("--local", action="store_true", help="this machine, no SSH")
         where.add_argument("--ssh", metavar="USER@HOST[:PORT]")
-        parser.add_argument(
-            "--work-dir", default="/var/tmp/recovery-lab", help="where runs write on the host"
-        )
+        parser.add_argument("--work-dir", default=DEFAULT_WORK_DIR, help="where runs write on the host")
         parser.add_argument(
             "--probe",
             action="store_true",

@@ -86,6 +86,8 @@ class MariaDBServer(Server):
         self.own_work_dir()
 
     def _user_args(self) -> list[str]:
+        """--user where the program must drop root itself (no setpriv): never for the installers,
+        which run as the server's user from their first instruction (run_installer)."""
         return [f"--user={self.os_user}"] if self.os_user else []
 
     def _server_user_args(self) -> list[str]:
@@ -131,7 +133,6 @@ class MariaDBServer(Server):
         args = [
             *installer,
             "--no-defaults",
-            *self._user_args(),
             f"--datadir={self.datadir}",
             # The bootstrap server's temporary tables in the run's own tmpdir, not the shared
             # /tmp: there, 3 of 24 bootstraps run three at once failed ("Could not remove
@@ -141,20 +142,34 @@ class MariaDBServer(Server):
             # root@localhost (and the installing user's account) by the OS user that connects:
             # reaching the socket is not enough to log in
             "--auth-root-authentication-method=socket",
+            *([f"--auth-root-socket-user={self.os_user}"] if self.os_user else []),
             "--skip-test-db",
         ]
         self.run_installer(args, "mariadb-install-db")
 
     def run_installer(self, args: list[str], what: str) -> None:
-        """The installer run, its output in the run's install.log (root's); where it fails, its
-        ERROR lines first: the tail of its output is advice that does not say what failed."""
+        """The installer run as the server's OS user from its first instruction, never as root:
+        it makes the datadir in the server's folder, which that user may change while it runs
+        (a link planted at `data` is then followed with that user's rights only). Its output in
+        the run's install.log (root's); where it fails, its ERROR lines first: the tail of its
+        output is advice that does not say what failed."""
+        if self.os_user and not SETPRIV:
+            raise RunFailed(f"{what} does not run as root: this host needs setpriv (util-linux) to run it")
         with (self.work / "install.log").open("wb") as log:
-            done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, timeout=300)
-        if done.returncode != 0:
+            process = spawn(
+                args, as_user=self.os_user, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/"
+            )
+            try:
+                code = process.wait(timeout=300)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                raise
+        if code != 0:
             output = (self.work / "install.log").read_text(errors="replace")
             errors = [line for line in output.splitlines() if "ERROR" in line][:5]
             raise RunFailed(
-                f"{what} failed (exit {done.returncode}): "
+                f"{what} failed (exit {code}): "
                 + ("\n".join(errors) + "\n...\n" if errors else "")
                 + output[-800:]
             )

@@ -50,7 +50,7 @@ class MySQLServer(MariaDBServer):
         return args
 
     def install(self) -> None:
-        """`mysqld --initialize-insecure` (it drops to --user itself), then root and the runner's
+        """`mysqld --initialize-insecure` (as the server's user: run_installer), then root and the runner's
         own account made to authenticate by OS user: an init file run at the end of the
         bootstrap, in the run's folder (root's), readable by the server."""
         account = client_account()
@@ -68,7 +68,6 @@ class MySQLServer(MariaDBServer):
         args = [
             *server_command(self.programs),
             "--no-defaults",
-            *self._user_args(),
             *build_options(self.programs),
             f"--datadir={self.datadir}",
             f"--tmpdir={self.home / 'tmp'}",

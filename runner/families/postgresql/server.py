@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...builds import BUILDS_DIR, SYSTEM_BUILD, folder_programs, launching_script, version_line
 from ...errors import RunFailed
+from ...files import open_to_others
 from ...processes import POLL_S, SETPRIV, spawn, stat_fields
 from ...server import Server
 
@@ -99,6 +100,7 @@ def shim_folder(bin_folder: Path, launcher: list[str], run_folder: Path) -> Path
     shimmed = shim / "lib" / "postgresql" / major / "bin"
     for name in PROGRAMS:
         launching_script(shimmed / name, [*launcher, "--argv0", str(shimmed / name)], str(bin_folder / name))
+    open_to_others(run_folder / "postgresql-shim")  # its programs run as the server's user
     return shimmed
 
 
