@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -171,9 +170,8 @@ def test_an_installer_follows_a_link_the_servers_user_planted_with_that_users_ri
     target = Path(tempfile.mkdtemp(prefix="root-owned-", dir="/var/tmp"))
     target.chmod(0o755)
     try:
-        attacker = as_user(
-            os_user, [sys.executable, "-c", INSTALL_ATTACK, str(settings.RUNNER_WORK_DIR), str(run_id), str(target)]
-        )
+        work = str(settings.RUNNER_WORK_DIR)
+        attacker = as_user(os_user, [sys.executable, "-c", INSTALL_ATTACK, work, str(run_id), str(target)])
         spec = {
             **endless_spec(run_id),
             "engine": engine,
@@ -291,3 +289,57 @@ def test_another_local_user_neither_holds_the_hosts_lock_nor_reads_what_root_kee
     assert attack["lock"] == "Permission denied"
     assert "error.log.stamped" in attack["refused"], attack
     assert attack["read"] == [], attack
+
+
+# 3. SSH hosts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_marks_the_host(
+    staff_api, sshd
+):
+    """A local account made the host's work directory before root did (in /var/tmp, where anyone
+    may): the probe and the run write and run nothing there; the host is `unsafe` with the reason
+    and the fix, until root's own folder replaces it."""
+    from experiments.models import Host
+    from runner.contract import RunSpec
+    from workers.ssh import SSHTransport
+    from workers.transports import TransportError
+
+    from .test_ssh import confirm_host_key, register
+
+    planted = Path(tempfile.mkdtemp(prefix="recovery-lab-planted-", dir="/var/tmp"))
+    planted.rmdir()
+    made = as_user("nobody", ["mkdir", "-m", "0777", str(planted)])
+    assert made.wait(timeout=30) == 0, made.stderr.read()
+    try:
+        host = register(staff_api, sshd, "planted", work_dir=str(planted))
+        probed = confirm_host_key(staff_api, host["id"], sshd.fingerprint)
+        assert probed["status"] == "unsafe", probed
+        assert f"refusing the work directory {planted}: it belongs to nobody" in probed["error"]
+        assert "Remove it" in probed["error"] and "choose another" in probed["error"]
+        assert list(planted.iterdir()) == []  # not a byte written there
+
+        stored = Host.objects.get(id=host["id"])
+        spec = RunSpec.from_dict({**endless_spec(88), "work_dir": str(planted)})
+        with pytest.raises(TransportError, match="refusing the work directory") as refused:
+            SSHTransport(stored).execute(spec, lambda message, percent: None)
+        assert refused.value.permanent and refused.value.unsafe
+        assert list(planted.iterdir()) == []
+
+        # root's own folder in its place: the host is usable again
+        shutil.rmtree(planted)
+        assert staff_api.post(f"/api/hosts/{host['id']}/probe/").json()["status"] == "idle"
+        info = os.stat(planted)
+        assert info.st_uid == 0 and not info.st_mode & 0o022
+    finally:
+        shutil.rmtree(planted, ignore_errors=True)
+
+
+@pytest.mark.django_db
+def test_a_host_works_in_roots_own_folder_unless_told_otherwise():
+    from experiments import services
+    from experiments.models import Transport
+
+    host = services.register_host("default-work-dir", Transport.SSH, ssh_host="127.0.0.1", ssh_user="root")
+    assert host.work_dir == "/var/lib/recovery-lab/work"

@@ -10,6 +10,7 @@ are seconds from the kill, the restart timeline's zero.
 """
 
 import json
+import math
 from bisect import bisect_left
 from dataclasses import dataclass
 
@@ -89,6 +90,22 @@ class Thread:
         return f"{self.name} {self.tid}{main}"
 
 
+def _number(value) -> bool:
+    """A value as the runner writes it: a finite number (a host's bundle may hold anything)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _task(task) -> bool:
+    """A thread's reading as the runner writes it (the columns above); any other is skipped."""
+    return (
+        isinstance(task, list)
+        and len(task) == 12
+        and all(isinstance(task[i], int) and not isinstance(task[i], bool) for i in (PID, TID))
+        and isinstance(task[STATE], str)
+        and all(_number(task[i]) for i in range(UTIME, WCHAR + 1))
+    )
+
+
 def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], list[str]]:
     """(the file's header, its threads with moments from `zero`, warnings)."""
     header, by_tid, skipped, took, stopped = {}, {}, 0, [], ""
@@ -104,10 +121,10 @@ def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], lis
             header = row
         elif "error" in row:  # the runner's reader stopped: the readings before it stand
             stopped = f"{RESOURCES_FILE}: the runner's reader stopped early ({str(row['error'])[:200]})"
-        elif isinstance(row.get("t"), int | float) and isinstance(row.get("tasks"), list):
-            took.append(row.get("took_ms", 0))
+        elif _number(row.get("t")) and isinstance(row.get("tasks"), list):
+            took.append(row["took_ms"] if _number(row.get("took_ms")) else 0)
             for task in row["tasks"]:
-                if isinstance(task, list) and len(task) == 12:
+                if _task(task):
                     thread = by_tid.setdefault(task[TID], Thread(task[PID], task[TID], "", [], []))
                     thread.moments.append(row["t"] - zero)
                     thread.rows.append(task)
@@ -236,7 +253,7 @@ def restart_resources(
         "interval_s": header.get("interval_s"),
         "readings": header.get("readings", 0),
         "reading_ms_median": header.get("reading_ms_median"),
-        "cpus": cpus,
+        "cpus": cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
         "start_up": [round(v, 4) for v in start_up],
     }
     if window is not None:
@@ -249,12 +266,14 @@ def restart_resources(
         found["rest"] = _use(threads, [start_up])
     shown = [t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "tid" in t]
     found["series"] = _series(threads, shown[:5])
-    disk = disk or {}
-    floor = disk.get("floor")
-    if disk.get("file_system") in MEMORY_FILE_SYSTEMS:
+    disk = disk if isinstance(disk, dict) else {}
+    floor = disk.get("floor") if isinstance(disk.get("floor"), dict) else {}
+    if isinstance(disk.get("file_system"), str) and disk["file_system"] in MEMORY_FILE_SYSTEMS:
         found["in_memory"] = disk["file_system"]
     elif floor:
-        found["floor"] = {key: floor.get(key) for key in FLOOR_KEYS if floor.get(key) is not None}
+        found["floor"] = {key: floor[key] for key in FLOOR_KEYS if _number(floor.get(key))}
+        if isinstance(floor.get("device"), str):
+            found["floor"]["device"] = floor["device"][:200]
     found["verdict"] = verdict(found, crash)
     return found, warnings
 

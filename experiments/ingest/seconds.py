@@ -12,6 +12,7 @@ downtime go".
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -60,7 +61,7 @@ def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> 
             skipped += 1
             continue
         if is_sample(row):
-            rows.append(row)
+            rows.append({name: value for name, value in row.items() if _number(value)})
         elif line.strip():
             skipped += 1
     warnings = [f"samples: {skipped} line(s) that are no sample were skipped"] if skipped else []
@@ -68,7 +69,13 @@ def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> 
 
 
 def is_sample(row) -> bool:
-    return isinstance(row, dict) and isinstance(row.get("t"), int | float)
+    return isinstance(row, dict) and _number(row.get("t"))
+
+
+def _number(value) -> bool:
+    """A counter's value as the runner writes it: a finite number (a host's bundle may hold
+    anything: the rest of a sample is dropped, not drawn)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def series_of(rows: list[dict], times: dict, sysbench_report: bytes = b"") -> dict:

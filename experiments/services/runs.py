@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import DataError, transaction
 from django.db.models import (
     Case,
     Count,
@@ -255,23 +256,19 @@ def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) ->
             if attempt_id is not None:
                 end_attempt(attempt_id, AttemptOutcome.CANCELLED, run.error)
             return run
-        store_files(run, bundle.files)
-        warnings = apply_metrics(run, bundle.files, bundle.result)
-        run.host_facts = bundle.result.get("facts") or {}
-        run.effective_settings = bundle.result.get("effective_settings") or {}
-        run.dataset_reused = (bundle.result.get("dataset") or {}).get("reused")
-        runner_error = bundle.result.get("error")
-        if bundle.result.get("status") == "done":
-            run.status, run.error = RunStatus.DONE, ""
-            if warnings:
-                run.error = "Parsed with warnings: " + "; ".join(warnings)[:2000]
-        else:
+        try:
+            with transaction.atomic():  # a savepoint: a bundle that cannot be read leaves nothing half-stored
+                read_bundle(run, bundle)
+                run.save()
+        except BUNDLE_UNREADABLE as exc:
+            run.refresh_from_db()
+            kept = {name: content for name, content in bundle.files.items() if isinstance(content, bytes)}
+            store_files(run, kept)  # for whoever looks into it
             run.status = RunStatus.FAILED
-            run.error = runner_error or "the host runner reported a failure without a reason"
-        run.progress = ""
-        run.live_samples = []  # the bundle's samples.jsonl holds them all
-        run.finished_at = timezone.now()
-        run.save()
+            said = f"the host's bundle could not be read: {exc.__class__.__name__}: {exc}"
+            run.error = without_nul(said)[:2000]
+            run.progress, run.live_samples, run.finished_at = "", [], timezone.now()
+            run.save()
         if attempt_id is not None:
             done = run.status == RunStatus.DONE
             end_attempt(
@@ -279,6 +276,47 @@ def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) ->
             )
     refresh_experiment_status(run.experiment_id)
     return run
+
+
+# What a bundle of bad values (a host's crafted or broken result.json, resources.jsonl, ...) makes
+# its reading raise: the run fails with the reason, its files kept for inspection.
+BUNDLE_UNREADABLE = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    ArithmeticError,
+    RecursionError,
+    DataError,
+    ValidationError,
+)
+
+
+def read_bundle(run: Run, bundle: Bundle) -> None:
+    """The run's files, metrics and outcome from its bundle, on the row (saved by the caller).
+    Raises one of BUNDLE_UNREADABLE where a value is not what the runner writes."""
+    result = bundle.result
+    if not isinstance(result, dict):
+        raise ValueError(f"result.json holds {type(result).__name__}, not an object")
+    store_files(run, bundle.files)
+    warnings = apply_metrics(run, bundle.files, result)
+    run.host_facts = result.get("facts") if isinstance(result.get("facts"), dict) else {}
+    settings_read = result.get("effective_settings")
+    run.effective_settings = settings_read if isinstance(settings_read, dict) else {}
+    dataset = result.get("dataset") if isinstance(result.get("dataset"), dict) else {}
+    run.dataset_reused = dataset.get("reused") if isinstance(dataset.get("reused"), bool) else None
+    runner_error = result.get("error")
+    if result.get("status") == "done":
+        run.status, run.error = RunStatus.DONE, ""
+        if warnings:
+            run.error = "Parsed with warnings: " + "; ".join(warnings)[:2000]
+    else:
+        run.status = RunStatus.FAILED
+        run.error = without_nul(str(runner_error or "the host runner reported a failure without a reason"))
+    run.progress = ""
+    run.live_samples = []  # the bundle's samples.jsonl holds them all
+    run.finished_at = timezone.now()
 
 
 def reparse_run(run_id: int) -> Run:
