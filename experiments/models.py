@@ -31,6 +31,12 @@ class HostStatus(models.TextChoices):
     UNSAFE = "unsafe", "unsafe (its work directory is refused)"
 
 
+class ProbeState(models.TextChoices):
+    NONE = "", "none"
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+
+
 class HostQuerySet(models.QuerySet):
     def with_activity(self):
         """Hosts with their run count and how many of their runs are running now."""
@@ -67,6 +73,14 @@ class Host(models.Model):
     # only after a while, so a host whose message waits behind busy workers is not woken again
     # on every pass.
     wake_sent_at = models.DateTimeField(null=True, blank=True)
+    # A probe an admin asked for ("Probe now", "Measure the disk", POST .../probe/): work for the
+    # worker, one at a time per host; its outcome said in words until the next.
+    probe_state = models.CharField(max_length=8, choices=ProbeState.choices, blank=True, default="")
+    probe_measure_disk = models.BooleanField(default=False)
+    probe_requested_at = models.DateTimeField(null=True, blank=True)
+    probe_outcome = models.TextField(blank=True)
+    probe_failed = models.BooleanField(default=False)
+    probe_outcome_at = models.DateTimeField(null=True, blank=True)
 
     objects = HostQuerySet.as_manager()
 

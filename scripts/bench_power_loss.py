@@ -2,7 +2,8 @@
 
 1. The layer alone: 64 MiB written in 16 KiB pages (InnoDB's page size), an fsync every 1 MiB,
    then read back, into a plain directory and into the same directory under the layer
-   (runner/powercut.py, mounted for real with FUSE).
+   (runner/powercut.py, mounted for real with FUSE as a run mounts it: by root, served as the
+   server's OS user).
 2. The same InnoDB run (the demo's dataset, oltp_write_only, 8,000 transactions) crashed with
    sigkill and with power_loss: the workload's throughput (under the layer, with the commit
    ledger beside it), the time the cut and unmount take, and the downtime from the moment the
@@ -15,16 +16,18 @@ Its own directories under /var/tmp, removed at the end.
 """
 
 import os
-import select
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 from benchlib import run_runner  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from runner.crash import PowerCutLayer  # noqa: E402
+from runner.server import server_os_user  # noqa: E402
 
 WORK = Path("/var/tmp/recovery-lab-bench-power-loss")
 PAGE = 16 * 1024
@@ -57,20 +60,15 @@ def layer_alone() -> None:
     directory = WORK / "layer"
     directory.mkdir(parents=True)
     plain = [write_and_read(directory) for _ in range(RUNS)]
-    layer = subprocess.Popen(
-        [sys.executable, "-m", "runner.powercut", str(directory)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    ready, _, _ = select.select([layer.stdout], [], [], 30)
-    if not ready or layer.stdout.readline().strip() != "mounted":
-        raise SystemExit("the power-cut layer did not mount")
+    # mounted as a run mounts it: by root, served by a process of the server's OS user
+    user = server_os_user(("mysql", "nobody"))
+    if user:
+        shutil.chown(directory, user=user)
+    layer = PowerCutLayer(directory, WORK / "powercut.log", user)
     try:
         under = [write_and_read(directory) for _ in range(RUNS)]
     finally:
-        subprocess.run(["fusermount3", "-u", str(directory)], check=True)
-        layer.wait(timeout=30)
+        layer.unmount()
     mib = TOTAL / 1024 / 1024
     for label, times in (("plain directory", plain), ("under the layer", under)):
         write = statistics.median(t[0] for t in times)

@@ -44,21 +44,24 @@ def test_the_run_page_lists_every_attempt_with_its_outcome(page, live_server, br
     screenshot(page, "run-attempts.png")
 
 
-def test_an_admin_confirms_an_ssh_host_s_key_on_the_hosts_page(page, live_server, staff_api, sshd):
+def test_an_admin_confirms_an_ssh_host_s_key_on_the_hosts_page(
+    page, live_server, staff_api, sshd, celery_worker_process
+):
     """The probe read the key the host offers; the page shows it unconfirmed, with the command
-    to compare it on the host; the admin trusts it and the host is probed over it."""
+    to compare it on the host; the admin trusts it and the host is probed over it, by the
+    worker, while the page shows it probing and then what it found."""
     from .factories import UserFactory
-    from .test_ssh import register
+    from .test_ssh import probe, register
 
     host = register(staff_api, sshd)
 
-    def probe():  # in a thread: Playwright's event loop owns this one, asyncssh needs its own
+    def probed():  # in a thread: Playwright's event loop owns this one, asyncssh needs its own
         try:
-            staff_api.post(f"/api/hosts/{host['id']}/probe/")
+            probe(staff_api, host["id"])
         finally:
             connections.close_all()
 
-    prober = threading.Thread(target=probe)
+    prober = threading.Thread(target=probed)
     prober.start()
     prober.join()
     UserFactory(username="root-admin", password="correct horse battery", is_staff=True)
@@ -73,8 +76,11 @@ def test_an_admin_confirms_an_ssh_host_s_key_on_the_hosts_page(page, live_server
     screenshot(page, "hosts-unconfirmed-key.png")
     row.get_by_role("button", name="Trust this key").click()
     page.wait_for_selector(f"text={sshd.fingerprint} trusted")
+    # the worker probes it; the page looks again until the probe has ended
+    page.wait_for_selector("tr[data-host=bench1] .probe-outcome", timeout=60_000)
     row = page.locator("tr[data-host=bench1]")
     assert "idle" in row.locator(".status").inner_text()
+    assert "probed: idle" in row.locator(".probe-outcome").inner_text()
     assert sshd.fingerprint in row.inner_text() and "Trust this key" not in row.inner_text()
     assert "engines: innodb" in row.inner_text()
     screenshot(page, "hosts-key-trusted.png")

@@ -118,16 +118,16 @@ FORMS = [
         lambda w: Run.objects.get(id=w.done.id).recovery_seconds is not None,
     ),
     Form(
-        "hosts/<pk>/probe/",
+        "hosts/<pk>/probe/",  # queued for the worker
         lambda w: f"/hosts/{w.host.id}/probe/",
         lambda w: {},
-        lambda w: Host.objects.get(id=w.host.id).last_seen is not None,
+        lambda w: Host.objects.get(id=w.host.id).probe_state == "queued",
     ),
     Form(
-        "hosts/<pk>/measure/",  # the probe runs after fio (or after it said why not)
+        "hosts/<pk>/measure/",  # queued for the worker: fio, then the probe
         lambda w: f"/hosts/{w.host.id}/measure/",
         lambda w: {},
-        lambda w: Host.objects.get(id=w.host.id).last_seen is not None,
+        lambda w: Host.objects.get(id=w.host.id).probe_measure_disk,
     ),
     Form(
         "hosts/<pk>/trust-key/",

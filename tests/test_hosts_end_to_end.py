@@ -8,7 +8,7 @@ from django.conf import settings
 from experiments.models import Run, RunAttempt, RunStatus
 
 from .conftest import runner_processes, wait_for
-from .test_ssh import confirm_host_key, register
+from .test_ssh import confirm_host_key, probe, register
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
@@ -128,15 +128,13 @@ def test_an_ssh_hosts_disk_is_measured_over_ssh_and_the_hosts_page_shows_it(
         staff_api, sshd, "bench-floor", work_dir=f"{settings.RUNNER_DISK_WORK_DIR}/bench-floor"
     )
     confirm_host_key(staff_api, created["id"], sshd.fingerprint)
-    measured = staff_api.post(
-        f"/api/hosts/{created['id']}/probe/", {"measure_disk": True}, format="json"
-    ).json()
+    measured = probe(staff_api, created["id"], measure_disk=True)
     floor = measured["facts"]["disk"]["floor"]
     assert floor["seq_read_mb_s"] > 0 and floor["rand_read_qd32_iops"] >= floor["rand_read_qd1_iops"] > 0, (
         floor
     )
     assert measured["facts"]["disk"]["file_system"] != "tmpfs"
-    again = staff_api.post(f"/api/hosts/{created['id']}/probe/").json()  # no fio this time
+    again = probe(staff_api, created["id"])  # no fio this time
     assert again["facts"]["disk"]["floor"] == floor
     client.force_login(admin_user)
     page = client.get("/hosts/").content.decode()

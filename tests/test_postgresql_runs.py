@@ -25,6 +25,7 @@ from .conftest import runner_processes, wait_for
 from .factories import UserFactory
 from .test_end_to_end import runner_in_its_workload
 from .test_runner_isolation import _listening_tcp_inodes, _socket_inodes
+from .test_ssh import probe
 
 PSQL = "/usr/lib/postgresql/15/bin/psql"
 
@@ -229,7 +230,7 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     and PostgreSQL (and MyRocks: issue 42's equal-work comparison of the three), one crash after
     the workload and one during it, 2 repetitions each, finishes every run done with its recovery
     time, the redo (WAL) replayed and its data verified; explore by engine shows postgresql."""
-    probed = staff_api.post(f"/api/hosts/{local_host.pk}/probe/").json()
+    probed = probe(staff_api, local_host.pk)
     assert "postgresql" in probed["facts"]["engines"], probed
     body = {
         "name": "InnoDB, MyRocks and PostgreSQL, after and during the workload",

@@ -12,6 +12,7 @@ import pytest
 from experiments.models import Run
 
 from .test_postgresql_runs import run_to_the_end
+from .test_ssh import probe
 
 DEFINITION = {
     "hosts": ["local"],
@@ -40,9 +41,7 @@ def figures_of(html: str, element: str) -> dict:
 def test_profiled_runs_say_what_bound_them_against_the_measured_disk_and_compare_draws_what_moved(
     api, staff_api, client, admin_user, local_host, celery_worker_process
 ):
-    probed = staff_api.post(
-        f"/api/hosts/{local_host.pk}/probe/", {"measure_disk": True}, format="json"
-    ).json()
+    probed = probe(staff_api, local_host.pk, measure_disk=True)
     disk = probed["facts"]["disk"]
     # the suite's runs keep their files in memory where it has room (tests/settings.py): then there
     # is no disk to measure or to be bound by, and every run says so; on a disk, the floor is fio's

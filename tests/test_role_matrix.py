@@ -152,7 +152,7 @@ MATRIX = [
     ("get", "api/hosts/", "/api/hosts/", None, API_READ),
     ("post", "api/hosts/", "/api/hosts/", {"name": "db10", "transport": "local"}, (401, 403, 403, 403, 201)),
     ("get", "api/hosts/<pk>/", "/api/hosts/{host}/", None, API_READ),
-    ("post", "api/hosts/<pk>/probe/", "/api/hosts/{host}/probe/", {}, (401, 403, 403, 403, 200)),
+    ("post", "api/hosts/<pk>/probe/", "/api/hosts/{host}/probe/", {}, (401, 403, 403, 403, 202)),
     ("get", "api/hosts/<pk>/aa-checks/", "/api/hosts/{host}/aa-checks/", None, API_READ),
     ("post", "api/hosts/<pk>/aa-checks/", "/api/hosts/{host}/aa-checks/", {}, EXPERIMENTER_API_BAD_BODY),
     (

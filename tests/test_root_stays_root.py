@@ -306,7 +306,7 @@ def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_ma
     from workers.ssh import SSHTransport
     from workers.transports import TransportError
 
-    from .test_ssh import confirm_host_key, register
+    from .test_ssh import confirm_host_key, probe, register
 
     planted = Path(tempfile.mkdtemp(prefix="recovery-lab-planted-", dir="/var/tmp"))
     planted.rmdir()
@@ -329,7 +329,7 @@ def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_ma
 
         # root's own folder in its place: the host is usable again
         shutil.rmtree(planted)
-        assert staff_api.post(f"/api/hosts/{host['id']}/probe/").json()["status"] == "idle"
+        assert probe(staff_api, host["id"])["status"] == "idle"
         info = os.stat(planted)
         assert info.st_uid == 0 and not info.st_mode & 0o022
     finally:
@@ -343,3 +343,19 @@ def test_a_host_works_in_roots_own_folder_unless_told_otherwise():
 
     host = services.register_host("default-work-dir", Transport.SSH, ssh_host="127.0.0.1", ssh_user="root")
     assert host.work_dir == "/var/lib/recovery-lab/work"
+
+
+def test_myrocks_wal_sizes_are_read_without_following_a_link_the_servers_user_made(tmp_path):
+    """The sampler reads the sizes of MyRocks' WAL files every second, as root: a link in the
+    datadir (to root's files, or a #rocksdb folder that is a link) shows nothing of them."""
+    from runner.families.mariadb.engines import wal_sizes
+
+    wal = tmp_path / "data" / "#rocksdb"
+    wal.mkdir(parents=True)
+    (wal / "000012.log").write_bytes(b"x" * 10)
+    (wal / "000013.log").symlink_to("/etc/shadow")
+    assert wal_sizes(tmp_path / "data") == {"12": 10}
+    elsewhere = tmp_path / "planted"
+    elsewhere.mkdir()
+    (elsewhere / "#rocksdb").symlink_to(wal)
+    assert wal_sizes(elsewhere) == {}

@@ -11,7 +11,9 @@ from django.core.management import call_command
 from experiments import services
 from experiments.models import Host, HostStatus, Transport
 from experiments.services.ssh_keys import dashboard_public_key
-from workers.probing import probe_host
+from workers.probing import carry_out_requested_probe, probe_host
+
+from .conftest import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -34,14 +36,29 @@ def register(staff_api, sshd, name="bench1", **more):
     return response.json()
 
 
+def probe(staff_api, host_id: int, **body) -> dict:
+    """An admin's probe: asked for through the API (202, queued), carried out as the worker carries
+    it out (workers.probing), then the host as the API shows it, with `error` when the probe said
+    one (probe_outcome)."""
+    asked = staff_api.post(f"/api/hosts/{host_id}/probe/", body, format="json")
+    assert asked.status_code == 202, asked.content
+    assert asked.json()["probe_state"] == "queued"
+    carry_out_requested_probe(host_id)  # a worker may have taken it first: then it waits for that
+    wait_for(lambda: not Host.objects.get(id=host_id).probe_state, 120, "the probe to end")
+    host = staff_api.get(f"/api/hosts/{host_id}/").json()
+    if host["probe_failed"] or host["offered_host_key_fingerprint"]:
+        host["error"] = host["probe_outcome"]
+    return host
+
+
 def confirm_host_key(staff_api, host_id: int, fingerprint: str) -> dict:
     """What an admin does for a new SSH host: probe (reads the key it offers), compare the
     fingerprint with the host's own, trust it, probe again (now over the trusted key)."""
-    offered = staff_api.post(f"/api/hosts/{host_id}/probe/").json()
+    offered = probe(staff_api, host_id)
     assert offered["offered_host_key_fingerprint"] == fingerprint, offered
     trusted = staff_api.post(f"/api/hosts/{host_id}/trust-host-key/", {"fingerprint": fingerprint})
     assert trusted.status_code == 200, trusted.content
-    return staff_api.post(f"/api/hosts/{host_id}/probe/").json()
+    return probe(staff_api, host_id)
 
 
 def test_a_registered_host_shows_the_dashboard_key_and_a_probe_reads_only_the_key_it_offers(staff_api, sshd):
@@ -50,7 +67,7 @@ def test_a_registered_host_shows_the_dashboard_key_and_a_probe_reads_only_the_ke
     assert host["public_key"] == dashboard_public_key() and host["public_key"].startswith("ssh-ed25519 ")
     assert host["status"] == "unknown"
 
-    probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    probed = probe(staff_api, host['id'])
     assert probed["status"] == "unverified", probed
     assert probed["offered_host_key_fingerprint"] == sshd.fingerprint
     assert probed["host_key_fingerprint"] == "" and probed["facts"] == {}
@@ -77,7 +94,7 @@ def test_a_fingerprint_that_is_not_the_offered_one_pins_nothing(staff_api, api, 
     url = f"/api/hosts/{host['id']}/trust-host-key/"
     never_probed = staff_api.post(url, {"fingerprint": sshd.fingerprint})
     assert never_probed.status_code == 400 and "offered no key yet" in never_probed.json()["fingerprint"][0]
-    staff_api.post(f"/api/hosts/{host['id']}/probe/")
+    probe(staff_api, host["id"])
     other = "SHA256:" + "A" * 43
     wrong = staff_api.post(url, {"fingerprint": other})
     assert wrong.status_code == 400
@@ -102,7 +119,7 @@ def test_a_new_address_forgets_the_confirmed_key(staff_api, sshd):
     host = register(staff_api, sshd)
     confirm_host_key(staff_api, host["id"], sshd.fingerprint)
     services.register_host("bench1", Transport.SSH, "root", "localhost", sshd.port)
-    moved = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    moved = probe(staff_api, host['id'])
     assert moved["status"] == "unverified" and moved["host_key_fingerprint"] == ""
     assert moved["offered_host_key_fingerprint"] == sshd.fingerprint
 
@@ -111,7 +128,7 @@ def test_a_changed_host_key_is_refused(staff_api, sshd):
     host = register(staff_api, sshd)
     pinned = confirm_host_key(staff_api, host["id"], sshd.fingerprint)["host_key_fingerprint"]
     sshd.new_host_key()
-    probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    probed = probe(staff_api, host['id'])
     assert probed["status"] == "down"
     assert "not the one an admin confirmed" in probed["error"] and pinned in probed["error"]
     assert Host.objects.get(id=host["id"]).host_key_fingerprint == pinned  # still the confirmed key
@@ -131,7 +148,7 @@ def test_a_key_missing_from_authorized_keys_says_which_line_to_add(staff_api, ss
     host = register(staff_api, sshd)
     confirm_host_key(staff_api, host["id"], sshd.fingerprint)
     sshd.authorized_keys.write_text("")
-    probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    probed = probe(staff_api, host['id'])
     assert probed["status"] == "down"
     assert "authorized_keys" in probed["error"] and dashboard_public_key() in probed["error"]
 
@@ -139,7 +156,7 @@ def test_a_key_missing_from_authorized_keys_says_which_line_to_add(staff_api, ss
 def test_a_host_that_refuses_connections_is_down_with_the_reason(staff_api, sshd):
     host = register(staff_api, sshd)
     sshd.stop()
-    probed = staff_api.post(f"/api/hosts/{host['id']}/probe/").json()
+    probed = probe(staff_api, host['id'])
     assert probed["status"] == "down" and "refused" in probed["error"].lower()
 
 
@@ -230,3 +247,30 @@ def test_installbuild_puts_mariadb_11_8_on_an_ssh_host_and_its_probe_lists_it(st
         if path.is_file() and not path.is_symlink()
     ]
     assert modes and not [mode for mode in modes if mode & (stat.S_ISUID | stat.S_ISGID)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_probe_asked_for_is_the_workers_work_one_at_a_time_and_the_page_shows_its_outcome(
+    staff_api, local_host, celery_worker_process, client, admin_user
+):
+    """Issue 52, item 6: "Measure the disk" no longer holds a web worker: the request queues it
+    (202) and returns; a second click while it is queued or running is refused (409) with what
+    runs; the worker carries it out and the hosts page shows what it found."""
+    url = f"/api/hosts/{local_host.pk}/probe/"
+    asked = staff_api.post(url, {"measure_disk": True}, format="json")
+    assert asked.status_code == 202 and asked.json()["probe_state"] == "queued", asked.content
+    again = staff_api.post(url, {}, format="json")
+    assert again.status_code == 409
+    assert "its disk measured is" in again.json()["detail"] and "already" in again.json()["detail"]
+    wait_for(lambda: not Host.objects.get(id=local_host.pk).probe_state, 120, "the worker's probe to end")
+    host = staff_api.get(f"/api/hosts/{local_host.pk}/").json()
+    disk = host["facts"]["disk"]
+    if disk.get("floor"):
+        assert host["probe_outcome"].startswith("its disk reads ") and not host["probe_failed"]
+    else:  # the suite's work folder is in memory: no disk to measure, and it says so
+        assert host["probe_outcome"] == f"its disk was not measured: {disk['floor_error']}"
+    client.force_login(admin_user)
+    page = client.get("/hosts/").content.decode()
+    assert host["probe_outcome"][:60] in page and 'http-equiv="refresh"' not in page
+    # once it has ended, another may be asked
+    assert staff_api.post(url, {}, format="json").status_code == 202

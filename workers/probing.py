@@ -45,3 +45,32 @@ def probe_host(host_id: int, measure_disk: bool = False) -> dict:
         }
     host = services.record_probe(host_id, found["facts"])
     return {"status": host.status, "facts": host.facts, "host_key_fingerprint": host.host_key_fingerprint}
+
+
+def carry_out_requested_probe(host_id: int) -> bool:
+    """The probe an admin asked for (services.request_probe), if it is still queued: run, its
+    outcome said in words on the host. False when there was none to take."""
+    measure_disk = services.start_requested_probe(host_id)
+    if measure_disk is None:
+        return False
+    outcome, failed = "the probe stopped before it ended (see the worker's log)", True
+    try:
+        found = probe_host(host_id, measure_disk=measure_disk)
+        outcome, failed = probe_words(found, measure_disk)
+    finally:
+        services.end_requested_probe(host_id, outcome, failed)
+    return True
+
+
+def probe_words(found: dict, measure_disk: bool) -> tuple[str, bool]:
+    """What a probe found, in words for the hosts page; and whether it failed."""
+    if found.get("offered_host_key_fingerprint"):
+        return found["error"], False
+    if "error" in found:
+        return found["error"], True
+    disk = (found.get("facts") or {}).get("disk") or {}
+    if measure_disk and disk.get("floor_error"):
+        return f"its disk was not measured: {disk['floor_error']}", True
+    if measure_disk and disk.get("floor"):
+        return f"its disk reads {disk['floor']['seq_read_mb_s']:,.0f} MB/s sequentially (fio)", False
+    return f"probed: {found['status']}", False

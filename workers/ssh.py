@@ -115,11 +115,13 @@ class SSHTransport:
         builds = f"{self.host.work_dir}/{BUILDS_DIR}"
         partial = shlex.quote(f"{builds}/.{name}.partial")
         final = shlex.quote(f"{builds}/{name}")
+        bootstrap = shlex.quote(BOOTSTRAP)
+        work = shlex.quote(self.host.work_dir)
 
         async def send(conn):
             # the work directory checked (and made root's) before anything is written in it
             done = await asyncio.wait_for(
-                conn.run(self._bootstrap("check"), input=payload(), encoding=None), 300
+                conn.run(f"python3 -c {bootstrap} {work} check", input=payload(), encoding=None), 300
             )
             if started_in((done.stdout or b"").partition(b"\n")[0]) is None:
                 raise self._refused((done.stdout or b"") + (done.stderr or b""))
@@ -185,11 +187,6 @@ class SSHTransport:
             )
         return done.stdout or b""
 
-    def _bootstrap(self, mode: str) -> str:
-        """The one command that starts the runner on the host (BOOTSTRAP, with the host's work
-        directory and the mode: both the dashboard's own values, quoted)."""
-        return f"python3 -c {shlex.quote(BOOTSTRAP)} {shlex.quote(self.host.work_dir)} {mode}"
-
     def _refused(self, output: bytes) -> TransportError:
         """The work directory failed the bootstrap's check: said with the runner's own words."""
         for line in output.decode(errors="replace").splitlines():
@@ -204,8 +201,13 @@ class SSHTransport:
     # Work ------------------------------------------------------------------------------------
 
     async def _probe(self, conn, measure_disk: bool = False) -> dict:
-        command = self._bootstrap("probe-disk" if measure_disk else "probe")
-        done = await asyncio.wait_for(conn.run(command, input=payload(), encoding=None, check=False), 600)
+        bootstrap = shlex.quote(BOOTSTRAP)
+        work = shlex.quote(self.host.work_dir)
+        mode = shlex.quote("probe-disk" if measure_disk else "probe")
+        done = await asyncio.wait_for(
+            conn.run(f"python3 -c {bootstrap} {work} {mode}", input=payload(), encoding=None, check=False),
+            600,
+        )
         output = done.stdout or b""
         first, _, facts = output.partition(b"\n")
         folder = started_in(first)
@@ -230,7 +232,9 @@ class SSHTransport:
         on_sample: SampleCallback | None = None,
     ) -> Bundle:
         spec = replace(spec, work_dir=self.host.work_dir)
-        process = await conn.create_process(self._bootstrap("run"), encoding=None)
+        bootstrap = shlex.quote(BOOTSTRAP)
+        work = shlex.quote(self.host.work_dir)
+        process = await conn.create_process(f"python3 -c {bootstrap} {work} run", encoding=None)
         # the runner and its spec, then nothing: its stdin stays open while it runs (its watchdog)
         process.stdin.write(payload(spec.to_json().encode()))
         first = await process.stdout.readline()

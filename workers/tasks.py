@@ -11,7 +11,7 @@ from experiments.models import Host
 from experiments.services import series as services_series
 from workers.driver import drive_host
 from workers.locks import busy_host_ids
-from workers.probing import probe_host
+from workers.probing import carry_out_requested_probe, probe_host
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,13 @@ def wake_hosts_task() -> list[int]:
 def probe_host_task(host_id: int) -> None:
     """Probe one host (facts, status). Runs twice: the same facts, a later last_seen."""
     probe_host(host_id)
+
+
+@shared_task
+def requested_probe_task(host_id: int) -> bool:
+    """A probe an admin asked for (the hosts page, the API): off the web request, one at a time per
+    host. Runs twice: the second finds nothing queued."""
+    return carry_out_requested_probe(host_id)
 
 
 @shared_task

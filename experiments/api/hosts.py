@@ -12,18 +12,27 @@ from experiments.definition import HOST_NAME
 from experiments.models import (
     Experiment,
     Host,
-    HostStatus,
     Transport,
 )
 from experiments.services.hosts import SSH_HOST, SSH_USER, WORK_DIR, HostRejected
 from experiments.services.ssh_keys import dashboard_public_key
-from workers.probing import probe_host
 
 
 class ProbeSerializer(serializers.Serializer):
     measure_disk = serializers.BooleanField(
         default=False, help_text="measure the work folder's disk with fio first (its floor)"
     )
+
+
+# A probe an admin asked for, as the worker carries it out (services.request_probe): read only.
+PROBE_FIELDS = (
+    "probe_state",
+    "probe_measure_disk",
+    "probe_requested_at",
+    "probe_outcome",
+    "probe_failed",
+    "probe_outcome_at",
+)
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -52,6 +61,7 @@ class HostSerializer(serializers.ModelSerializer):
             "public_key",
             "active",
             "created_at",
+            *PROBE_FIELDS,
         ]
         read_only_fields = [
             "facts",
@@ -61,6 +71,7 @@ class HostSerializer(serializers.ModelSerializer):
             "offered_host_key_fingerprint",
             "active",
             "created_at",
+            *PROBE_FIELDS,
         ]
         # each field's pattern, so the schema says what registration checks; registering a
         # name again updates that host (no uniqueness validator)
@@ -85,16 +96,6 @@ class HostSerializer(serializers.ModelSerializer):
             return services.register_host(**validated_data, user=self.context["request"].user)
         except HostRejected as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from None
-
-
-class ProbeResultSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=HostStatus.choices)
-    facts = serializers.DictField()
-    host_key_fingerprint = serializers.CharField()
-    offered_host_key_fingerprint = serializers.CharField(
-        required=False, help_text="the key an unconfirmed host offers: compare it on the host, then trust it"
-    )
-    error = serializers.CharField(required=False)
 
 
 class TrustHostKeySerializer(serializers.Serializer):
@@ -136,16 +137,25 @@ class HostViewSet(
     queryset = Host.objects.with_activity()
     permission_classes = [roles.AdminWrites]
 
-    @extend_schema(request=ProbeSerializer, responses={200: ProbeResultSerializer})
+    @extend_schema(request=ProbeSerializer, responses={202: HostSerializer, 409: None})
     @action(detail=True, methods=["post"])
     def probe(self, request, pk=None):
-        """Connect now and read the host's facts over its confirmed key; a host with no confirmed
-        key is only asked for the key it offers (status unverified, offered_host_key_fingerprint).
-        `measure_disk`: first measure its work folder's disk with fio (about 12 s), the floor its
-        recoveries are set against (facts.disk.floor; facts.disk.floor_error if it could not)."""
+        """Queue a probe for the worker (202, the host with probe_state `queued`); 409 while one is
+        queued or running. The probe connects and reads the host's facts over its confirmed key;
+        a host with no confirmed key is only asked for the key it offers (status unverified,
+        offered_host_key_fingerprint). `measure_disk`: first measure its work folder's disk with
+        fio (about 12 s), the floor its recoveries are set against (facts.disk.floor). When it
+        ends, probe_state is empty and probe_outcome says what it found (probe_failed if it
+        could not); GET the host to follow it."""
         body = ProbeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(probe_host(self.get_object().pk, measure_disk=body.validated_data["measure_disk"]))
+        try:
+            host = services.request_probe(
+                self.get_object().pk, body.validated_data["measure_disk"], request.user
+            )
+        except services.ProbeBusy as exc:
+            return Response({"detail": str(exc)}, status=409)
+        return Response(HostSerializer(host, context={"request": request}).data, status=202)
 
     @extend_schema(request=TrustHostKeySerializer, responses={200: HostSerializer})
     @action(detail=True, methods=["post"], url_path="trust-host-key")

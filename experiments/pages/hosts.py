@@ -11,7 +11,6 @@ from experiments.models import Experiment, Host, Transport
 from experiments.roles import FORBIDDEN, may_administer, may_experiment, role_required
 from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
 from experiments.units import as_row_id
-from workers.probing import probe_host
 
 
 @login_required
@@ -41,6 +40,8 @@ def host_list(request):
         "experiments/host_list.html",
         {
             "hosts": hosts,
+            # the page looks again until every probe asked for has ended
+            "probing": any(host.probe_state for host in hosts),
             "public_key": public_key,
             "aa_sources": experiments,
             "default_floor": aa.DEFAULT_MIN_EFFECT,
@@ -78,30 +79,27 @@ def host_aa_check(request, pk: int):
 @require_POST
 @role_required(may_administer, FORBIDDEN["admin"])
 def host_probe(request, pk: int):
-    host = get_object_or_404(Host, pk=pk)
-    found = probe_host(host.pk)
-    if found.get("offered_host_key_fingerprint"):
-        messages.warning(request, found["error"])
-    elif "error" in found:
-        messages.error(request, f"{host.name}: {found['error']}")
-    return redirect("host-list")
+    """A probe queued for the worker: the page shows it running, then what it found."""
+    return _queue_probe(request, get_object_or_404(Host, pk=pk), measure_disk=False)
 
 
 @login_required
 @require_POST
 @role_required(may_administer, FORBIDDEN["admin"])
 def host_measure(request, pk: int):
-    """The host's disk measured with fio (its floor), then its facts read again."""
-    host = get_object_or_404(Host, pk=pk)
-    found = probe_host(host.pk, measure_disk=True)
-    disk = (found.get("facts") or {}).get("disk") or {}
-    if "error" in found:
-        messages.error(request, f"{host.name}: {found['error']}")
-    elif disk.get("floor_error"):
-        messages.error(request, f"{host.name}: its disk was not measured: {disk['floor_error']}")
-    elif disk.get("floor"):
-        reads = disk["floor"]["seq_read_mb_s"]
-        messages.success(request, f"{host.name}: its disk reads {reads:,.0f} MB/s sequentially (fio)")
+    """The host's disk measured with fio (its floor), then its facts read again: queued for the
+    worker, as a probe."""
+    return _queue_probe(request, get_object_or_404(Host, pk=pk), measure_disk=True)
+
+
+def _queue_probe(request, host: Host, measure_disk: bool):
+    try:
+        services.request_probe(host.pk, measure_disk, request.user)
+    except services.ProbeBusy as exc:
+        messages.warning(request, str(exc))
+    else:
+        what = "its disk measured (fio, about 12 s), then probed" if measure_disk else "probed"
+        messages.info(request, f"{host.name} is being {what}: its result shows here when it is done")
     return redirect("host-list")
 
 
@@ -118,7 +116,4 @@ def host_trust_key(request, pk: int):
         messages.error(request, str(exc))
         return redirect("host-list")
     messages.success(request, f"{host.name}: host key {host.host_key_fingerprint} trusted")
-    found = probe_host(host.pk)
-    if "error" in found:
-        messages.error(request, f"{host.name}: {found['error']}")
-    return redirect("host-list")
+    return _queue_probe(request, host, measure_disk=False)

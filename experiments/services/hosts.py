@@ -1,14 +1,20 @@
 """Hosts: registration (checked against patterns), probe results, host keys an admin confirms."""
 
+import logging
 import re
+from datetime import timedelta
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from experiments.definition import HOST_NAME
-from experiments.models import Host, HostStatus, Transport
+from experiments.models import Host, HostStatus, ProbeState, Transport
 from experiments.services.audit import audited_by
 from runner import contract
+
+logger = logging.getLogger(__name__)
 
 SSH_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 SSH_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^[0-9a-fA-F:]{2,39}$")
@@ -153,3 +159,63 @@ def active_host_names() -> list[str]:
 
 def record_host_reachable(host_id: int) -> None:
     Host.objects.filter(id=host_id).update(last_seen=timezone.now(), status=HostStatus.IDLE, last_error="")
+
+
+REQUESTED_PROBE_TASK = "workers.tasks.requested_probe_task"
+# A probe asked for and not ended after this long was lost with its worker: another may be asked.
+PROBE_LOST_AFTER = timedelta(minutes=15)
+
+
+class ProbeBusy(Exception):
+    """A probe of the host is queued or running already."""
+
+
+def request_probe(host_id: int, measure_disk: bool = False, user=None) -> Host:
+    """An admin asks for a probe (`measure_disk`: fio first): queued for the worker, one at a time
+    per host. ProbeBusy while one is queued or running. The task is sent once the request is
+    saved; with the broker down the request stays queued and says so."""
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(id=host_id)
+        recent = host.probe_requested_at and timezone.now() - host.probe_requested_at < PROBE_LOST_AFTER
+        if host.probe_state and recent:
+            what = "its disk measured" if host.probe_measure_disk else "a probe"
+            raise ProbeBusy(
+                f"{host.name}: {what} is {host.probe_state} already "
+                f"(asked at {host.probe_requested_at:%H:%M:%S}): its result shows here when it is done"
+            )
+        host.probe_state, host.probe_measure_disk = ProbeState.QUEUED, measure_disk
+        host.probe_requested_at = timezone.now()
+        host.save(update_fields=["probe_state", "probe_measure_disk", "probe_requested_at"])
+        transaction.on_commit(lambda: _send_probe(host_id))
+    return host
+
+
+def _send_probe(host_id: int) -> None:
+    try:
+        current_app.send_task(REQUESTED_PROBE_TASK, args=[host_id], retry=False)
+    except (BrokerUnreachable, OSError) as exc:
+        logger.warning("broker unreachable, the probe of host %s waits: %s", host_id, exc)
+        Host.objects.filter(id=host_id, probe_state=ProbeState.QUEUED).update(
+            probe_state="",
+            probe_outcome="the probe could not be queued: the task broker is unreachable; try again",
+            probe_failed=True,
+            probe_outcome_at=timezone.now(),
+        )
+
+
+def start_requested_probe(host_id: int) -> bool | None:
+    """The worker takes the host's queued probe: whether it measures the disk; None when there
+    is none to take (taken by another worker, or never asked)."""
+    with transaction.atomic():
+        host = Host.objects.select_for_update().filter(id=host_id, probe_state=ProbeState.QUEUED).first()
+        if host is None:
+            return None
+        host.probe_state = ProbeState.RUNNING
+        host.save(update_fields=["probe_state"])
+        return host.probe_measure_disk
+
+
+def end_requested_probe(host_id: int, outcome: str, failed: bool) -> None:
+    Host.objects.filter(id=host_id).update(
+        probe_state="", probe_outcome=outcome[:2000], probe_failed=failed, probe_outcome_at=timezone.now()
+    )

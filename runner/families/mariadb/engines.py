@@ -10,7 +10,10 @@ A new engine: a subclass of engine.Engine in ENGINES below, and its dashboard en
 (docs/architecture.md).
 """
 
+import contextlib
+import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -183,8 +186,29 @@ def redo_log_option(build: str, size: str) -> str:
 
 
 def wal_sizes(datadir: Path) -> dict:
-    """Sizes of MyRocks' WAL files: the 'redo' its recovery will replay after a crash."""
-    folder = datadir / "#rocksdb"
-    if not folder.is_dir():
+    """Sizes of MyRocks' WAL files: the 'redo' its recovery will replay after a crash. The
+    datadir is the server's user's: its folders are opened, and its files looked at, without
+    following a link, and only regular files count."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        data = os.open(datadir, flags)
+    except OSError:
         return {}
-    return {str(int(p.stem)): p.stat().st_size for p in folder.glob("*.log") if p.stem.isdigit()}
+    try:
+        folder = os.open("#rocksdb", flags, dir_fd=data)
+    except OSError:
+        return {}
+    finally:
+        os.close(data)
+    try:
+        sizes = {}
+        for name in os.listdir(folder):
+            stem, _, suffix = name.partition(".")
+            if suffix == "log" and stem.isdigit():
+                with contextlib.suppress(OSError):
+                    info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode):
+                        sizes[str(int(stem))] = info.st_size
+        return sizes
+    finally:
+        os.close(folder)
