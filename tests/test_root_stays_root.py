@@ -301,11 +301,15 @@ def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_ma
     """A local account made the host's work directory before root did (in /var/tmp, where anyone
     may): the probe and the run write and run nothing there; the host is `unsafe` with the reason
     and the fix, until root's own folder replaces it."""
+    from datetime import timedelta
+
+    from experiments import services
     from experiments.models import Host
     from runner.contract import RunSpec
     from workers.ssh import SSHTransport
     from workers.transports import TransportError
 
+    from .factories import RunFactory
     from .test_ssh import confirm_host_key, probe, register
 
     planted = Path(tempfile.mkdtemp(prefix="recovery-lab-planted-", dir="/var/tmp"))
@@ -324,12 +328,18 @@ def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_ma
         spec = RunSpec.from_dict({**endless_spec(88), "work_dir": str(planted)})
         with pytest.raises(TransportError, match="refusing the work directory") as refused:
             SSHTransport(stored).execute(spec, lambda message, percent: None)
-        assert refused.value.permanent and refused.value.unsafe
+        assert refused.value.unsafe and not refused.value.permanent  # its runs wait for the fix
         assert list(planted.iterdir()) == []
+        # no run is sent to it meanwhile: its runs wait, queued
+        waiting = RunFactory(host=stored, host_label=stored.name)
+        assert services.claim_next_run(stored.id, "celery@test") is None
+        assert stored.id not in services.hosts_to_wake(set(), timedelta(0))
 
-        # root's own folder in its place: the host is usable again
+        # root's own folder in its place: the host is usable again, its run with it
         shutil.rmtree(planted)
         assert probe(staff_api, host["id"])["status"] == "idle"
+        claimed, _attempt = services.claim_next_run(stored.id, "celery@test")
+        assert claimed.id == waiting.id
         info = os.stat(planted)
         assert info.st_uid == 0 and not info.st_mode & 0o022
     finally:

@@ -193,7 +193,8 @@ class SSHTransport:
             with contextlib.suppress(ValueError):
                 said = json.loads(line)
                 if isinstance(said, dict) and said.get("event") == "unsafe_work_dir":
-                    return TransportError(f"{self.host.name}: {said['error']}", permanent=True, unsafe=True)
+                    # not permanent: the run waits, queued, until the host is fixed (dispatch)
+                    return TransportError(f"{self.host.name}: {said['error']}", unsafe=True)
         return TransportError(
             f"{self.where}: the runner did not start: {output[-500:].decode(errors='replace')}"
         )

@@ -12,7 +12,16 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
-from experiments.models import AttemptOutcome, Host, Run, RunAttempt, RunStatus, Transport, without_nul
+from experiments.models import (
+    AttemptOutcome,
+    Host,
+    HostStatus,
+    Run,
+    RunAttempt,
+    RunStatus,
+    Transport,
+    without_nul,
+)
 from experiments.services.runs import end_attempt, refresh_experiment_status, superseded
 
 logger = logging.getLogger(__name__)
@@ -48,8 +57,12 @@ def _ready(now, prefix: str = "") -> Q:
 
 
 def _unconfirmed(prefix: str = "") -> Q:
-    """An SSH host whose key no admin confirmed: nothing is sent to it, its runs wait queued."""
-    return Q(**{f"{prefix}transport": Transport.SSH, f"{prefix}host_key": ""})
+    """An SSH host whose key no admin confirmed, or whose work directory the runner refused
+    (`unsafe`): nothing is sent to it, its runs wait queued until an admin fixes it and a probe
+    finds it so."""
+    return Q(**{f"{prefix}transport": Transport.SSH, f"{prefix}host_key": ""}) | Q(
+        **{f"{prefix}status": HostStatus.UNSAFE}
+    )
 
 
 def _claimable(host_id: int, now) -> QuerySet:

@@ -130,7 +130,7 @@ def trust_host_key(host_id: int, fingerprint: str, user=None) -> Host:
 def record_host_unsafe(host_id: int, error: str) -> Host:
     """The host's work directory (or a folder above it) could be changed by another user: the
     runner refused it, nothing was written or run there. `unsafe`, with the reason and the fix,
-    until a probe finds it safe; its runs fail at once, saying so."""
+    until a probe finds it safe; its runs wait, queued, meanwhile (dispatch)."""
     Host.objects.filter(id=host_id).update(status=HostStatus.UNSAFE, last_error=error[:2000])
     return Host.objects.get(id=host_id)
 
