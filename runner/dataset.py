@@ -3,16 +3,19 @@ datadir.
 
 The cache is root's alone (`WORK_DIR/datasets/`, mode 700, its files root's): the server's OS
 user, who owned the datadir it was copied from, can change no later run's starting data. Each
-entry has a manifest (every file's size, mode and SHA-256, written when it was kept) and is
-checked against it, file by file as it is copied, before a run uses it; one that changed is
-removed and the dataset loaded again. The copy is made in the run's own folder (root's) and
-handed to the server's user whole (server.take_datadir)."""
+entry has a manifest written when it was kept: every file's and folder's kind, mode, size, inode
+and change time (ctime), which any change to a file moves and no user can set back. An entry is
+checked against it before a run copies it; one that changed is removed and the dataset loaded
+again. The copy is made in the run's own folder (root's) and handed to the server's user whole
+(server.take_datadir)."""
 
+import errno
 import hashlib
 import json
 import os
 import shutil
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -25,7 +28,6 @@ DATASETS_KEPT = 4
 # 3: root's entries with a manifest (before: copies owned by the server's user, unchecked)
 LAYOUT = 3
 MANIFEST = "MANIFEST.json"
-CHUNK = 4 * 2**20
 
 
 class NotCached(Exception):
@@ -36,28 +38,40 @@ class CacheChanged(Exception):
     """A cached dataset that is not what its manifest says."""
 
 
-def _copy_file(source_fd: int, target: Path, mode: int) -> str:
-    """The open file copied to `target` (made new, root's, `mode`); its SHA-256."""
-    digest = hashlib.sha256()
+def _copy_file(source_fd: int, target: Path) -> None:
+    """The open file copied to `target` (made new, root's, 600), in the kernel where it can."""
     out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        while chunk := os.read(source_fd, CHUNK):
-            digest.update(chunk)
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(out, view) :]
-        os.fchmod(out, mode)
+        size = os.fstat(source_fd).st_size
+        copied = 0
+        try:
+            while copied < size:
+                done = os.copy_file_range(source_fd, out, size - copied, copied, copied)
+                if done == 0:
+                    break
+                copied += done
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            os.lseek(source_fd, copied, os.SEEK_SET)
+            os.lseek(out, copied, os.SEEK_SET)
+            while chunk := os.read(source_fd, 4 * 2**20):
+                os.write(out, chunk)
     finally:
         os.close(out)
-    return digest.hexdigest()
+
+
+def _entry(info: os.stat_result, kind: str, mode: int) -> list:
+    """What the manifest says of one cached file or folder."""
+    return [kind, mode, info.st_size if kind == "file" else 0, info.st_ino, info.st_ctime_ns]
 
 
 def keep_copy(datadir: Path, target: Path) -> dict:
     """The server's datadir (its user's; the server stopped) copied into `target` (root's, new):
     walked through descriptors without following a link, every name checked as it is opened.
-    Returns the manifest {relative path: [kind, mode, size, sha256]}; NotCached names the first
-    thing that is neither a regular file nor a folder."""
-    manifest: dict[str, list] = {}
+    Returns the manifest {relative path: [kind, mode, size, inode, ctime_ns]} of the copy;
+    NotCached names the first thing that is neither a regular file nor a folder."""
+    modes: dict[str, tuple[str, int]] = {}
     if not stat.S_ISDIR(os.lstat(datadir).st_mode):
         raise NotCached(f"{datadir.name} is not a folder")
     target.mkdir(mode=0o700)
@@ -69,36 +83,32 @@ def keep_copy(datadir: Path, target: Path) -> dict:
             mode = stat.S_IMODE(info.st_mode) & 0o777  # no set-id bit is kept
             if stat.S_ISDIR(info.st_mode):
                 (target / path).mkdir(mode=0o700)
-                manifest[str(path)] = ["folder", mode]
+                modes[str(path)] = ("folder", mode)
             elif stat.S_ISREG(info.st_mode):
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
                 try:
-                    fd = os.open(
-                        name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
-                    )
+                    fd = os.open(name, flags, dir_fd=dir_fd)
                 except OSError as exc:
-                    raise NotCached(
-                        f"{path} could not be read without following a link: {exc.strerror}"
-                    ) from None
+                    raise NotCached(f"{path} could not be opened without following a link: {exc.strerror}") from None
                 try:
                     if not stat.S_ISREG(os.fstat(fd).st_mode):
                         raise NotCached(f"{path} changed while it was copied")
-                    digest = _copy_file(fd, target / path, 0o600)
-                    manifest[str(path)] = ["file", mode, os.fstat(fd).st_size, digest]
+                    _copy_file(fd, target / path)
                 finally:
                     os.close(fd)
+                modes[str(path)] = ("file", mode)
             else:
                 kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a file or a folder"
                 raise NotCached(f"{path} is {kind}")
     # folders root's and closed to others: their modes are the manifest's, applied to each run's copy
     for folder, _folders, _files in os.walk(target):
         os.chmod(folder, 0o700)
-    return manifest
+    return {path: _entry(os.lstat(target / path), kind, mode) for path, (kind, mode) in modes.items()}
 
 
-def restore_copy(entry: Path, manifest: dict, target: Path) -> None:
-    """The cached `entry` copied into `target` (new, in the run's folder, root's), each file
-    checked against the manifest as it is copied, with the modes the manifest says. CacheChanged
-    where anything differs: a file added, missing, changed or of another kind."""
+def check_entry(entry: Path, manifest: dict) -> None:
+    """CacheChanged where the cached `entry` is not what its manifest says: a file or folder
+    added, missing, of another kind, size, inode or change time."""
     found = {
         str(Path(folder, name).relative_to(entry))
         for folder, folders, files in os.walk(entry)
@@ -107,26 +117,25 @@ def restore_copy(entry: Path, manifest: dict, target: Path) -> None:
     if found != set(manifest):
         extra, missing = sorted(found - set(manifest)), sorted(set(manifest) - found)
         raise CacheChanged(f"added {extra[:3]}" if extra else f"missing {missing[:3]}")
-    target.mkdir(mode=0o700)
-    for path, (kind, mode, *about) in sorted(manifest.items()):  # a folder before what is in it
-        source = entry / path
-        if kind == "folder":
-            if not stat.S_ISDIR(os.lstat(source).st_mode):
-                raise CacheChanged(f"{path} is no longer a folder")
-            (target / path).mkdir(mode=0o700)
-            continue
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size != about[0]:
-                raise CacheChanged(f"{path} changed")
-            if _copy_file(fd, target / path, mode) != about[1]:
-                raise CacheChanged(f"{path} changed")
-        finally:
-            os.close(fd)
-    for path, (kind, mode, *_about) in manifest.items():
-        if kind == "folder":
-            os.chmod(target / path, mode)
+    for path, (kind, mode, *about) in manifest.items():
+        info = os.lstat(entry / path)
+        is_kind = stat.S_ISDIR(info.st_mode) if kind == "folder" else stat.S_ISREG(info.st_mode)
+        if not is_kind or _entry(info, kind, mode) != [kind, mode, *about]:
+            raise CacheChanged(f"{path} changed")
+
+
+def restore_copy(entry: Path, manifest: dict, target: Path) -> None:
+    """The cached `entry`, checked, copied into `target` (new, in the run's folder, root's) with
+    the modes the manifest says. Both sides are root's: cp copies it (reflinks where the file
+    system has them)."""
+    check_entry(entry, manifest)
+    done = subprocess.run(
+        ["cp", "-a", "--reflink=auto", "--", str(entry), str(target)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RunFailed(f"copying the cached dataset to {target} failed: {done.stderr.strip()[:300]}")
+    for path, (_kind, mode, *_about) in manifest.items():
+        os.chmod(target / path, mode)
     os.chmod(target, 0o700)
 
 

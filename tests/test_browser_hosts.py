@@ -80,7 +80,7 @@ def test_an_admin_confirms_an_ssh_host_s_key_on_the_hosts_page(
     page.wait_for_selector("tr[data-host=bench1] .probe-outcome", timeout=60_000)
     row = page.locator("tr[data-host=bench1]")
     assert "idle" in row.locator(".status").inner_text()
-    assert "probed: idle" in row.locator(".probe-outcome").inner_text()
+    assert "its facts read: idle" in row.locator(".probe-outcome").inner_text()
     assert sshd.fingerprint in row.inner_text() and "Trust this key" not in row.inner_text()
     assert "engines: innodb" in row.inner_text()
     screenshot(page, "hosts-key-trusted.png")

@@ -73,4 +73,4 @@ def probe_words(found: dict, measure_disk: bool) -> tuple[str, bool]:
         return f"its disk was not measured: {disk['floor_error']}", True
     if measure_disk and disk.get("floor"):
         return f"its disk reads {disk['floor']['seq_read_mb_s']:,.0f} MB/s sequentially (fio)", False
-    return f"probed: {found['status']}", False
+    return f"its facts read: {found['status']}", False
