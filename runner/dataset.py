@@ -89,7 +89,8 @@ def keep_copy(datadir: Path, target: Path) -> dict:
                 try:
                     fd = os.open(name, flags, dir_fd=dir_fd)
                 except OSError as exc:
-                    raise NotCached(f"{path} could not be opened without following a link: {exc.strerror}") from None
+                    why = exc.strerror
+                    raise NotCached(f"{path} could not be opened without following a link: {why}") from None
                 try:
                     if not stat.S_ISREG(os.fstat(fd).st_mode):
                         raise NotCached(f"{path} changed while it was copied")
