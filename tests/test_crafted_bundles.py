@@ -59,7 +59,7 @@ def crafted(draw):
     return result, files
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bundle=crafted())
 def test_a_bundle_of_any_values_is_a_run_done_or_failed_with_the_reason(
     bundle, local_host, client, admin_user

@@ -98,7 +98,7 @@ def power_loss_under_attack(tmp_path, run_id: int, build: str) -> tuple[dict, di
     spec = {
         **endless_spec(run_id),
         "parameters": {**endless_spec(run_id)["parameters"], "server_build": build},
-        "crash": {"method": "power_loss", "when": "during_workload", "after_seconds": 4},
+        "crash": {"method": "power_loss", "when": "during_workload", "after_seconds": 2},
     }
     runner = runner_until(tmp_path, spec, '"running oltp_write_only:')
     try:
