@@ -4,6 +4,7 @@ of acknowledged commits that counts what the cut lost)."""
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import select
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 from .contract import POWER_CUT_FILE, RunFailed, size_bytes
@@ -118,18 +120,22 @@ def mount_layer(directory: Path) -> tuple[int, int]:
 
 
 def layer_code(run_folder: Path) -> list[str]:
-    """Where the layer's process imports this package (and mfusepy) from, readable by the
-    server's user: this runner's zip copied into the run's folder (root's), or the source tree
-    with mfusepy's folder."""
+    """Where the layer's process imports this package (and mfusepy) from: a zip in the run's
+    folder (root's, 644), readable by the server's user wherever the runner itself lies (a
+    bundle folder of root's, a checkout under /root). The runner's own zip is copied (it
+    carries mfusepy); a source tree is zipped, with the environment's mfusepy."""
     package_root = Path(__file__).absolute().parents[len(__package__.split("."))]
-    if package_root.is_file():  # runner.pyz: it carries mfusepy
-        copy = run_folder / "powercut.pyz"
+    copy = run_folder / "powercut.pyz"
+    if package_root.is_file():  # runner.pyz
         shutil.copyfile(package_root, copy)
-        copy.chmod(0o644)
-        return [str(copy)]
-    import mfusepy  # the source tree: the environment's binding
-
-    return [str(package_root), str(Path(mfusepy.__file__).parent)]
+    else:
+        package = Path(__file__).absolute().parent
+        with zipfile.ZipFile(copy, "w") as archive:
+            for path in package.rglob("*.py"):
+                archive.write(path, (Path(*__package__.split(".")) / path.relative_to(package)).as_posix())
+            archive.write(importlib.util.find_spec("mfusepy").origin, "mfusepy.py")  # found, not loaded
+    copy.chmod(0o644)
+    return [str(copy)]
 
 
 def layer_python() -> str:
