@@ -299,7 +299,9 @@ def take(size):
 header = take(20)
 code, spec = take(int(header[:10])), take(int(header[10:]))
 memory = os.memfd_create("recovery-lab-runner")
-os.write(memory, code)
+written = 0
+while written < len(code):
+    written += os.write(memory, code[written:])
 sys.path.insert(0, f"/proc/self/fd/{memory}")
 from recovery_lab_runner.files import UnsafeFolder, own_folder
 work, mode = sys.argv[1], sys.argv[2]
