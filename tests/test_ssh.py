@@ -272,5 +272,7 @@ def test_a_probe_asked_for_is_the_workers_work_one_at_a_time_and_the_page_shows_
     client.force_login(admin_user)
     page = client.get("/hosts/").content.decode()
     assert host["probe_outcome"][:60] in page and 'http-equiv="refresh"' not in page
-    # once it has ended, another may be asked
+    # once it has ended, another may be asked (and is waited for: the worker's work ends in the test)
     assert staff_api.post(url, {}, format="json").status_code == 202
+    wait_for(lambda: not Host.objects.get(id=local_host.pk).probe_state, 120, "the second probe to end")
+    assert Host.objects.get(id=local_host.pk).probe_outcome == "its facts read: idle"
