@@ -81,8 +81,10 @@ class PowerCut(fuse.Operations):
             for name, undo in self.undo.items():
                 try:
                     fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=self.root)
-                except (FileNotFoundError, OSError):
-                    continue  # unlinked (or replaced by a link) since: its name is gone, as the journal says
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOENT, errno.ELOOP):
+                        raise
+                    continue  # unlinked (or a link put in its place) since: its name is gone, as journalled
                 try:
                     for offset, data in reversed(undo.old):
                         os.pwrite(fd, data, offset)
