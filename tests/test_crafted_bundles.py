@@ -15,7 +15,8 @@ from experiments.models import RunStatus
 from .conftest import DATA
 from .factories import RunFactory
 
-pytestmark = pytest.mark.django_db
+# busy: it renders a run page per example (CPU for seconds), never beside a quiet test's timing
+pytestmark = [pytest.mark.django_db, pytest.mark.busy]
 
 BUNDLE = DATA / "bundles" / "innodb_300M_profiled"
 FILES = {path.name: path.read_bytes() for path in BUNDLE.iterdir()}

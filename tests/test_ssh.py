@@ -250,6 +250,7 @@ def test_installbuild_puts_mariadb_11_8_on_an_ssh_host_and_its_probe_lists_it(st
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.busy  # a worker and a runner's probe: never beside a quiet test's timing
 def test_a_probe_asked_for_is_the_workers_work_one_at_a_time_and_the_page_shows_its_outcome(
     staff_api, local_host, celery_worker_process, client, admin_user
 ):
