@@ -4,9 +4,11 @@ host key, refusals."""
 import io
 import re
 import stat
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from experiments import services
 from experiments.models import Host, HostStatus, Transport
@@ -263,7 +265,7 @@ def test_a_probe_asked_for_is_the_workers_work_one_at_a_time_and_the_page_shows_
     again = staff_api.post(url, {}, format="json")
     assert again.status_code == 409
     assert "its disk measured is" in again.json()["detail"] and "already" in again.json()["detail"]
-    wait_for(lambda: not Host.objects.get(id=local_host.pk).probe_state, 120, "the worker's probe to end")
+    wait_for(lambda: not probing(local_host.pk), 120, "the worker's probe to end")
     host = staff_api.get(f"/api/hosts/{local_host.pk}/").json()
     disk = host["facts"]["disk"]
     if disk.get("floor"):
@@ -275,5 +277,27 @@ def test_a_probe_asked_for_is_the_workers_work_one_at_a_time_and_the_page_shows_
     assert host["probe_outcome"][:60] in page and 'http-equiv="refresh"' not in page
     # once it has ended, another may be asked (and is waited for: the worker's work ends in the test)
     assert staff_api.post(url, {}, format="json").status_code == 202
-    wait_for(lambda: not Host.objects.get(id=local_host.pk).probe_state, 120, "the second probe to end")
+    wait_for(lambda: not probing(local_host.pk), 120, "the second probe to end")
     assert Host.objects.get(id=local_host.pk).probe_outcome == "its facts read: idle"
+
+
+def probing(host_id: int) -> str:
+    """The host's probe state, beat's resend of a lost probe message done first, as beat does it
+    every 30 s (another test's process empties the shared queue when it starts)."""
+    services.resend_requested_probes(timedelta(seconds=5))
+    return Host.objects.get(id=host_id).probe_state
+
+
+def test_a_probe_whose_message_was_lost_is_sent_again_by_beat(staff_api, local_host, broker):
+    """The broker restarted (or was emptied) after a probe was asked for: beat's wake pass sends
+    it again once it has waited PROBE_RESEND_S, and only then."""
+    from workers.tasks import PROBE_RESEND_S
+
+    from .conftest import queued_messages
+
+    assert staff_api.post(f"/api/hosts/{local_host.pk}/probe/", {}, format="json").status_code == 202
+    assert queued_messages(broker) == 0  # this test's transaction never commits: no message went
+    assert services.resend_requested_probes(timedelta(seconds=PROBE_RESEND_S)) == []  # too soon
+    Host.objects.filter(id=local_host.pk).update(probe_requested_at=timezone.now() - timedelta(minutes=1))
+    assert services.resend_requested_probes(timedelta(seconds=PROBE_RESEND_S)) == [local_host.pk]
+    assert queued_messages(broker) == 1

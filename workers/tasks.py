@@ -14,6 +14,8 @@ from workers.locks import busy_host_ids
 from workers.probing import carry_out_requested_probe, probe_host
 
 logger = logging.getLogger(__name__)
+# A probe asked for and not taken by a worker within this long is sent again (its message lost).
+PROBE_RESEND_S = 20
 
 
 @shared_task(bind=True)
@@ -29,6 +31,8 @@ def wake_hosts_task() -> list[int]:
     """Beat: wake hosts that have ready runs (or runs a lost worker left running) and no driver,
     for example after the broker was down when an experiment was saved. Returns the hosts woken."""
     due = services.hosts_to_wake(busy_host_ids(), timedelta(seconds=settings.WAKE_RESEND_S))
+    # probes an admin asked for whose message was lost go again, as runs' wakes do
+    services.resend_requested_probes(timedelta(seconds=PROBE_RESEND_S))
     return services.wake_hosts(due)
 
 

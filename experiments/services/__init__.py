@@ -45,6 +45,7 @@ from experiments.services.hosts import (
     record_probe,
     register_host,
     request_probe,
+    resend_requested_probes,
     start_requested_probe,
     trust_host_key,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "record_host_down",
     "record_host_unsafe",
     "request_probe",
+    "resend_requested_probes",
     "start_requested_probe",
     "end_requested_probe",
     "ProbeBusy",

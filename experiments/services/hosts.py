@@ -203,6 +203,21 @@ def _send_probe(host_id: int) -> None:
         )
 
 
+def resend_requested_probes(older_than: timedelta) -> list[int]:
+    """Beat: a probe asked for and still queued after `older_than` lost its message (the broker
+    restarted or was emptied): sent again. Taking it is atomic (start_requested_probe), so a
+    second message changes nothing. Returns the hosts whose probe was sent again."""
+    since = timezone.now() - older_than
+    waiting = list(
+        Host.objects.filter(probe_state=ProbeState.QUEUED, probe_requested_at__lt=since).values_list(
+            "id", flat=True
+        )
+    )
+    for host_id in waiting:
+        _send_probe(host_id)
+    return waiting
+
+
 def start_requested_probe(host_id: int) -> bool | None:
     """The worker takes the host's queued probe: whether it measures the disk; None when there
     is none to take (taken by another worker, or never asked)."""
