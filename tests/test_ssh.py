@@ -7,6 +7,7 @@ import stat
 from datetime import timedelta
 
 import pytest
+from auditlog.models import LogEntry
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -279,6 +280,9 @@ def test_a_probe_asked_for_is_the_workers_work_one_at_a_time_and_the_page_shows_
     assert staff_api.post(url, {}, format="json").status_code == 202
     wait_for(lambda: not probing(local_host.pk), 120, "the second probe to end")
     assert Host.objects.get(id=local_host.pk).probe_outcome == "its facts read: idle"
+    # a probe's bookkeeping is not a change of the host in the audit trail
+    entries = LogEntry.objects.get_for_object(Host.objects.get(id=local_host.pk))
+    assert not entries.exclude(action=LogEntry.Action.CREATE).exists()
 
 
 def probing(host_id: int) -> str:

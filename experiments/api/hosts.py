@@ -150,9 +150,7 @@ class HostViewSet(
         body = ProbeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            host = services.request_probe(
-                self.get_object().pk, body.validated_data["measure_disk"], request.user
-            )
+            host = services.request_probe(self.get_object().pk, body.validated_data["measure_disk"])
         except services.ProbeBusy as exc:
             return Response({"detail": str(exc)}, status=409)
         return Response(HostSerializer(host, context={"request": request}).data, status=202)

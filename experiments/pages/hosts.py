@@ -94,7 +94,7 @@ def host_measure(request, pk: int):
 
 def _queue_probe(request, host: Host, measure_disk: bool):
     try:
-        services.request_probe(host.pk, measure_disk, request.user)
+        services.request_probe(host.pk, measure_disk)
     except services.ProbeBusy as exc:
         messages.warning(request, str(exc))
     else:

@@ -170,10 +170,10 @@ class ProbeBusy(Exception):
     """A probe of the host is queued or running already."""
 
 
-def request_probe(host_id: int, measure_disk: bool = False, user=None) -> Host:
+def request_probe(host_id: int, measure_disk: bool = False) -> Host:
     """An admin asks for a probe (`measure_disk`: fio first): queued for the worker, one at a time
     per host. ProbeBusy while one is queued or running. The task is sent once the request is
-    saved; with the broker down the request stays queued and says so."""
+    saved; with the broker unreachable the probe ends at once, saying so."""
     with transaction.atomic():
         host = Host.objects.select_for_update().get(id=host_id)
         recent = host.probe_requested_at and timezone.now() - host.probe_requested_at < PROBE_LOST_AFTER
@@ -185,7 +185,12 @@ def request_probe(host_id: int, measure_disk: bool = False, user=None) -> Host:
             )
         host.probe_state, host.probe_measure_disk = ProbeState.QUEUED, measure_disk
         host.probe_requested_at = timezone.now()
-        host.save(update_fields=["probe_state", "probe_measure_disk", "probe_requested_at"])
+        # update(), not save(): a probe's bookkeeping is no change of the host for the audit trail
+        Host.objects.filter(id=host_id).update(
+            probe_state=host.probe_state,
+            probe_measure_disk=measure_disk,
+            probe_requested_at=host.probe_requested_at,
+        )
         transaction.on_commit(lambda: _send_probe(host_id))
     return host
 
@@ -225,8 +230,7 @@ def start_requested_probe(host_id: int) -> bool | None:
         host = Host.objects.select_for_update().filter(id=host_id, probe_state=ProbeState.QUEUED).first()
         if host is None:
             return None
-        host.probe_state = ProbeState.RUNNING
-        host.save(update_fields=["probe_state"])
+        Host.objects.filter(id=host_id).update(probe_state=ProbeState.RUNNING)  # not audited: bookkeeping
         return host.probe_measure_disk
 
 
