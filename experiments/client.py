@@ -244,7 +244,7 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     if ratio is None:
         return "not compared: no values on one side", False
     if ci is None:
-        return "no interval: fewer than 2 runs a side", False
+        return f"no interval: {block.get('no_interval') or 'fewer than 2 runs a side'}", False
     if not block.get("significant"):
         return f"no significant difference ({longer_text(ratio)})", False
     if ratio > 1 + threshold:

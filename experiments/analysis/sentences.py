@@ -92,9 +92,11 @@ def finding_sentence(
         return f"{where}{what} of {subject} and {baseline} cannot be compared (no values on one side){tail}"
     if ci is None:
         longer, shorter, times = (subject, baseline, ratio) if ratio >= 1 else (baseline, subject, 1 / ratio)
+        why = result.get("no_interval") or "fewer than 2 runs a side"
+        if why.startswith("fewer than 2"):
+            why += " (repeat the runs)"
         return (
-            f"{where}{what}: {longer} took {times:.2f}x as long as {shorter}{tail}, "
-            "but with fewer than 2 runs a side there is no interval: repeat the runs"
+            f"{where}{what}: {longer} took {times:.2f}x as long as {shorter}{tail}, with no interval: {why}"
         )
     if not result["significant"]:
         floor = result.get("min_effect") or 1.0

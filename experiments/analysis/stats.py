@@ -58,6 +58,8 @@ class Comparison:
     min_effect: float = 1.0
     p_adjusted: float | None = None
     family: int = 1
+    # why there is no interval, in words, where there is none (a 0 s run is not "one run a side")
+    no_interval: str = ""
 
     @property
     def p(self) -> float | None:
@@ -87,6 +89,7 @@ class Comparison:
             "p_adjusted": self.p_adjusted,
             "family": self.family,
             "within_family": self.within_family,
+            "no_interval": self.no_interval,
         }
 
 
@@ -253,13 +256,17 @@ def _without_test(sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float)
     """The comparison where no t-test applies (empty, non-positive, single or constant
     samples); None where one does."""
     if len(sample_a) == 0 or len(sample_b) == 0:
-        return Comparison(None, None, None, False)
+        return Comparison(None, None, None, False, no_interval="no values on one side")
     median_a, median_b = _median(sample_a), _median(sample_b)
     if not (np.all(sample_a > 0) and np.all(sample_b > 0)):
         ratio = median_b / median_a if median_a else None
-        return Comparison(_round(ratio, 4) if ratio else None, None, None, False)
+        zeros = int(np.sum(sample_a <= 0) + np.sum(sample_b <= 0))
+        why = f"{zeros} run{'s' if zeros > 1 else ''} measured 0 or less (shorter than the log resolves)"
+        return Comparison(_round(ratio, 4) if ratio else None, None, None, False, no_interval=why)
     if len(sample_a) < 2 or len(sample_b) < 2:
-        return Comparison(_round(median_b / median_a, 4), None, None, False)
+        return Comparison(
+            _round(median_b / median_a, 4), None, None, False, no_interval="fewer than 2 runs a side"
+        )
     if np.ptp(sample_a) == 0 and np.ptp(sample_b) == 0:
         ratio = _round(median_b / median_a, 4)
         return Comparison(ratio, (ratio, ratio), None, _beyond(ratio, min_effect), min_effect)

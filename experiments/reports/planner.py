@@ -40,8 +40,7 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
         f"To keep the downtime after a crash under {target:g} s, {where} can have up to "
         f"{binary_bytes(plan['max_redo_bytes'])} of redo to replay (95% prediction interval "
         f"{binary_bytes(low)} to {binary_bytes(high)}), from {pooled}.",
-        f"Each GiB of redo adds {plan['slope_seconds_per_gib']:.3g} s; with none the restart "
-        f"takes {plan['intercept_seconds']:.2f} s (R² {plan['r2']:.2f}).",
+        line_sentence(plan),
     ]
     if plan.get("workloads"):
         sentences.append(
@@ -75,6 +74,25 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
             f"{row['pages_per_mib']:.3g} pages per MiB of redo{rate} ({row['runs']} runs)."
         )
     return sentences
+
+
+def line_sentence(plan: dict) -> str:
+    """The fitted line in words, over the redo it was measured on. Never a negative time: a line
+    that meets zero above no redo says where, and that it holds only over the redo measured."""
+    slope, intercept, r2 = plan["slope_seconds_per_gib"], plan["intercept_seconds"], plan["r2"]
+    low, high = plan["measured_redo"]
+    measured = f"over the {binary_bytes(low)} to {binary_bytes(high)} these runs replayed"
+    if intercept >= 0:
+        intercept += 0.0  # -0.0 is 0 s, never printed "-0.00 s"
+        return (
+            f"Each GiB of redo adds {slope:.3g} s {measured} (R² {r2:.2f}); with none the restart "
+            f"would take about {intercept:.2f} s."
+        )
+    zero = -intercept / slope * (1 << 30)
+    return (
+        f"Each GiB of redo adds {slope:.3g} s {measured} (R² {r2:.2f}); the line reaches 0 s at "
+        f"{binary_bytes(zero)} of redo: it holds over the redo measured, not below it."
+    )
 
 
 def question_sentence(question: dict) -> str:
