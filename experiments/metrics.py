@@ -31,6 +31,7 @@ FLOAT_METRICS = (
     "warmup_seconds",
     "recovery_cpu_seconds",
     "recovery_busiest_cpu_share",
+    "recovery_core_wait_share",
 )
 METRIC_NAMES = (*INTEGER_METRICS, *FLOAT_METRICS, "verified")
 
@@ -63,6 +64,7 @@ LABELS = {
     "lost_commits": "acknowledged commits lost",
     "recovery_cpu_seconds": "recovery's CPU time, all threads (s)",
     "recovery_busiest_cpu_share": "recovery's busiest thread (share of one core)",
+    "recovery_core_wait_share": "recovery's busiest thread waiting for a core (share of the recovery)",
     "recovery_disk_read_bytes": "recovery's reads from the disk (bytes)",
 }
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)

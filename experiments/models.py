@@ -249,6 +249,8 @@ class RunMetrics(models.Model):
     # What the server's threads used over the recovery (experiments/ingest/resources.py).
     recovery_cpu_seconds = models.FloatField(null=True, blank=True)
     recovery_busiest_cpu_share = models.FloatField(null=True, blank=True)
+    # ...and the share of the recovery it was ready to run but waited for a core (other work had it)
+    recovery_core_wait_share = models.FloatField(null=True, blank=True)
     recovery_disk_read_bytes = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
@@ -320,8 +322,8 @@ class Run(RunMetrics):
     # What the server's threads used over the recovery and the rest of its start-up, and which
     # resource bound the recovery (experiments/ingest/resources.py).
     resources = models.JSONField(default=dict, db_default={}, blank=True)
-    # The verdict's bound resource (resources.verdict.bound): cpu_one_core, cpu_all_cores, disk,
-    # waiting, unknown; "" without readings.
+    # The verdict's bound resource (resources.verdict.bound): cpu_one_core, cpu_all_cores,
+    # host_busy, disk, waiting, mixed, unknown; "" without readings.
     recovery_bound = models.CharField(max_length=20, blank=True, default="", db_default="")
     # While the run goes: the runner's latest samples as it sent them (raw), for the live chart.
     live_samples = models.JSONField(default=list, db_default=[], blank=True)

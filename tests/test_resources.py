@@ -69,7 +69,11 @@ def test_an_innodb_recovery_of_300_mib_is_bound_by_one_core_its_main_thread_scan
     assert recovery["cores"] <= result["facts"]["cpu_count"]
     said = resources["verdict"]
     assert said["bound"] == "cpu_one_core"
-    assert f"busiest thread mariadbd {pid} (main thread) at" in said["sentence"]
+    assert (
+        f"bound by one core (mostly redo scan): mariadbd {pid} (main thread) was on a core"
+        in said["sentence"]
+    )
+    assert "waiting for a core" in said["sentence"] and "waiting otherwise" in said["sentence"]
     assert (
         "of this disk's sequential read (fio: " in said["sentence"] and "mostly redo scan" in said["sentence"]
     )
@@ -90,6 +94,26 @@ def test_a_postgresql_recovery_is_its_startup_process_replaying_wal_from_the_pag
     assert recovery["read_bytes"] < 0.5 * recovery["rchar"]
     sentence = analysis.resources["verdict"]["sentence"]
     assert "more from the page cache" in sentence and "mostly WAL replay" in sentence
+
+
+def test_a_main_thread_kept_from_its_core_by_other_work_is_held_back_by_the_host_not_by_one_core():
+    """The busy host the DBAs saw: the main thread on a core 15% of its recovery, waiting for one
+    73% (a CPU hog beside it) had been "bound by one core", the two added together."""
+    _, _, analysis = analysed(INNODB, "innodb")
+    busy = copy.deepcopy(analysis.resources)
+    thread = busy["recovery"]["threads"][0]
+    thread.update(cpu_share=0.15, runqueue_share=0.73, disk_wait_share=0.02)
+    busy["recovery"]["cores"] = 0.3
+    said = verdict(busy, None)
+    assert said["bound"] == "host_busy", said
+    assert "held back by other work on the host, not by one core" in said["sentence"]
+    assert (
+        "on a core 15%, waiting for a core 73%, waiting on the disk 2%, waiting otherwise 10%"
+        in said["sentence"]
+    )
+    # on a core 34%, waiting for one 43%, on the disk 13%: not "neither a core nor the disk was busy"
+    thread.update(cpu_share=0.34, runqueue_share=0.43, disk_wait_share=0.13)
+    assert verdict(busy, None)["bound"] == "host_busy"
 
 
 def test_without_a_measured_disk_the_verdict_says_so_and_a_short_recovery_is_not_judged():

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from experiments.analysis.planner import MIB, PlanRefused, Point, plan
 from experiments.analysis.sentences import finding_sentence
 from experiments.analysis.stats import compare
+from experiments.analysis.where import HELD_BACK, resource_sentence
+from experiments.ingest.resources import thread_shares, verdict
 from experiments.reports.planner import plan_sentences
 
 QUICK = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -107,3 +109,87 @@ def test_the_planner_from_a_line_through_zero_above_no_redo_says_where_it_holds(
     said = plan_sentences(answer.as_dict(), {"engine": "innodb", "host": "h", "target_downtime_seconds": 3.0})
     assert "with none the restart" not in " ".join(said)
     assert any("reaches 0 s at" in line and "not below it" in line for line in said), said
+
+
+# a run's verdict: the busiest thread's shares of its recovery, and what the host had
+share = st.floats(0.0, 1.0)
+
+
+@st.composite
+def read_recoveries(draw):
+    cpu = draw(share)
+    queue = draw(st.floats(0.0, 1.0 - cpu))
+    disk = draw(st.floats(0.0, 1.0 - cpu - queue))
+    cpus = draw(st.integers(1, 8))
+    thread = {"name": "main", "cpu_share": cpu, "runqueue_share": queue, "disk_wait_share": disk}
+    cores = draw(st.floats(cpu, max(cpu, cpus * 1.0)))
+    seconds = draw(st.floats(0.5, 600))
+    read_mb_s = draw(st.floats(0, 3000))
+    return {
+        "interval_s": 0.05,
+        "cpus": cpus,
+        "floor": {"seq_read_mb_s": draw(st.sampled_from([500.0, 3000.0]))},
+        "recovery": {
+            "seconds": seconds,
+            "threads": [thread],
+            "cores": cores,
+            "read_bytes": int(read_mb_s * 1e6 * seconds),
+            "rchar": int(read_mb_s * 1e6 * seconds),
+            "read_mb_s": read_mb_s,
+            "runqueue_s": queue * seconds,
+        },
+    }
+
+
+@QUICK
+@given(read_recoveries())
+def test_a_verdict_names_the_largest_share_and_says_every_share(found):
+    """Rule: the verdict's word is the busiest thread's largest share (or every core busy with the
+    server's own threads); "one core" only for a thread on a core 80% of the time or more; a thread
+    that waited for a core more than anything else was held back by the host; every share is said."""
+    said = verdict(found, None)
+    thread, recovery = found["recovery"]["threads"][0], found["recovery"]
+    shares = thread_shares(thread)
+    largest = max(shares, key=shares.get)
+    if recovery["cores"] >= 0.8 * found["cpus"]:
+        assert said["bound"] == "cpu_all_cores", said
+        return
+    for words in ("on a core", "waiting for a core", "waiting on the disk", "waiting otherwise"):
+        assert words in said["sentence"], said
+    if said["bound"] == "cpu_one_core":
+        assert shares["cpu"] >= 0.8 and largest == "cpu", (shares, said)
+    if largest == "queue":
+        assert said["bound"] == "host_busy" and "held back by other work on the host" in said["sentence"]
+    if said["bound"] == "host_busy":
+        assert largest == "queue"
+    if said["bound"] == "waiting":
+        assert largest == "other"
+    assert "bound by one core" not in said["sentence"] or said["bound"] == "cpu_one_core"
+
+
+@QUICK
+@given(st.floats(1.3, 5.0), st.booleans(), share, share)
+def test_a_difference_in_neither_cpu_nor_reads_names_a_wait_for_a_core_where_the_slower_side_had_one(
+    ratio, subject_slower, subject_wait, baseline_wait
+):
+    """Rule: where a difference in recovery is in neither CPU time nor reads, the sentence blames
+    fsync, locks or sleeps only if the slower side did not wait for a core; a wait for a core is
+    named only for the side that had it (the 2.89x slowdown beside a CPU hog, 72-83% waiting)."""
+    took = ratio if subject_slower else 1 / ratio
+    metrics = {
+        "recovery_seconds": {
+            "versus": {"2": {"ratio": took, "ratio_ci": [took * 0.9, took * 1.1], "significant": True}}
+        },
+        "recovery_cpu_seconds": {"versus": {"2": {"ratio": 1.0, "ratio_ci": [0.9, 1.1]}}},
+        "recovery_disk_read_bytes": {"versus": {"2": {"ratio": 1.0, "ratio_ci": [0.9, 1.1]}}},
+        "recovery_core_wait_share": {"2": {"median": subject_wait}, "1": {"median": baseline_wait}},
+    }
+    said = resource_sentence(metrics, "B", "A", "2", "cell", "1")
+    slower, slow_wait, fast_wait = (
+        ("B", subject_wait, baseline_wait) if subject_slower else ("A", baseline_wait, subject_wait)
+    )
+    if slow_wait >= HELD_BACK and slow_wait > fast_wait:
+        assert f"{slower}'s busiest thread waited for a core {slow_wait:.0%}" in said, said
+        assert "fsync" not in said
+    else:
+        assert "waited for a core" not in said and "fsync" in said, said

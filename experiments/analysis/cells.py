@@ -45,7 +45,9 @@ BOUND_WORDS = {
     "cpu_one_core": "bound by one core",
     "cpu_all_cores": "bound by the CPU, every core busy",
     "disk": "bound by the disk",
+    "host_busy": "held back by other work on the host (waiting for a core)",
     "waiting": "neither a core nor the disk busy (waiting)",
+    "mixed": "held back by no one resource",
     "unknown": "too short to say what bound it",
 }
 # What the summary table shows per cell, in this order.

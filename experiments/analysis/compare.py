@@ -181,7 +181,7 @@ def compare_experiments(
             if side != baseline
             and (
                 said := resource_sentence(
-                    cell["metrics"], side_names[side], side_names[baseline], side, label
+                    cell["metrics"], side_names[side], side_names[baseline], side, label, baseline
                 )
             )
         ]

@@ -23,6 +23,7 @@ COMPARED_METRICS = {
 RESOURCE_METRICS = {
     "recovery_cpu_seconds": ("recovery's CPU time", True),
     "recovery_disk_read_bytes": ("recovery's reads from the disk", True),
+    "recovery_core_wait_share": ("recovery's wait for a core (share)", True),
 }
 # Slower by a significant margin on these: a regression.
 REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gib_redo")

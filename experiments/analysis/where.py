@@ -8,6 +8,23 @@ import math
 # A resource "carries" a difference when its own ratio moved at least this share of the
 # recovery's (on logarithms: 1.8x slower with 1.6x the CPU time is CPU).
 CARRIES = 0.5
+# Where neither CPU time nor reads moved, a slower side whose busiest thread waited for a core this
+# share of its recovery (and longer than the other side's) was held back by other work on the host.
+HELD_BACK = 0.2
+
+
+def held_back(slower: float | None, faster: float | None) -> bool:
+    """The slower side's busiest thread waited for a core a good share of its recovery, more than
+    the faster side's did: other work on the host had the cores (not fsync, locks or sleeps)."""
+    return slower is not None and slower >= HELD_BACK and slower > (faster or 0.0)
+
+
+def core_wait_text(name: str, slower: float, faster: float | None, other: str) -> str:
+    against = f", {other}'s {faster:.0%}" if faster is not None else ""
+    return (
+        f"{name}'s busiest thread waited for a core {slower:.0%} of its recovery{against}: other work on "
+        "the host held it back (see the runs' pages)"
+    )
 
 
 def _moved(result: dict | None) -> float | None:
@@ -35,7 +52,9 @@ def _times(result: dict) -> str:
     return f"{ratio:.2f}x{interval}"
 
 
-def resource_sentence(metrics: dict, subject: str, baseline: str, side: str, label: str) -> str | None:
+def resource_sentence(
+    metrics: dict, subject: str, baseline: str, side: str, label: str, baseline_side: str = ""
+) -> str | None:
     """'{label}: {subject}'s recovery took 1.9x as long as {baseline}'s; the difference is in CPU
     work: its threads used 1.8x the CPU time (...) and read 1.00x as much from the disk.' Only for
     a significant difference in recovery, where both sides' recoveries were read."""
@@ -66,9 +85,17 @@ def resource_sentence(metrics: dict, subject: str, baseline: str, side: str, lab
         where = f"in reads from the disk: {subject} read {_times(reads)} as much as {baseline}"
         said_reads = f"; CPU time {_times(cpu)}"
     else:
-        where = (
-            f"neither in CPU time ({_times(cpu)}) nor in reads from the disk: the slower side waited "
-            "(on fsync, locks or sleeps)"
-        )
+        waits = metrics.get("recovery_core_wait_share") or {}
+        mine = (waits.get(side) or {}).get("median")
+        theirs = (waits.get(baseline_side) or {}).get("median")
+        slow_wait, fast_wait = (mine, theirs) if took >= 0 else (theirs, mine)
+        if held_back(slow_wait, fast_wait):
+            waited = core_wait_text(slower, slow_wait, fast_wait, faster)
+            where = f"neither in CPU time ({_times(cpu)}) nor in reads from the disk: {waited}"
+        else:
+            where = (
+                f"neither in CPU time ({_times(cpu)}) nor in reads from the disk, nor in a wait for a "
+                "core: the slower side waited (on fsync, locks or sleeps)"
+            )
         said_reads = ""
     return f"{head}; the difference is {where}{said_reads}."

@@ -142,6 +142,7 @@ def analyse_run(
                 metrics.update(
                     recovery_cpu_seconds=recovery["cpu_s"],
                     recovery_busiest_cpu_share=recovery["threads"][0]["cpu_share"],
+                    recovery_core_wait_share=recovery["threads"][0].get("runqueue_share"),
                     recovery_disk_read_bytes=recovery["read_bytes"],
                 )
         if result.get("profile"):

@@ -36,14 +36,14 @@ READ, WRITTEN, RCHAR, WCHAR = 8, 9, 10, 11
 THREADS_SHOWN = 8
 # Below this the readings are too few to say what bound a recovery.
 MIN_READINGS = 4
-# A thread on the CPU this share of the recovery is the bound; the process over this share of
+# A thread on a core this share of the recovery is bound by it; the process over this share of
 # the host's cores is CPU-bound across them; reads at this share of the disk's measured rate,
 # or a thread waiting on the disk in this share of its readings, are I/O-bound.
 ONE_CORE_SHARE = 0.8
 ALL_CORES_SHARE = 0.8
 DISK_SHARE = 0.5
 DISK_WAIT_SHARE = 0.4
-# Said beside a CPU bound: the busiest thread waited for a core this share of the recovery.
+# Said in a cell's sentence: its runs' busiest thread waited for a core this share of the recovery.
 CONTENDED_SHARE = 0.1
 MB = 1e6
 
@@ -291,8 +291,10 @@ def _mib(n: float) -> str:
 
 
 def verdict(found: dict, crash: Episode | None) -> dict:
-    """{"bound": one of cpu_one_core, cpu_all_cores, disk, waiting, unknown; "sentence"}: which
-    resource held the recovery back, from what its threads used over it."""
+    """{"bound": one of cpu_one_core, cpu_all_cores, host_busy, disk, waiting, mixed, unknown;
+    "sentence"}: which resource held the recovery back, from what its threads used over it. The
+    word is the busiest thread's largest share (on a core, waiting for one, on the disk, the rest),
+    and every share is said beside it (docs/sentences.md); "one core" needs most of its time."""
     recovery = found.get("recovery")
     if recovery is None:
         return {"bound": "unknown", "sentence": "no recovery was logged: nothing to say what bound it"}
@@ -323,38 +325,76 @@ def verdict(found: dict, crash: Episode | None) -> dict:
         if rchar > 2 * max(read, 1):
             disk += f", and {_mib(rchar - read)} more from the page cache"
         parts.append(disk)
-    if busiest is not None:
-        parts.append(f"busiest thread {busiest['name']} at {_percent(busiest['cpu_share'])} of one core")
     parts.append(f"{recovery['cores']:.2f} of {cpus} cores busy")
-    waits = [t for t in recovery["threads"] if (t.get("disk_wait_share") or 0) >= DISK_WAIT_SHARE]
     disk_share = recovery["read_mb_s"] / floor["seq_read_mb_s"] if floor.get("seq_read_mb_s") else None
     phase = _longest_phase(crash)
     during = f" ({phase})" if phase else ""
-    # a thread ready to run but waiting for a core wanted the CPU as much as one on it: other work
-    # on the host took its core (the run is then marked disturbed), which is no wait on the disk
-    queued = (busiest or {}).get("runqueue_share") or 0
-    if busiest is not None and (busiest["cpu_share"] or 0) + queued >= ONE_CORE_SHARE:
-        bound, said = "cpu_one_core", f"bound by one core{during}"
-        if queued >= CONTENDED_SHARE:
-            said += f"; it waited for a core {_percent(queued)} of the time: other work on the host took it"
-    elif (recovery["cores"] or 0) + recovery.get("runqueue_s", 0) / seconds >= ALL_CORES_SHARE * cpus:
+    shares = thread_shares(busiest)
+    spent = shares_text(shares)
+    # the server's own threads over the host's cores: the CPU across them, whatever one thread did
+    if (recovery["cores"] or 0) >= ALL_CORES_SHARE * cpus:
         bound, said = "cpu_all_cores", f"bound by the CPU, all {cpus} cores{during}"
-        waited = recovery.get("runqueue_s", 0)
-        if waited >= CONTENDED_SHARE * seconds:
-            said += (
-                f"; its threads waited for a core {waited:.2f} s in all: the cores were busy, not all with it"
-            )
-    elif not in_memory and ((disk_share is not None and disk_share >= DISK_SHARE) or waits):
-        bound = "disk"
-        said = f"bound by the disk{during}"
-        if waits:
-            said += f": {waits[0]['name']} waited on it in {waits[0]['disk_wait_share']:.0%} of the readings"
+    elif shares is None:
+        bound, said = "unknown", "no thread was read over the recovery"
     else:
-        bound = "waiting"
-        said = "neither a core nor the disk was busy: the recovery waited (locks, fsync, sleeps)"
+        largest = max(shares, key=lambda kind: shares[kind])
+        thread = busiest["name"]
+        if largest == "queue":
+            # ready to run, no core free: other work on the host had them (the run is disturbed)
+            bound = "host_busy"
+            said = f"held back by other work on the host, not by one core{during}: {thread} {spent}"
+        elif largest == "cpu" and shares["cpu"] >= ONE_CORE_SHARE:
+            bound, said = "cpu_one_core", f"bound by one core{during}: {thread} {spent}"
+        elif largest == "disk" or (
+            not in_memory and largest == "other" and disk_share is not None and disk_share >= DISK_SHARE
+        ):
+            bound, said = "disk", f"bound by the disk{during}: {thread} {spent}"
+        elif largest == "other":
+            bound = "waiting"
+            said = (
+                f"its largest share went to neither a core nor the disk (locks, fsync, sleeps){during}: "
+                f"{thread} {spent}"
+            )
+        else:  # on a core more than anything else, but not most of the time
+            bound = "mixed"
+            said = f"no one resource held it back{during}: {thread} {spent}"
     if not floor.get("seq_read_mb_s") and not in_memory:
         said += "; this host's disk was not measured, so its reads are not set against its floor"
     return {"bound": bound, "sentence": "; ".join(parts) + ": " + said}
+
+
+# A thread's time over the recovery: on a core, ready but waiting for one, waiting on the disk,
+# and the rest (locks, fsync, sleeps); said in this order.
+SHARE_WORDS = {
+    "cpu": "on a core",
+    "queue": "waiting for a core",
+    "disk": "waiting on the disk",
+    "other": "waiting otherwise",
+}
+
+
+def thread_shares(thread: dict | None) -> dict[str, float] | None:
+    """The shares of the recovery a thread spent on a core (schedstat), ready but waiting for one
+    (schedstat), on the disk (its readings in state D) and otherwise (the rest); None without a
+    reading. Readings are snapshots: the three measured may sum a little over 1, the rest is then 0."""
+    if thread is None or thread.get("cpu_share") is None:
+        return None
+    cpu = min(1.0, thread["cpu_share"] or 0.0)
+    queue = min(1.0 - cpu, thread.get("runqueue_share") or 0.0)
+    disk = min(1.0 - cpu - queue, thread.get("disk_wait_share") or 0.0)
+    return {"cpu": cpu, "queue": queue, "disk": disk, "other": max(0.0, 1.0 - cpu - queue - disk)}
+
+
+def shares_text(shares: dict[str, float] | None) -> str:
+    """'was on a core 15%, waiting for a core 73%, waiting on the disk 2%, waiting otherwise 10% of
+    the recovery': every share, so the verdict's word can be checked against them."""
+    if shares is None:
+        return ""
+    return (
+        "was "
+        + ", ".join(f"{SHARE_WORDS[kind]} {_percent(share)}" for kind, share in shares.items())
+        + " of the recovery"
+    )
 
 
 PHASE_WORDS = {

@@ -3,6 +3,9 @@ recovery was held back by, experiments/ingest/resources.py) with the ranges behi
 
 from experiments.analysis.cells import BOUND_WORDS, Cell, analysable
 
+# A busiest thread waiting for a core this share of the recovery or more: said in the sentence.
+CONTENDED_SHARE = 0.1
+
 
 def _span(values: list[float], fmt: str) -> str:
     low, high = min(values), max(values)
@@ -38,6 +41,11 @@ def bound_findings(rows: list[dict], cells: list[Cell]) -> list[str]:
         ]
         if shares:
             details.append(f"its busiest thread at {_span(shares, '.0f')}% of a core")
+        queued = [
+            r["recovery_core_wait_share"] * 100 for r in runs if r.get("recovery_core_wait_share") is not None
+        ]
+        if queued and max(queued) >= CONTENDED_SHARE * 100:  # other work had the cores: said beside
+            details.append(f"waiting for a core {_span(queued, '.0f')}% of the recovery")
         cpu = [r["recovery_cpu_seconds"] for r in runs if r.get("recovery_cpu_seconds") is not None]
         took = [r["recovery_seconds"] for r in runs if r.get("recovery_seconds") is not None]
         if cpu and took:

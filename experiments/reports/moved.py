@@ -5,7 +5,7 @@ redo for the same transactions: a reader of "7.3x slower" must know it)."""
 import math
 import statistics
 
-from experiments.analysis.where import carried_by
+from experiments.analysis.where import carried_by, core_wait_text, held_back
 from experiments.units import MIB, duration_text
 from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
 
@@ -85,7 +85,15 @@ def _resource_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str])
             f"{names[0]} {read[0] / MIB:.1f} MiB, medians)"
         )
     if carrier == "waiting":
-        return f"; the difference is in neither CPU time nor reads: the slower side waited ({cpu}, medians)"
+        waits = [_median(rows, "recovery_core_wait_share") for rows in sides]
+        slow = 1 if took[1] >= took[0] else 0
+        if held_back(waits[slow], waits[1 - slow]):
+            waited = core_wait_text(names[slow], waits[slow], waits[1 - slow], names[1 - slow])
+            return f"; the difference is in neither CPU time nor reads ({cpu}, medians): {waited}"
+        return (
+            "; the difference is in neither CPU time, reads nor a wait for a core: the slower side waited "
+            f"({cpu}, medians)"
+        )
     return ""
 
 
