@@ -1,4 +1,7 @@
-"""The metric names of docs/design.md, shared by the models, the API, exports and charts."""
+"""The metric names of docs/design.md, shared by the models, the API, exports and charts, and
+each one's unit."""
+
+from experiments.units import MB_PER_MIB, binary_bytes
 
 INTEGER_METRICS = (
     "checkpoint_lsn",
@@ -73,3 +76,47 @@ NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 UNITS = {name: "B" for name in NUMERIC_METRICS if name.endswith("_bytes") or name.endswith("_written")}
 UNITS.update({name: "s" for name in NUMERIC_METRICS if name.endswith("_seconds")})
 UNITS["pages_written"] = ""
+
+# Each metric's unit, for every value the product prints (metric_text): one table, so a byte count
+# is never printed in seconds (compare had printed "reads from the disk 71,361,000.000 s").
+COUNT, SECONDS, BYTES, SHARE = "count", "s", "bytes", "share"
+METRIC_UNITS = {
+    **{name: COUNT for name in INTEGER_METRICS},
+    **{name: BYTES for name in INTEGER_METRICS if name.endswith("_bytes") or name.endswith("_bytes_written")},
+    **{name: SECONDS for name in FLOAT_METRICS if name.endswith("_seconds")},
+    # derived by the analysis (experiments/analysis/cells.py, compare.py)
+    "replay_seconds": SECONDS,
+    "startup_rest_seconds": SECONDS,
+    "recovery_seconds_per_gib_redo": "s/GiB",
+    "recovery_seconds_per_1000_rows": "s per 1000 rows",
+    "redo_apply_mb_per_s": "MiB/s",  # stored in MB/s (the API's unit), printed in MiB/s
+    "workload_tps": "TPS",
+    "workload_qps": "QPS",
+    "latency_p95_ms": "ms",
+    "achieved_insert_rate": "rows/s",
+    "recovery_busiest_cpu_share": SHARE,
+    "recovery_core_wait_share": SHARE,
+}
+
+
+def metric_text(metric: str, value: float | None) -> str:
+    """A metric's value in its own unit: '1.234 s', '68.1 MiB', '42 %', '1,980 TPS', '12,345'.
+    A metric with no unit in METRIC_UNITS is an error, not a value printed in seconds."""
+    if value is None:
+        return "-"
+    unit = METRIC_UNITS[metric]
+    if unit == SECONDS:
+        return f"{value:,.3f} s"
+    if unit == BYTES:
+        return binary_bytes(value)
+    if unit == COUNT:
+        return f"{value:,.0f}"
+    if unit == SHARE:
+        return f"{value:.0%}"
+    if unit == "MiB/s":
+        return f"{value * MB_PER_MIB:,.1f} MiB/s"
+    if unit in ("TPS", "QPS", "rows/s"):
+        return f"{value:,.0f} {unit}"
+    if unit == "ms":
+        return f"{value:,.1f} ms"
+    return f"{value:,.4f} {unit}" if abs(value) < 100 else f"{value:,.1f} {unit}"

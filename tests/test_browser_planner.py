@@ -106,3 +106,11 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     answer = page.evaluate(f"fetch('/api/planner/?{query}').then(r => r.json())")
     assert answer["based_on_runs"] == 6
     assert answer["interval"][0] <= answer["max_redo_bytes"] <= answer["interval"][1]
+    # the experiment page draws recovery against its swept redo target on a byte axis, its ticks in
+    # binary units (it had ticked 134217728)
+    page.goto(f"{live_server.url}/experiments/{experiment.id}/")
+    axis = page.evaluate(
+        "JSON.parse(document.getElementById('figures').textContent)['axis-crash_redo_bytes'].layout.xaxis"
+    )
+    assert axis.get("type") != "category" and axis["ticktext"], axis
+    assert all(text.endswith(("KiB", "MiB", "GiB")) for text in axis["ticktext"]), axis["ticktext"]

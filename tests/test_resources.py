@@ -116,6 +116,32 @@ def test_a_main_thread_kept_from_its_core_by_other_work_is_held_back_by_the_host
     assert verdict(busy, None)["bound"] == "host_busy"
 
 
+def test_a_reading_right_after_a_delayed_one_draws_no_rate_its_readings_do_not_allow():
+    """A busy host delayed a reading, and the next came 5 ms after it: the bytes between them,
+    counted over the slow reading, had drawn a rate six times the disk's. Each rate is now drawn
+    over at least most of an interval between readings."""
+    result, files, analysis = analysed(INNODB, "innodb")
+    drawn = max(analysis.resources["series"]["read_mb_s"])
+    lines = files[RESOURCES_FILE].splitlines()
+    moments = [i for i, line in enumerate(lines) if b'"tasks"' in line]
+    peak = max(range(1, len(moments)), key=lambda k: _read_between(lines, moments[k - 1], moments[k]))
+    earlier, squeezed = json.loads(lines[moments[peak - 1]]), json.loads(lines[moments[peak]])
+    squeezed["t"] = earlier["t"] + 0.005  # as if the reading had come 5 ms after the one before
+    lines[moments[peak]] = json.dumps(squeezed).encode()
+    busy = analyse_run(result, {**files, RESOURCES_FILE: b"\n".join(lines)}, "innodb", 1 << 30)
+    series = busy.resources["series"]
+    assert max(series["read_mb_s"]) <= 1.5 * drawn, (max(series["read_mb_s"]), drawn)
+    steps = [b - a for a, b in zip(series["t"], series["t"][1:], strict=False)]
+    assert min(steps) >= 0.9 * 0.1 * 0.9, min(steps)  # no step under most of the 0.1 s interval
+
+
+def _read_between(lines: list[bytes], first: int, second: int) -> float:
+    """Bytes read by all threads between two readings (by line index), read here without the module."""
+    before, after = json.loads(lines[first]), json.loads(lines[second])
+    start = {task[1]: task[8] for task in before["tasks"]}
+    return sum(task[8] - start.get(task[1], 0) for task in after["tasks"])
+
+
 def test_without_a_measured_disk_the_verdict_says_so_and_a_short_recovery_is_not_judged():
     _, _, analysis = analysed(INNODB, "innodb", drop_floor=True)
     sentence = analysis.resources["verdict"]["sentence"]

@@ -9,10 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.analysis.planner import MIB, PlanRefused, Point, plan
-from experiments.analysis.sentences import finding_sentence
+from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS, finding_sentence
 from experiments.analysis.stats import compare
 from experiments.analysis.where import HELD_BACK, resource_sentence
 from experiments.ingest.resources import thread_shares, verdict
+from experiments.metrics import NUMERIC_METRICS
+from experiments.pages.context import compared_value
 from experiments.reports.planner import plan_sentences
 
 QUICK = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,3 +195,21 @@ def test_a_difference_in_neither_cpu_nor_reads_names_a_wait_for_a_core_where_the
         assert "fsync" not in said
     else:
         assert "waited for a core" not in said and "fsync" in said, said
+
+
+@QUICK
+@given(
+    st.sampled_from(sorted({*NUMERIC_METRICS, *COMPARED_METRICS, *RESOURCE_METRICS})),
+    st.floats(0, 1e12, allow_nan=False),
+)
+def test_every_value_is_printed_in_its_own_unit(metric, value):
+    """Rule: one formatter, one unit per metric; a byte count is never printed in seconds (compare
+    had printed "recovery's reads from the disk 71,361,000.000 s"), a duration always is."""
+    text = compared_value(metric, value)
+    assert "e+" not in text, text
+    if metric.endswith(("_bytes", "_bytes_written")):
+        assert text.endswith(("bytes", "KiB", "MiB", "GiB", "TiB")), text
+    elif metric.endswith("_seconds"):
+        assert text.endswith(" s"), text
+    else:
+        assert not text.endswith(" s"), text

@@ -11,6 +11,7 @@ from experiments.charts.layout import (
     NUMERIC_AXES,
     NUMERIC_PARAMETERS,
     SERIES,
+    SIZE_PARAMETERS,
     axis_layout,
     axis_value,
     base_layout,
@@ -40,7 +41,8 @@ def parameter_chart(rows: list[dict], axis: str, varied: list[str] = ()) -> dict
     """Recovery and downtime against one parameter: a point per run, and the median per value
     with its 95% interval. A series per engine and per value of the other parameters that vary,
     so a median never pools runs done at different settings."""
-    categorical = axis not in NUMERIC_AXES and axis not in NUMERIC_PARAMETERS
+    # a swept redo target ("96M") is drawn by its bytes, on a byte axis (it had ticked 134217728)
+    categorical = axis not in NUMERIC_AXES and axis not in NUMERIC_PARAMETERS and axis not in SIZE_PARAMETERS
     # A build and its version go together: neither splits the other's chart.
     together = (
         ("server_version", "server_build")

@@ -90,6 +90,12 @@ class Thread:
         return f"{self.name} {self.tid}{main}"
 
 
+def _interval(header: dict) -> float:
+    """The runner's reading interval, as its header says (0.05 s where it says nothing usable)."""
+    interval = header.get("interval_s")
+    return float(interval) if _number(interval) and 0 < interval <= 10 else 0.05
+
+
 def _number(value) -> bool:
     """A value as the runner writes it: a finite number (a host's bundle may hold anything)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
@@ -209,14 +215,30 @@ def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
     return {**summed, "threads": shown}
 
 
-def _series(threads: list[Thread], shown: list[str]) -> dict:
-    """Cores per thread (the threads shown, the others summed) and the read rates, between each
-    two readings, at the midpoint: for the timeline's second panel."""
+def rate_steps(moments: list[float], interval: float) -> list[tuple[float, float]]:
+    """The spans a rate is drawn over: from one reading to the next one at least most of an
+    interval later. A reading a busy host delayed, and the next right after it (5 ms), had made a
+    step whose bytes, counted over the slow reading's 40 ms, drew 7,000 MB/s on a disk that reads
+    1,150: a rate over less than an interval says more than its readings allow."""
+    steps, start = [], moments[0] if moments else None
+    for moment in moments[1:]:
+        if moment - start >= 0.9 * interval:
+            steps.append((start, moment))
+            start = moment
+    if steps and moments[-1] > steps[-1][1]:  # the last readings, too close to stand alone
+        steps[-1] = (steps[-1][0], moments[-1])
+    return steps
+
+
+def _series(threads: list[Thread], shown: list[str], interval: float) -> dict:
+    """Cores per thread (the threads shown, the others summed) and the read rates, over each span
+    of at least an interval between readings (rate_steps), at its midpoint: for the timeline's
+    second panel."""
     moments = sorted({t for thread in threads for t in thread.moments})
-    if len(moments) < 2:
+    steps = rate_steps(moments, interval)
+    if not steps:
         return {}
-    middles = [round((a + b) / 2, 4) for a, b in zip(moments, moments[1:], strict=False)]
-    steps = list(zip(moments, moments[1:], strict=False))
+    middles = [round((a + b) / 2, 4) for a, b in steps]
     by_label = {thread.label: thread for thread in threads}
     cores = {}
     for label in shown:
@@ -265,7 +287,7 @@ def restart_resources(
     else:
         found["rest"] = _use(threads, [start_up])
     shown = [t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "tid" in t]
-    found["series"] = _series(threads, shown[:5])
+    found["series"] = _series(threads, shown[:5], _interval(header))
     disk = disk if isinstance(disk, dict) else {}
     floor = disk.get("floor") if isinstance(disk.get("floor"), dict) else {}
     if isinstance(disk.get("file_system"), str) and disk["file_system"] in MEMORY_FILE_SYSTEMS:

@@ -26,6 +26,7 @@ from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
 from experiments.charts.layout import WIDE_FIGURES
+from experiments.metrics import metric_text
 from experiments.models import (
     PER_RUN_DETAIL_FIELDS,
     Engine,
@@ -93,16 +94,6 @@ DISPLAY = {
     "redo_apply_mb_per_s": (MB_PER_MIB, "{:,.1f}"),  # stored in MB/s (the API's unit), shown in MiB/s
     "recovery_seconds_per_1000_rows": (1, "{:,.4f}"),
 }
-# The unit compare writes after a value (durations in seconds unless named).
-UNITS_SHOWN = {
-    "redo_bytes": " MiB",
-    "redo_apply_mb_per_s": " MiB/s",
-    "workload_tps": "",
-    "achieved_insert_rate": "",
-    "recovery_seconds_per_gib_redo": " s/GiB",
-}
-
-
 # Counts of events per run: summarised by their range, not an interval.
 COUNTS = ("rows_undone", "lost_commits")
 
@@ -288,11 +279,9 @@ def experiment_live_context(experiment: Experiment, request) -> dict:
 
 
 def compared_value(metric: str, value: float | None) -> str:
-    """A compared metric's value in its unit, never in scientific notation (it read '1.2e+06'
-    for bytes and '1.98e+03' for TPS)."""
-    if value is None:
-        return "-"
-    return _shown(metric, value) + UNITS_SHOWN.get(metric, " s")
+    """A compared metric's value in its own unit (metrics.metric_text), never in scientific
+    notation (it read '1.2e+06' for bytes) nor a byte count in seconds."""
+    return metric_text(metric, value)
 
 
 def _ratio_text(ratio: float) -> str:
@@ -337,6 +326,7 @@ def comparison_table(result: dict) -> dict:
                         "significant": versus.get("significant") if comparable else None,
                         "p_value": versus.get("p_value"),
                         "has_interval": bool(ci),
+                        "no_interval": versus.get("no_interval", ""),
                     }
                 )
             lines.append(
