@@ -5,6 +5,7 @@ runner bundles of 300 MiB recoveries (tests/data/bundles/*_300M_profiled, README
 import copy
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,29 @@ def test_the_difference_of_two_profiles_lists_what_grew_and_shrank_by_share():
         )
     assert max(map(abs, trace["x"])) == abs(trace["x"][-1])  # the largest move at the top
     assert diff_chart(a, a, "A", "A again") == {"data": [], "layout": {}}
+
+
+def test_one_function_is_one_name_and_the_difference_says_what_it_could_not_see():
+    """10.11 against 11.8 had drawn pthread_mutex_lock@@GLIBC_2.2.5 at -5 points and
+    pthread_mutex_lock at +5: the same function as perf named it with and without its version.
+    The kept bundle names it with its version; the same profile with plain names moves nothing."""
+    result, files, analysis = analysed(INNODB, "innodb")
+    folded = files["profile.folded"]
+    assert b"pthread_mutex_lock@@GLIBC_2.2.5" in folded and b".isra.0" in folded
+    functions = analysis.resources["profile"]["functions"]
+    assert "pthread_mutex_lock" in functions and not any("@" in name or ".isra" in name for name in functions)
+    plain = re.sub(rb"@@?GLIBC_[0-9.]+|\.isra\.0|\.constprop\.0|\.part\.0", b"", folded)
+    again = analyse_run(result, {**files, "profile.folded": plain}, "innodb", 1 << 30)
+    assert diff_chart(functions, again.resources["profile"]["functions"], "A", "B") == {
+        "data": [],
+        "layout": {},
+    }
+    # against another engine's, the chart says the share of each side's samples it cannot see
+    *_, postgresql = analysed(POSTGRESQL, "postgresql")
+    figure = diff_chart(functions, postgresql.resources["profile"]["functions"], "InnoDB", "PostgreSQL")
+    unseen = functions[NOT_EXPORTED][0]
+    assert unseen > 0.5  # Debian's mariadbd exports few of InnoDB's functions
+    assert f"not seen: {unseen:.0%} of A's samples" in figure["layout"]["xaxis"]["title"]["text"]
 
 
 def test_the_disks_floor_is_measured_with_fio_kept_and_reported_by_the_probe_on_its_device(tmp_path):

@@ -7,6 +7,7 @@ frame, NOT_EXPORTED, so two stacks that differ only in how many such frames they
 are one.
 """
 
+import re
 from collections import Counter
 
 FOLDED_FILE = "profile.folded"
@@ -15,6 +16,24 @@ NOT_EXPORTED = "[not exported]"
 KERNEL_MARK, KERNEL = "_[k]", " [kernel]"
 # The functions kept with a run for comparisons: the heaviest by their whole stack's share.
 FUNCTIONS_KEPT = 300
+
+
+# What perf appends to a symbol that is not part of the function's name: a symbol version
+# ("pthread_mutex_lock@@GLIBC_2.2.5", "cfree@GLIBC_2.2.5") and the suffixes of GCC's clones
+# ("row_ins_step.isra.0", "buf_page_get_gen.cold"). The same function is one name: 10.11 against
+# 11.8 had drawn pthread_mutex_lock@@GLIBC_2.2.5 at -5 points and pthread_mutex_lock at +5.
+_VERSION = re.compile(r"@@?[A-Za-z][A-Za-z0-9_.]*$")
+_CLONE = re.compile(r"(?:\.(?:isra|constprop|part|cold|lto_priv|localalias)(?:\.\d+)?)+$")
+
+
+def function_name(frame: str) -> str:
+    """A frame's function as one name, whatever version or clone perf saw it as."""
+    if frame.startswith("["):  # [not exported], [other stacks], [unknown]
+        return frame
+    kernel = frame.endswith(KERNEL)
+    name = frame[: -len(KERNEL)] if kernel else frame
+    name = _CLONE.sub("", _VERSION.sub("", name)) or name
+    return name + KERNEL if kernel else name
 
 
 def stacks_of(folded: bytes) -> list[tuple[list[str], int]]:
@@ -29,6 +48,7 @@ def stacks_of(folded: bytes) -> list[tuple[list[str], int]]:
             frame = NOT_EXPORTED if frame == "[unknown]" else frame
             if frame.endswith(KERNEL_MARK):  # perf's mark of the kernel's functions
                 frame = frame[: -len(KERNEL_MARK)] + KERNEL
+            frame = function_name(frame)
             if not (frame == NOT_EXPORTED and frames and frames[-1] == NOT_EXPORTED):
                 frames.append(frame)
         found.append((frames, int(count)))

@@ -4,6 +4,7 @@ averaged)."""
 
 from experiments.analysis.cells import settings_text
 from experiments.charts.profile import diff_chart
+from experiments.ingest.profile import function_name
 from experiments.models import Run
 from runner.contract import SYSTEM_BUILD
 
@@ -20,13 +21,15 @@ def side_functions(run_ids: list[int]) -> dict:
         )
         if isinstance(functions, dict) and functions
     ]
-    names = {name for functions in profiles for name in functions}
-    return {
-        name: [
-            sum((functions.get(name) or [0, 0])[i] for functions in profiles) / len(profiles) for i in (0, 1)
-        ]
-        for name in names
-    }
+    summed: dict[str, list[float]] = {}
+    for functions in profiles:
+        # runs kept before names were made one (ingest/profile.function_name) are read as one too
+        for name, shares in functions.items():
+            if isinstance(shares, list) and len(shares) == 2:
+                one = summed.setdefault(function_name(name), [0.0, 0.0])
+                one[0] += shares[0] / len(profiles)
+                one[1] = min(1.0, one[1] + shares[1] / len(profiles))
+    return summed
 
 
 def _differing(a, b) -> tuple[str, str]:
