@@ -9,8 +9,17 @@ export WEB_ADDR
 
 setup:
 	@bash scripts/setup.sh
+	@mkdir -p $(RUN_DIR) && touch $(RUN_DIR)/setup.done
 
-start: setup
+# make start runs setup again only when what it installs from changed (or .env, the database's
+# server or Redis is missing): a restart with nothing changed starts at once.
+SETUP_INPUTS := pyproject.toml uv.lock .env.example scripts/setup.sh scripts/write_env.sh $(wildcard */migrations/*.py)
+$(RUN_DIR)/setup.done: $(SETUP_INPUTS)
+	@$(MAKE) -s setup
+
+start: $(RUN_DIR)/setup.done
+	@{ [ -f .env ] && pg_isready -q -h 127.0.0.1 -p 5432 && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; } \
+	  || $(MAKE) -s setup
 	@mkdir -p $(RUN_DIR)
 	@$(MAKE) -s stop
 	@$(PY) manage.py collectstatic --noinput -v 0

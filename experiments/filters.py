@@ -129,6 +129,14 @@ class ExperimentFilter(filters.FilterSet):
         model = Experiment
         fields = []
 
+    def __init__(self, data=None, *args, **kwargs):
+        # the page's Status select sends "" for "any" (its default): no filter, not "status:
+        # Select a valid choice" and an empty list
+        if data is not None and "" in data.getlist("status", []):
+            data = data.copy()
+            data.setlist("status", [value for value in data.getlist("status") if value])
+        super().__init__(data, *args, **kwargs)
+
     def search(self, queryset, name, value):
         words = value.strip()
         match = Q(name__icontains=words) | Q(notes__icontains=words) | Q(tags__contains=[words])

@@ -5,6 +5,7 @@ import os
 import re
 import secrets
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,49 @@ def test_make_setup_writes_the_secrets_file_for_its_owner_only(tmp_path):
     written.chmod(0o644)
     subprocess.run(script, cwd=tmp_path, check=True, capture_output=True)
     assert written.stat().st_mode & 0o777 == 0o600 and key in written.read_text()
+
+
+def test_an_env_copied_from_the_example_gets_every_empty_secret_filled_and_starts(tmp_path):
+    """`.env` copied from `.env.example`, as its comments invite, had left SECRET_KEY empty and
+    setup ended in a traceback: setup fills every empty secret, and Django starts on the file."""
+    example = (ROOT / ".env.example").read_text()
+    (tmp_path / ".env.example").write_text(example)
+    (tmp_path / ".env").write_text(example)  # cp .env.example .env
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "write_env.sh")], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    written = dict(
+        line.split("=", 1)
+        for line in (tmp_path / ".env").read_text().splitlines()
+        if "=" in line and line[0] != "#"
+    )
+    empty = [
+        name for name, value in written.items() if not value and ("SECRET" in name or "PASSWORD" in name)
+    ]
+    assert not empty and len(written["SECRET_KEY"]) >= 50, empty
+    # the settings load from it (the traceback was start-up refusing an empty SECRET_KEY)
+    env = {k: v for k, v in os.environ.items() if k not in written and not k.startswith("DJANGO_")}
+    started = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'webapp.settings'; "
+            "import environ; environ.Env.read_env(os.path.join(os.environ['ENV_DIR'], '.env')); "
+            "django.setup()",
+        ],
+        cwd=ROOT,
+        env={**env, "ENV_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    # run again, nothing changes
+    before = (tmp_path / ".env").read_text()
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "write_env.sh")], cwd=tmp_path, check=True, capture_output=True
+    )
+    assert (tmp_path / ".env").read_text() == before
 
 
 def test_the_image_runs_as_an_unprivileged_user():

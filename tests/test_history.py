@@ -82,6 +82,22 @@ def test_the_list_filters_in_the_page_and_the_api_alike(client, api, history, qu
     assert [e["id"] for e in body["results"]] == [history[name] for name in expected]
 
 
+def test_the_filter_button_with_every_select_at_any_lists_everything(client, api, history):
+    """The form as the page sends it, nothing chosen: Status "any" (its default) had answered
+    "status: Select a valid choice" and listed nothing."""
+    client.force_login(UserFactory(username="reader", role="viewer"))
+    everything = ids(client.get("/experiments/"))
+    assert len(everything) == len(history)
+    form = {
+        name: ""
+        for name in ("q", "engine", "host", "server_version", "tag", "author", "status", "since", "until")
+    }
+    page = client.get("/experiments/", form)
+    assert page.status_code == 200 and "Select a valid choice" not in page.content.decode()
+    assert ids(page) == everything
+    assert [e["id"] for e in api.get("/api/experiments/", form).json()["results"]] == everything
+
+
 def test_an_id_finds_its_experiment_and_notes_are_searched(client, history):
     client.force_login(UserFactory(username="reader", role="viewer"))
     Experiment.objects.filter(pk=history["MyRocks sweep"]).update(notes="Does the WAL size matter?")
