@@ -166,6 +166,9 @@ def test_the_compare_page_matches_on_all_but_the_settings_left_out(client, user)
     ids = f"{baseline.id},{candidate.id}"
     unmatched = client.get("/compare/", {"experiments": ids}).content.decode()
     assert "nothing to match" in unmatched
+    # and it points at what to leave out (it had said "nothing to match" and no more)
+    assert "They differ in buffer_pool_size" in unmatched
+    assert f'href="?experiments={ids.replace(",", "%2C")}&amp;ignore=buffer_pool_size"' in unmatched
     page = client.get("/compare/", {"experiments": ids, "ignore": "buffer_pool_size"}).content.decode()
     assert "matched on all but buffer_pool_size" in page and "Slower beyond the noise" in page
     assert client.get("/compare/", {"experiments": ids, "ignore": "a b"}).status_code == 400
