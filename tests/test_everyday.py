@@ -175,3 +175,36 @@ def test_the_series_page_says_when_alerts_link_elsewhere_than_where_it_was_opene
     assert 'id="site-url-differs"' in page and "this page was opened at http://testserver" in page
     settings.SITE_URL = "http://testserver"
     assert 'id="site-url-differs"' not in client.get(f"/series/{series.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_time_left_stands_on_runs_done_and_is_not_said_without_one(client, user):
+    """A run cancelled at once had made the typical run take 0 s: "about 0 s left" beside nine runs
+    not started. The time left is the runs done's median times the work left, or not said."""
+    import datetime
+
+    from django.utils import timezone
+
+    from .factories import ExperimentFactory, RunFactory
+
+    experiment = ExperimentFactory(created_by=user)
+    host = HostFactory()
+    now = timezone.now()
+    RunFactory(experiment=experiment, host=host, status="cancelled", started_at=now, finished_at=now)
+    for _ in range(9):
+        RunFactory(experiment=experiment, host=host, status="queued")
+    client.force_login(user)
+    page = client.get(f"/experiments/{experiment.id}/").content.decode()
+    assert 'id="eta"' not in page and "0 s</span> left" not in page
+    # one run done in 40 s: nine more on one host, about 6 min
+    RunFactory(
+        experiment=experiment,
+        host=host,
+        status="done",
+        started_at=now - datetime.timedelta(seconds=40),
+        finished_at=now,
+    )
+    page = client.get(f"/experiments/{experiment.id}/").content.decode()
+    assert 'about <span id="eta">6 min</span> left' in page, page[
+        page.find("left") - 200 : page.find("left") + 20
+    ]

@@ -9,7 +9,7 @@ from experiments.models import Experiment, Run, RunStatus
 from experiments.services.imports import import_runs
 
 from .conftest import DATA
-from .factories import RunFactory
+from .factories import ExperimentFactory, RunFactory
 from .samples import sample
 
 pytestmark = pytest.mark.django_db
@@ -302,6 +302,12 @@ def test_sizes_not_given_stay_unknown_and_every_page_takes_the_run(api, client, 
     assert run["id"] not in {i for series in by_log["series"] for i in series.get("run_ids", [])}
     form = client.get("/imports/new/").content.decode()
     assert 'name="buffer_pool_size" value="128M"' not in form and "empty: not known" in form
+    # two experiments of one name are told apart by their ids; the intro names PostgreSQL's log
+    twin = ExperimentFactory(name=Experiment.objects.get(pk=experiment).name, created_by=user)
+    form = client.get("/imports/new/").content.decode()
+    name = Experiment.objects.get(pk=experiment).name
+    assert f">#{experiment} {name}</option>" in form and f">#{twin.pk} {name}</option>" in form
+    assert "PostgreSQL" in form[form.index("<h1>") : form.index('class="experiment-form"')]
 
 
 def test_a_recovery_timed_in_whole_seconds_says_so_beside_its_apply_rate(api, client, user):

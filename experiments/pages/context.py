@@ -61,12 +61,16 @@ class Progress:
 
 
 def experiment_progress(runs: list[Run]) -> Progress:
-    """x of N runs finished, and the time left: the median duration of the finished runs times
-    the work left, spread over the hosts that run them (one run at a time per host)."""
+    """x of N runs finished, and the time left: the median duration of the runs done times the
+    work left, spread over the hosts that run them (one run at a time per host). Runs that failed
+    or were cancelled say nothing of how long one takes (a page had said "about 0 s left" with
+    nine runs not started, after one cancelled at once): without a run done, no time is said."""
     finished = [r for r in runs if r.is_finished]
     running = [r for r in runs if r.status == RunStatus.RUNNING]
     durations = [
-        (r.finished_at - r.started_at).total_seconds() for r in finished if r.started_at and r.finished_at
+        (r.finished_at - r.started_at).total_seconds()
+        for r in finished
+        if r.status == RunStatus.DONE and r.started_at and r.finished_at and r.finished_at > r.started_at
     ]
     eta = None
     if durations and len(finished) < len(runs):

@@ -300,6 +300,13 @@ class ExperimentForm(forms.Form):
                 self.add_error(target, prefix + message)
 
 
+class ExperimentChoiceField(forms.ModelChoiceField):
+    """An experiment by its id and name: two of one name had been two identical lines."""
+
+    def label_from_instance(self, obj) -> str:
+        return f"#{obj.pk} {obj.name}"
+
+
 class ImportForm(forms.Form):
     """The import page. Parameter checks are import_runs'; its messages land on these fields."""
 
@@ -324,7 +331,7 @@ class ImportForm(forms.Form):
     rocksdb_log = forms.FileField(label="RocksDB LOG", required=False, help_text="RocksDB's LOG (MyRocks)")
     rocksdb_status_at_crash = forms.FileField(label="RocksDB status at the crash", required=False)
     sysbench_report = forms.FileField(label="sysbench report", required=False)
-    experiment = forms.ModelChoiceField(
+    experiment = ExperimentChoiceField(
         queryset=None, required=False, empty_label="a new experiment", help_text="chart them with these runs"
     )
     experiment_name = forms.CharField(required=False, help_text="for a new experiment")
