@@ -165,9 +165,10 @@ def submit(api: Api, definition: dict, key: str, out) -> dict:
     return experiment
 
 
-def wait(api: Api, experiment_id: int, timeout_s: float, poll_s: float, out) -> dict:
+def wait(api: Api, experiment_id: int, timeout_s: float, poll_s: float, out, cancel: bool = True) -> dict:
     """Poll the experiment until it finishes, a line on `out` whenever its runs move on. At the
-    timeout the experiment is cancelled (a host left running it would hold up the next ones)."""
+    timeout the experiment is cancelled (a host left running it would hold up the next ones),
+    unless `cancel` is false (another's experiment, a gate's baseline: left to run)."""
     deadline = time.monotonic() + timeout_s if timeout_s else None
     said = ""
     while True:
@@ -187,6 +188,11 @@ def wait(api: Api, experiment_id: int, timeout_s: float, poll_s: float, out) -> 
         if experiment["status"] in FINISHED:
             return experiment
         if deadline is not None and time.monotonic() > deadline:
+            if not cancel:
+                raise ClientError(
+                    f"experiment {experiment_id} did not finish within {timeout_s:g} s (left running; "
+                    "raise --timeout to wait longer)"
+                )
             api.post(f"/api/experiments/{experiment_id}/cancel/")
             raise ClientError(
                 f"experiment {experiment_id} did not finish within {timeout_s:.0f} s: cancelled "
@@ -355,7 +361,13 @@ COMPARISON_HEADERS = [
 def compare(
     api: Api, first: int, second: int, metrics: list[str], threshold: float, ignore=(), decide_disturbed=True
 ) -> tuple:
-    result = api.get("/api/compare/", experiments=f"{first},{second}", ignore=",".join(sorted(ignore)))
+    # the p-values adjusted over the metrics decided on, not every metric the page shows
+    result = api.get(
+        "/api/compare/",
+        experiments=f"{first},{second}",
+        ignore=",".join(sorted(ignore)),
+        tested=",".join(metrics),
+    )
     return result, *comparison_rows(result, metrics, threshold, decide_disturbed)
 
 
@@ -449,7 +461,14 @@ def command_gate(api: Api, args, out) -> int:
     metrics = args.metric or list(DEFAULT_METRICS)
     baseline = api.get(f"/api/experiments/{args.baseline}/")
     if baseline["status"] not in FINISHED:
-        raise ClientError(f"the baseline, experiment {args.baseline}, is still {baseline['status']}")
+        if not args.wait:
+            raise ClientError(
+                f"the baseline, experiment {args.baseline}, is still {baseline['status']}: pass --wait to "
+                "wait for it to finish first"
+            )
+        print(f"waiting for the baseline, experiment {args.baseline}, to finish", file=out, flush=True)
+        wait(api, args.baseline, args.timeout, args.poll, out, cancel=False)
+        baseline = api.get(f"/api/experiments/{args.baseline}/")
     changed_settings(baseline.get("definition") or {}, definition)  # a sweep is refused before queueing
     experiment = submit(api, definition, args.key, out)
     # as stored: the server's defaults filled in on both sides
@@ -614,6 +633,11 @@ def parser() -> argparse.ArgumentParser:
         "--decide-on-disturbed-host",
         action="store_true",
         help="give a verdict on runs measured while other work used the host (default: exit 2, undecided)",
+    )
+    gate.add_argument(
+        "--wait",
+        action="store_true",
+        help="a baseline still queued or running: wait for it to finish (default: exit 2, nothing queued)",
     )
     waiting(gate)
     keyed(gate)

@@ -116,6 +116,55 @@ def test_the_gate_refuses_a_sweep_of_the_setting_it_changes_before_queueing_anyt
     assert Experiment.objects.count() == 2  # nothing new queued
 
 
+def test_the_gate_waits_for_a_baseline_still_queued_only_when_asked_and_never_cancels_it(
+    live_server, token, local_host, tmp_path
+):
+    baseline = ExperimentFactory(status="queued")
+    path = tmp_path / "same.yaml"
+    path.write_text(yaml.safe_dump({"name": "same"}))
+    refused = run_cli(live_server.url, token, "gate", str(path), "--baseline", str(baseline.id))
+    assert refused.returncode == 2 and "is still queued: pass --wait" in refused.stderr, refused.stderr
+    waited = run_cli(
+        live_server.url,
+        token,
+        "gate",
+        str(path),
+        "--baseline",
+        str(baseline.id),
+        "--wait",
+        "--timeout",
+        "0.5",
+        "--poll",
+        "0.2",
+    )
+    assert waited.returncode == 2 and f"waiting for the baseline, experiment {baseline.id}" in waited.stdout
+    assert "did not finish within 0.5 s (left running" in waited.stderr, waited.stderr
+    baseline.refresh_from_db()
+    assert baseline.status == "queued" and Experiment.objects.count() == 1  # not cancelled, nothing queued
+
+
+def test_the_gate_adjusts_its_p_values_over_the_metrics_it_decides_on(api):
+    """A gate on two metrics had adjusted over every metric the page shows (twelve comparisons)."""
+    baseline, candidate = two_builds(3.0)
+    query = {"experiments": f"{baseline.id},{candidate.id}", "ignore": "buffer_pool_size"}
+    everything = api.get("/api/compare/", query).json()
+    gated = api.get("/api/compare/", {**query, "tested": "recovery_seconds,downtime_seconds"}).json()
+    (cell,), (gated_cell,) = everything["cells"], gated["cells"]
+    tested = [
+        m
+        for m in ("recovery_seconds", "downtime_seconds")
+        if (gated_cell["metrics"].get(m) or {}).get("p_value")
+    ]
+    assert gated_cell["metrics"]["recovery_seconds"]["family"] == len(tested)
+    assert cell["metrics"]["recovery_seconds"]["family"] > len(tested)
+    assert (
+        gated_cell["metrics"]["recovery_seconds"]["p_adjusted"]
+        <= cell["metrics"]["recovery_seconds"]["p_adjusted"]
+    )
+    refused = api.get("/api/compare/", {**query, "tested": "recovery_seconds,bogus"})
+    assert refused.status_code == 400 and "bogus" in refused.json()["tested"][0]
+
+
 def test_compare_api_refuses_an_ignored_name_that_is_no_name(api):
     first, second = ExperimentFactory(), ExperimentFactory()
     answer = api.get("/api/compare/", {"experiments": f"{first.id},{second.id}", "ignore": "a;rm -rf"})

@@ -79,7 +79,10 @@ def _natural(key: tuple) -> list:
 
 
 def _metric_blocks(
-    matched: list[tuple[tuple, dict]], sides: list[list], spreads: dict[str, dict]
+    matched: list[tuple[tuple, dict]],
+    sides: list[list],
+    spreads: dict[str, dict],
+    tested: frozenset = frozenset(),
 ) -> list[dict[str, dict]]:
     """Per matched cell, each metric's summary per side and each later side against the cell's
     first side (its baseline), if that side ran it, significant only beyond the noise floor of
@@ -99,9 +102,12 @@ def _metric_blocks(
                     )
                     floors.append(aa.floor(hosts, metric, spreads))
     summaries = stats.summarize_many([values for *_, values in summary_requests])
-    # the resources' tests stand alone: in the family they would raise every other test's bar
-    family = [i for i, request in enumerate(compare_requests) if request[1] not in RESOURCE_METRICS]
-    alone = [i for i, request in enumerate(compare_requests) if request[1] in RESOURCE_METRICS]
+    # the resources' tests stand alone: in the family they would raise every other test's bar; so
+    # do the metrics a caller does not decide on (`tested`: a gate on two metrics had adjusted its
+    # p-values over all twelve the page shows)
+    in_family = (lambda m: m in tested) if tested else (lambda m: m not in RESOURCE_METRICS)  # noqa: E731
+    family = [i for i, request in enumerate(compare_requests) if in_family(request[1])]
+    alone = [i for i, request in enumerate(compare_requests) if not in_family(request[1])]
     comparisons: list = [None] * len(compare_requests)
     for indexes, in_family in ((family, True), (alone, False)):
         found = stats.compare_many(
@@ -135,6 +141,7 @@ def compare_experiments(
     ignore: frozenset = frozenset(),
     definitions: dict[int, dict] | None = None,
     spreads: dict[str, dict] | None = None,
+    tested: frozenset = frozenset(),
 ) -> dict:
     """GET /api/compare/: cells matched on engine and settings across experiments; each metric's
     ratio is the later experiment over the first, with its 95% interval. `ignore`: parameters and
@@ -154,7 +161,7 @@ def compare_experiments(
         lambda r: (r["engine"], *_settings_key(r, ignore)),
         experiment_ids,
     )
-    blocks = _metric_blocks(matched, [experiment_ids] * len(matched), spreads or {})
+    blocks = _metric_blocks(matched, [experiment_ids] * len(matched), spreads or {}, tested)
     for (key, per_side), metrics in zip(matched, blocks, strict=True):
         engine, parameters, options = key
         cell = {
@@ -328,14 +335,16 @@ def parse_ignored(text: str) -> frozenset:
     return frozenset(names)
 
 
-def comparison(ids: list[int], ignore: frozenset = frozenset()) -> dict:
+def comparison(ids: list[int], ignore: frozenset = frozenset(), tested: frozenset = frozenset()) -> dict:
+    """`tested`: the metrics the caller decides on (a gate's), the family whose p-values are
+    adjusted together; by default every compared metric but the resources'."""
     rows = list(Run.objects.filter(experiment_id__in=ids).values(*ROW_FIELDS))
     experiments = Experiment.objects.filter(id__in=ids).values("id", "name", "definition")
     names = {e["id"]: e["name"] for e in experiments}
     definitions = {e["id"]: e["definition"] for e in experiments}
     hosts = {row["host_label"] for row in rows}
     spreads = aa.host_spreads(hosts, exclude=set(ids))
-    result = compare_experiments(rows, ids, names, ignore, definitions, spreads)
+    result = compare_experiments(rows, ids, names, ignore, definitions, spreads, tested)
     floors = {
         host: aa.spread_text(host, spreads.get(host, {}).get("recovery_seconds"))
         for host in sorted(hosts)

@@ -18,6 +18,7 @@ from experiments.analysis.compare import (
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.analysis.planner_form import MAX_TARGET_SECONDS, MAX_WRITE_MB_PER_S, PlannerForm
+from experiments.analysis.sentences import COMPARED_METRICS
 from experiments.api.common import CSVRenderer, wants_csv
 from experiments.api.csv import explore_csv
 from experiments.definition import BUILD_NAME
@@ -121,6 +122,13 @@ class CompareView(APIView):
                 description="parameters or server options, comma-separated, left out of the match (the "
                 "change under test, e.g. server_build or buffer_pool_size): runs are pooled over them",
             ),
+            OpenApiParameter(
+                "tested",
+                {"type": "array", "items": {"type": "string", "enum": sorted(COMPARED_METRICS)}},
+                explode=False,
+                description="the metrics you decide on, comma-separated (a gate's): their p-values are "
+                "adjusted together, as one family; by default every compared metric is",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
     )
@@ -135,7 +143,18 @@ class CompareView(APIView):
             ignore = parse_ignored(request.query_params.get("ignore", ""))
         except ValueError as exc:
             return Response({"ignore": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(comparison(ids, ignore))
+        tested = frozenset(name for name in request.query_params.get("tested", "").split(",") if name.strip())
+        unknown = sorted(tested - set(COMPARED_METRICS))
+        if unknown:
+            return Response(
+                {
+                    "tested": [
+                        f"not a compared metric: {', '.join(unknown)} (one of {', '.join(COMPARED_METRICS)})"
+                    ]
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(comparison(ids, ignore, tested))
 
 
 class PlannerView(APIView):
