@@ -208,3 +208,25 @@ def test_the_time_left_stands_on_runs_done_and_is_not_said_without_one(client, u
     assert 'about <span id="eta">6 min</span> left' in page, page[
         page.find("left") - 200 : page.find("left") + 20
     ]
+
+
+@pytest.mark.django_db
+def test_a_raw_file_downloads_as_the_bytes_kept_and_is_never_rendered(client, user):
+    from experiments.models import RunFile
+
+    from .factories import RunFactory
+
+    run = RunFactory()
+    content = (
+        b"2026-11-28 03:00:00 0 [Note] InnoDB: Starting crash recovery\n<script>alert(1)</script>\n\xff\xfe"
+    )
+    RunFile.objects.create(run=run, name="error.log", content=content, size_bytes=len(content))
+    client.force_login(user)
+    page = client.get(f"/runs/{run.id}/files/error.log").content.decode()
+    assert f'href="/runs/{run.id}/files/error.log/download"' in page
+    response = client.get(f"/runs/{run.id}/files/error.log/download")
+    assert response.status_code == 200 and response.content == content
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"] == f'attachment; filename="run-{run.id}-error.log"'
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert client.get(f"/runs/{run.id}/files/missing.log/download").status_code == 404

@@ -69,6 +69,7 @@ MATRIX = [
     ("post", "runs/<pk>/include/", "/runs/{run}/include/", {}, AUTHOR_PAGE),
     ("post", "runs/<pk>/reparse/", "/runs/{run}/reparse/", {}, AUTHOR_PAGE),
     ("get", "runs/<pk>/files/<name>", "/runs/{run}/files/error.log", None, READ),
+    ("get", "runs/<pk>/files/<name>/download", "/runs/{run}/files/error.log/download", None, READ),
     ("get", "explore/", "/explore/", None, READ),
     ("get", "compare/", "/compare/", None, READ),
     ("get", "compare/report/", "/compare/report/?experiments={experiment},{other_experiment}", None, READ),

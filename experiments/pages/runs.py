@@ -3,9 +3,10 @@ exclusion, annotation and re-parse."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from experiments import services
@@ -126,6 +127,18 @@ def run_file(request, pk: int, name: str):
     run = get_object_or_404(Run, pk=pk)
     raw = get_object_or_404(run.files, name=name)
     return render(request, "experiments/run_file.html", {"run": run, "file": raw})
+
+
+@login_required
+def run_file_download(request, pk: int, name: str):
+    """The file's bytes as kept, to save: an attachment the browser never renders (a server's log
+    is anyone's text), named after the run."""
+    run = get_object_or_404(Run, pk=pk)
+    raw = get_object_or_404(run.files, name=name)
+    response = HttpResponse(bytes(raw.content), content_type="application/octet-stream")
+    response["Content-Disposition"] = content_disposition_header(True, f"run-{run.pk}-{raw.name}")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @login_required
