@@ -90,7 +90,9 @@ def test_mysql_batches_split_the_scan_and_the_apply_into_their_goes():
     assert scan.seconds == pytest.approx(0.5 + 0.5) and apply.seconds == pytest.approx(1.0 + 0.25)
     assert len(scan.parts()) == len(apply.parts()) == 2
     assert scan.seconds + apply.seconds == pytest.approx(crash.recovery_seconds)
-    assert [batch.records for batch in crash.batches] == [1000, 500] and crash.redo_records_applied == 1500
+    # "Applying a batch of N redo log records" counts the pages of the recovery hash (n_addrs)
+    assert [batch.pages for batch in crash.batches] == [1000, 500] and crash.pages_to_recover == 1500
+    assert crash.redo_records_applied is None
     assert crash.to_dict()["phases"][1]["parts"][1] == [
         "2024-03-01T10:00:01.500000+00:00",
         "2024-03-01T10:00:02.000000+00:00",

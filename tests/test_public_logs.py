@@ -208,7 +208,7 @@ def test_percona8_complete_recovery_with_trimmed_time_only_stamps():
     episode = only_episode(parsed)
     # "checkpoint_lsn = 536974192", "scanned up to log sequence number 536978901"
     assert (episode.checkpoint_lsn, episode.crash_lsn, episode.redo_bytes) == (536974192, 536978901, 4709)
-    assert episode.redo_records_applied == 11  # "Applying a batch of 11 redo log records ..."
+    assert episode.pages_to_recover == 11  # "Applying a batch of 11 redo log records ...": pages
     # 18.886229 "Database was not shutdown normally!" -> 19.409674 "Apply batch completed!"
     assert episode.recovery_seconds == pytest.approx(0.523445)
     assert episode.ready_seconds == pytest.approx(19.960638 - 18.811222)
@@ -217,7 +217,7 @@ def test_percona8_complete_recovery_with_trimmed_time_only_stamps():
 
 def test_mysql80_apply_batch_with_percentages():
     episode = only_episode(parse("mysql80_recovery.txt", "B"))
-    assert (episode.crash_lsn, episode.redo_records_applied) == (57812429, 770)
+    assert (episode.crash_lsn, episode.pages_to_recover) == (57812429, 770)
     assert episode.phase("redo_apply").seconds == pytest.approx(31.368832 - 31.319354)
 
 
@@ -226,7 +226,7 @@ def test_mysql80_crash_during_apply_is_reported():
     episode = only_episode(parsed)
     # "whereas checkpoint_lsn = 44923494" is the checkpoint; parsing starts a little before it
     assert (episode.checkpoint_lsn, episode.crash_lsn) == (44923494, 44972150)
-    assert episode.redo_records_applied == 48
+    assert episode.pages_to_recover == 48
     assert episode.recovery_seconds is None
     assert any("got signal 11" in w for w in parsed.warnings)
 
@@ -266,7 +266,7 @@ def test_mysql84_entrypoint_lines_do_not_start_the_episode():
 
 def test_mysql80_manual_example_wrapped_rollback_count():
     episode = only_episode(parse("mysql80_recovery.txt", "I"))
-    assert (episode.crash_lsn, episode.redo_records_applied) == (713458156, 1467)
+    assert (episode.crash_lsn, episode.pages_to_recover) == (713458156, 1467)
     assert (episode.trx_rolled_back, episode.rows_undone) == (1, 561887)
 
 
@@ -274,7 +274,7 @@ def test_mysql80_manual_example_wrapped_rollback_count():
 def test_mysql80_clean_start_with_a_batch_of_zero_records_is_not_a_recovery(key):
     episode = only_episode(parse("mysql80_recovery.txt", key))
     assert not episode.crash_recovery
-    assert episode.redo_records_applied is None
+    assert episode.pages_to_recover is None
 
 
 def test_mysql80_prefix_stripped_lines_are_still_an_error_log():

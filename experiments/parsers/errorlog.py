@@ -7,7 +7,8 @@ episode. The traps are handled where they bite:
 - on 5.5-5.7 the redo scan ("Log scan progressed past the checkpoint", "Doing recovery: scanned
   up to") is logged before "Starting crash recovery": recovery starts with the scan; MySQL 8.0
   logs "Starting to parse redo log" on every start, so it only dates a recovery found later;
-- a clean MySQL 8.0.30+ start logs "Applying a batch of 0 redo log records": not a recovery;
+- a clean MySQL 8.0.30+ start logs "Applying a batch of 0 redo log records": not a recovery; the
+  number of a batch counts the pages it applies to, not records;
 - MariaDB 10.8+ logs no "Apply batch completed": the redo apply ends with the first line logged
   after its final batch started;
 - at default verbosity MySQL 8.0+ logs no InnoDB notes: the recovery is then only known from the
@@ -446,13 +447,16 @@ class _SourceReader:
                 self._start_apply(episode, moment)
                 self._apply_open = True
         elif match := _APPLY_BATCH.search(text):
-            records = int(match.group(1)) if match.group(1) else None
-            if records != 0:  # 5.x "Starting an apply batch" is only ever a recovery
+            # "Applying a batch of N redo log records": N is the recovery hash's page addresses
+            # (recv_sys->n_addrs, later n_pages_to_recover, in log0recv.cc), not records: pages to
+            # recover, as MariaDB's "To recover: N pages" (46.6 MiB of redo had read as 2,185 records)
+            pages = int(match.group(1)) if match.group(1) else None
+            if pages != 0:  # 5.x "Starting an apply batch" is only ever a recovery
                 self._begin_crash_recovery(episode, moment)
-            if records:
-                episode.redo_records_applied = (episode.redo_records_applied or 0) + records
-            if episode.crash_recovery and records != 0:
-                episode.batches.append(Batch(moment, records=records))
+            if pages:
+                episode.pages_to_recover = (episode.pages_to_recover or 0) + pages
+            if episode.crash_recovery and pages != 0:
+                episode.batches.append(Batch(moment, pages=pages))
                 self._start_apply(episode, moment)
         elif _APPLY_DONE.search(text):
             if episode.crash_recovery and episode.crash_started_at:

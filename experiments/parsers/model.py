@@ -61,7 +61,8 @@ class Phase:
 class Batch:
     """One batch of a recovery that applies its redo in several: where it began, the LSN its
     redo was read up to (MariaDB; None for the final batch, which reads to the end), and the
-    pages or records it applied as the server logged them."""
+    pages it applied to as the server logged them (MySQL's "N redo log records" counts pages; only
+    TokuFT counts records)."""
 
     start: datetime | None
     lsn: int | None = None
@@ -108,7 +109,7 @@ class Episode:
     wal_files: list[int] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
     # A recovery whose redo does not fit its buffer pool at once applies it in batches (MariaDB:
-    # "Multi-batch recovery needed at LSN"; MySQL: "Applying a batch of N redo log records").
+    # "Multi-batch recovery needed at LSN"; MySQL: "Applying a batch of N redo log records", N pages).
     batches: list[Batch] = field(default_factory=list)
     multi_batch_lsn: int | None = None
     # The seed's own interval (MySQL: "Starting crash recovery" to the last "Apply batch
