@@ -19,6 +19,7 @@ INTEGER_METRICS = (
     "acknowledged_commits",
     "lost_commits",
     "recovery_disk_read_bytes",
+    "recovery_batches",
 )
 FLOAT_METRICS = (
     "recovery_seconds",
@@ -69,6 +70,7 @@ LABELS = {
     "recovery_busiest_cpu_share": "recovery's busiest thread (share of one core)",
     "recovery_core_wait_share": "recovery's busiest thread waiting for a core (share of the recovery)",
     "recovery_disk_read_bytes": "recovery's reads from the disk (bytes)",
+    "recovery_batches": "batches the redo was applied in",
 }
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 

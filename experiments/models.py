@@ -251,6 +251,9 @@ class RunMetrics(models.Model):
     recovery_busiest_cpu_share = models.FloatField(null=True, blank=True)
     # ...and the share of the recovery it was ready to run but waited for a core (other work had it)
     recovery_core_wait_share = models.FloatField(null=True, blank=True)
+    # How many batches the recovery applied its redo in (MariaDB "To recover", MySQL "Applying a
+    # batch"): more than one where the redo did not fit the buffer pool at once.
+    recovery_batches = models.IntegerField(null=True, blank=True)
     recovery_disk_read_bytes = models.BigIntegerField(null=True, blank=True)
 
     class Meta:

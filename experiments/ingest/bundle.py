@@ -122,6 +122,7 @@ def analyse_run(
                 redo_bytes=crash.redo_bytes,
                 pages_to_recover=crash.pages_to_recover,
                 redo_records_applied=crash.redo_records_applied,
+                recovery_batches=len(crash.batches) or None,
                 trx_rolled_back=crash.trx_rolled_back,
                 rows_undone=crash.rows_undone,
                 recovery_seconds=crash.recovery_seconds,
