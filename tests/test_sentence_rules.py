@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.analysis import stats
+from experiments.analysis.cells import ROW_FIELDS, build_cells
 from experiments.analysis.planner import MIB, PlanRefused, Point, plan
 from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS, finding_sentence
 from experiments.analysis.stats import compare
@@ -16,6 +17,7 @@ from experiments.analysis.where import HELD_BACK, resource_sentence
 from experiments.ingest.resources import thread_shares, verdict
 from experiments.metrics import NUMERIC_METRICS
 from experiments.pages.context import compared_value
+from experiments.reports.answers import repeat_answers, startup_answers, tradeoff_answers
 from experiments.reports.findings import parameter_findings, redo_findings
 from experiments.reports.planner import plan_sentences
 from experiments.units import parse_size
@@ -302,3 +304,116 @@ def test_a_redo_finding_on_runs_held_equal_says_the_design_fixed_it():
     (said,) = redo_findings(rows)
     assert "387 to 391 MiB" in said and "cannot show how recovery grows with redo" in said
     assert "other costs" not in said
+
+
+def row_of(**values) -> dict:
+    """A run as the analysis reads it (cells.ROW_FIELDS)."""
+    row = dict.fromkeys(ROW_FIELDS)
+    row.update(
+        status="done", suspect=False, excluded=False, disturbed=False, imported=False, host_label="local"
+    )
+    row.update(
+        engine="innodb", server_options={}, phases={}, phase_resolution={}, server_version="", experiment_id=1
+    )
+    row.update(values)
+    return row
+
+
+positive = st.floats(0.05, 50.0)
+
+
+@QUICK
+@given(st.lists(st.lists(positive, min_size=1, max_size=4), min_size=1, max_size=8))
+def test_the_repeats_are_said_with_their_own_range_and_agree_only_within_ten_percent(cells_values):
+    """Rule (seed 001): a cell's repeats are said with their own min and max; "agree" only where
+    they spread within 10% of their median; many cells name the widest."""
+    rows = [
+        row_of(
+            id=len(cells_values) * 10 + i * 5 + j,
+            parameters={"buffer_pool_size": f"{i + 1}M"},
+            recovery_seconds=v,
+        )
+        for i, values in enumerate(cells_values)
+        for j, v in enumerate(values)
+    ]
+    said = repeat_answers(build_cells(rows))
+    repeated = [values for values in cells_values if len(values) >= 2]
+    if not repeated:
+        assert said == []
+        return
+    if len(repeated) > 6:
+        (line,) = said
+        widest = max(repeated, key=lambda v: (max(v) - min(v)) / statistics.median(v))
+        assert f"took {min(widest):.3g} s to {max(widest):.3g} s" in line, (line, widest)
+        return
+    for values, line in zip(repeated, said, strict=True):
+        assert f"its {len(values)} runs took {min(values):.3g} s to {max(values):.3g} s" in line, line
+        share = (max(values) - min(values)) / statistics.median(values)
+        assert ("the repeats agree" in line) == (share <= 0.1), (share, line)
+
+
+@QUICK
+@given(
+    st.lists(positive, min_size=2, max_size=4),
+    st.lists(positive, min_size=2, max_size=4),
+    st.lists(st.floats(1000, 9000), min_size=2, max_size=4),
+    st.lists(st.floats(1000, 9000), min_size=2, max_size=4),
+    st.floats(0, 20000),
+    st.floats(0, 20000),
+)
+def test_the_trade_off_says_fewer_pages_and_a_gain_only_where_the_numbers_have_them(
+    recovery_small, recovery_large, tps_small, tps_large, pages_small, pages_large
+):
+    """Rule (seed 004): "fewer pages" only where the larger log wrote fewer; its ratio is the
+    medians'; "no measurable gain in throughput" where the TPS test found no difference, a gain
+    or a loss only where it did."""
+    rows = []
+    for log, took, tps, pages in (
+        ("128M", recovery_small, tps_small, pages_small),
+        ("1G", recovery_large, tps_large, pages_large),
+    ):
+        for seconds, rate in zip(took, tps, strict=False):
+            rows.append(
+                row_of(
+                    id=len(rows) + 1,
+                    parameters={"redo_log_size": log},
+                    recovery_seconds=seconds,
+                    workload_tps=rate,
+                    pages_written=pages,
+                )
+            )
+    said = tradeoff_answers(rows, build_cells(rows))
+    if not pages_small:
+        assert said == []
+        return
+    (line,) = said
+    assert ("fewer pages" in line) == (0 < pages_large < pages_small), line
+    if 0 < pages_large < pages_small:
+        assert f"about {pages_small / pages_large:.3g}x fewer pages" in line
+    small = [r["workload_tps"] for r in rows if r["parameters"]["redo_log_size"] == "128M"]
+    large = [r["workload_tps"] for r in rows if r["parameters"]["redo_log_size"] == "1G"]
+    tps = compare(small, large)
+    assert ("no measurable gain in throughput" in line) == (not tps.significant), line
+
+
+@QUICK
+@given(
+    st.dictionaries(st.sampled_from([1, 200, 2000]), st.lists(positive, min_size=2, max_size=4), min_size=2)
+)
+def test_a_startup_parameter_is_compared_on_the_restart_every_value_and_said_plainly(downtimes):
+    """Rule (seed 003): binary log files act after crash recovery: every value against the fewest
+    on the downtime; "did not change the restart" exactly where no comparison is beyond the noise."""
+    rows = [
+        row_of(id=i * 10 + j, parameters={"binlog_files": files}, downtime_seconds=d, recovery_seconds=0.1)
+        for i, (files, values) in enumerate(sorted(downtimes.items()))
+        for j, d in enumerate(values)
+    ]
+    (line,) = startup_answers(rows, ["binlog_files"])
+    fewest = min(downtimes)
+    for files in downtimes:
+        assert f" at {files:,}" in line  # every cell, the 200-file one too
+    results = [compare(downtimes[fewest], downtimes[f], min_effect=1.25) for f in sorted(downtimes)[1:]]
+    family = stats.compare_many(
+        [(downtimes[fewest], downtimes[f]) for f in sorted(downtimes)[1:]], [1.25] * len(results), family=True
+    )
+    assert ("did not change the restart" in line) == (not any(r.significant for r in family)), line

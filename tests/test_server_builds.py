@@ -188,6 +188,17 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
             rf"(?:build {build} \({server}\)|{system}), with no interval: \d+ runs? measured 0"
         )
         assert re.search(compared, findings), findings
+    # seed 001's question, did the repeats take the same time: each cell's range and spread, said
+    for build in ("system", name, mysql):
+        took = sorted(r.recovery_seconds for r in runs.all() if r.parameters["server_build"] == build)
+        if took[0] > 0:
+            said = f"its 2 runs took {took[0]:.3g} s to {took[1]:.3g} s of crash recovery, a spread of "
+            assert (
+                said in findings and f"{(took[1] - took[0]) / ((took[0] + took[1]) / 2):.0%}" in findings
+            ), (
+                said,
+                findings,
+            )
     # each server's profile: its own program at the top, even where it ran through a loader;
     # and against the system's, which functions moved
     for run in runs.all():

@@ -18,7 +18,7 @@ from experiments.charts.layout import (
     colour,
     fit_grid,
 )
-from experiments.charts.tradeoff import tradeoff_chart
+from experiments.charts.tradeoff import pages_chart, tradeoff_chart
 from experiments.units import MIB
 from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
 
@@ -396,4 +396,5 @@ def experiment_figures(
     figures["redo"] = redo_fit_chart(charted, floors)
     figures["phases"] = phase_chart(cells)
     figures["tradeoff"] = tradeoff_chart(cells)
+    figures["pages"] = pages_chart(cells)  # seed 004's answer: page writes saved against recovery
     return {name: figure for name, figure in figures.items() if figure["data"]}

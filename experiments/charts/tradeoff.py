@@ -150,3 +150,48 @@ def _interval(summaries: list, scale: float) -> dict:
         above.append(max(high - summary.median, 0) * scale)
         below.append(max(summary.median - low, 0) * scale)
     return {"type": "data", "symmetric": False, "array": above, "arrayminus": below, "thickness": 1.5}
+
+
+def pages_chart(cells: list[Cell]) -> dict:
+    """Seed 004's answer as one picture: crash recovery against the pages written while running,
+    a point per redo log size (its median and intervals both ways), a line per engine and other
+    setting. Drawn where two or more cells of a series wrote pages or differ in them."""
+    measured = [
+        c
+        for c in cells
+        if "redo_log_size" in c.parameters
+        and c.median("recovery_seconds") is not None
+        and c.median("pages_written") is not None
+    ]
+    series = {key: mine for key, mine in _series(measured).items() if len(mine) >= 2}
+    if not series or not any(c.median("pages_written") for mine in series.values() for c in mine):
+        return {"data": [], "layout": {}}
+    traces = []
+    for index, ((engine, others), mine) in enumerate(series.items()):
+        name = ENGINE_NAMES.get(engine, engine) + (f" · {others}" if others else "")
+        recovery = [c.summaries["recovery_seconds"] for c in mine]
+        pages = [c.summaries["pages_written"] for c in mine]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers+text",
+                "name": name,
+                "x": [s.median for s in pages],
+                "y": [s.median for s in recovery],
+                "text": [f"log {c.parameters['redo_log_size']}" for c in mine],
+                "textposition": "top center",
+                "marker": {"color": colour(engine, index), "size": 9},
+                "line": {"color": colour(engine, index), "dash": "dot"},
+                "error_x": _interval(pages, 1.0),
+                "error_y": _interval(recovery, 1.0),
+                "hovertemplate": "%{text}: %{x:,.0f} pages written, %{y:.3f} s of crash recovery"
+                f"<extra>{name}</extra>",
+            }
+        )
+    layout = base_layout(
+        "Pages written while running against crash recovery, per redo log size (medians; bars: 95% "
+        f"intervals, the runs' range under {MIN_REPETITIONS} runs)",
+        xaxis={"title": {"text": "pages written while running"}, "rangemode": "tozero", "automargin": True},
+        yaxis={"title": {"text": "crash recovery (s)"}, "rangemode": "tozero", "automargin": True},
+    )
+    return {"data": traces, "layout": layout}

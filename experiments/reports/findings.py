@@ -21,6 +21,7 @@ from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import finding_sentence
 from experiments.engines import replay_seconds
 from experiments.prediction import NARROW_SPAN, server_named
+from experiments.reports.answers import STARTUP_PARAMETERS, answers
 from experiments.reports.bound import bound_findings
 from experiments.reports.moved import what_moved
 from experiments.units import MIB, SizeError, parse_size
@@ -219,7 +220,8 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
     requests = []
     compared_rows: dict[tuple, tuple] = {}
     for axis in axes:
-        if axis in ("engine", "host", "server_version"):
+        # a parameter acting outside crash recovery is compared on the downtime (answers.py)
+        if axis in ("engine", "host", "server_version") or axis in STARTUP_PARAMETERS:
             continue
         groups: dict[tuple, dict] = defaultdict(lambda: defaultdict(list))
         for row in rows:
@@ -315,13 +317,13 @@ def findings(rows: list[dict], cells: list[Cell], axes: list[str], spreads: dict
     """The experiment's findings in sentences; `spreads`: its hosts' (aa.host_spreads), if known."""
     if spreads is None:
         spreads = aa.host_spreads({row["host_label"] for row in rows})
+    ordered = [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER)
     return [
         *headline_findings(cells),
+        *answers(rows, cells, ordered, spreads),
         *redo_findings(rows),
         *bound_findings(rows, cells),
-        *parameter_findings(
-            rows, [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER), spreads
-        ),
+        *parameter_findings(rows, ordered, spreads),
         *engine_findings(rows, spreads),
     ]
 
