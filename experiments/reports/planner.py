@@ -2,13 +2,15 @@
 that swept redo. Binary units throughout (MiB, GiB), as the servers' own settings count them."""
 
 import math
+import statistics
+from collections import defaultdict
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Max
 
-from experiments.analysis.cells import ENGINE_NAMES
+from experiments.analysis.cells import ENGINE_NAMES, settings_text
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.models import Run, RunStatus
 from experiments.prediction import Prediction, orchestrator_verdicts
@@ -135,19 +137,53 @@ def target_above(seconds: float) -> float:
     return round(math.ceil(seconds / step) * step, 10)
 
 
-def _whose_target(target: float, longest: float) -> str:
+def _whose_target(target: float, longest: float, carried: str = "") -> str:
     if settings.RTO_SECONDS:
         return f"The target is the team's recovery time objective: {target:g} s of downtime (RTO_SECONDS)."
+    if carried:
+        return (
+            f"No recovery time objective is set (RTO_SECONDS), so the target is {target:g} s: {carried}, the "
+            "shortest target these runs carry (the answer lies within the redo they replayed); the planner "
+            "page answers any other."
+        )
     return (
         f"No recovery time objective is set (RTO_SECONDS), so the target is the longest downtime these "
         f"runs measured, {longest:.2f} s, rounded up to {target:g} s."
     )
 
 
+def carried_target(question: dict, runs) -> tuple[float, str, object] | None:
+    """The shortest target, of the settings' median downtimes rounded up, whose plan the runs
+    carry: an answer inside the redo they replayed, with a redo log size that keeps a crash under
+    it. (The longest downtime, rounded up, put every answer at the edge of the data or past it.)
+    (target, which setting's median it is, the plan) or None."""
+    by_cell: dict[str, list[float]] = defaultdict(list)
+    for parameters, downtime in runs.values_list("parameters", "downtime_seconds"):
+        by_cell[settings_text({"parameters": parameters or {}, "server_options": {}})].append(downtime)
+    tried = set()
+    for median, cell in sorted((statistics.median(values), cell) for cell, values in by_cell.items()):
+        target = target_above(median)
+        if target in tried:
+            continue
+        tried.add(target)
+        try:
+            answer, _ = plan_from({**question, "target_downtime_seconds": target})
+        except PlanRefused:
+            continue
+        if not answer.extrapolated and answer.log_size_suggestion:
+            return (
+                target,
+                f"the median downtime at {cell or 'one setting'}, {median:.2f} s, rounded up",
+                answer,
+            )
+    return None
+
+
 def sweep_plans(experiment_id: int) -> list[SweepPlan]:
     """For each host and engine of the experiment: the planner's answer from its runs alone, for
     the team's recovery time objective (settings.RTO_SECONDS), or where none is set for the
-    longest downtime they measured, said so (the planner page answers any other)."""
+    shortest target the runs carry (carried_target), else the longest downtime they measured,
+    said so (the planner page answers any other)."""
     groups = (
         Run.objects.filter(
             experiment_id=experiment_id,
@@ -170,6 +206,21 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
             "experiments": [experiment_id],
             "target_downtime_seconds": target,
         }
+        carried = None
+        if not settings.RTO_SECONDS:
+            runs = Run.objects.filter(
+                experiment_id=experiment_id,
+                host_label=host,
+                engine=engine,
+                status=RunStatus.DONE,
+                suspect=False,
+                excluded=False,
+                redo_bytes__isnull=False,
+                downtime_seconds__isnull=False,
+            )
+            carried = carried_target(question, runs)
+            if carried:
+                target = question["target_downtime_seconds"] = carried[0]
         shown = SweepPlan(
             title=f"{ENGINE_NAMES.get(engine, engine)} on {host}",
             planner_query=urlencode(
@@ -181,7 +232,11 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
         except PlanRefused as refused:
             shown.sentences = [f"No plan from these runs: {refused.reason}."]
         else:
-            shown.sentences = [_whose_target(target, longest), *plan_sentences(answer.as_dict(), question)]
+            said = carried[1] if carried else ""
+            shown.sentences = [
+                _whose_target(target, longest, said),
+                *plan_sentences(answer.as_dict(), question),
+            ]
             shown.warnings = answer.warnings
         plans.append(shown)
     return plans
