@@ -17,8 +17,9 @@ from experiments.charts.resources import with_resources
 from experiments.charts.run import timeline_chart
 from experiments.ingest.bundle import analyse_run
 from experiments.ingest.profile import NOT_EXPORTED, stacks_of
-from experiments.ingest.resources import RESOURCES_FILE, verdict
+from experiments.ingest.resources import RESOURCES_FILE
 from experiments.ingest.seconds import AFTER_CRASH
+from experiments.ingest.verdict import verdict
 from runner import floor
 from runner.probe import host_facts
 

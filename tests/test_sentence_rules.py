@@ -14,7 +14,7 @@ from experiments.analysis.planner import MIB, PlanRefused, Point, plan
 from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS, finding_sentence
 from experiments.analysis.stats import compare
 from experiments.analysis.where import HELD_BACK, resource_sentence
-from experiments.ingest.resources import thread_shares, verdict
+from experiments.ingest.verdict import thread_shares, verdict
 from experiments.metrics import NUMERIC_METRICS
 from experiments.pages.context import compared_value
 from experiments.reports.answers import repeat_answers, startup_answers, tradeoff_answers

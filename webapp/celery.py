@@ -1,6 +1,6 @@
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -19,3 +19,14 @@ def route_task(name, args, kwargs, options, task=None, **kw):
     if name in ALERT_TASKS:
         return {"queue": settings.CELERY_ALERTS_QUEUE}
     return None
+
+
+@signals.task_prerun.connect
+def forget_content_types(**_):
+    """Each task reads content types afresh: a worker that outlives its database (restored from a
+    backup, a test session's next database) had kept the old ids, and the audit entry a host's
+    probe writes then failed on them ("the probe stopped before it ended"). One cache clear, no
+    query until one is needed."""
+    from django.contrib.contenttypes.models import ContentType
+
+    ContentType.objects.clear_cache()

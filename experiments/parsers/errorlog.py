@@ -71,7 +71,7 @@ _IMPLICIT_START = re.compile(
     _IB + r"(?:The InnoDB memory heap is disabled|Mutexes and rw_locks use"
     r"|Compressed tables use zlib|Initializing buffer pool)|\[InnoDB\] InnoDB initialization has started"
 )
-_SHUTDOWN_DONE = re.compile(r"\S+: Shutdown complete|Shutdown completed")
+_SHUTDOWN_DONE = re.compile(r"\S+: Shutdown complete|Shutdown completed|\[Server\] MySQL Server - end\.")
 
 _INIT_START = re.compile(r"\[InnoDB\] InnoDB initialization has started")
 _INIT_END = re.compile(r"\[InnoDB\] InnoDB initialization has ended")
@@ -194,6 +194,7 @@ def _lsn(high: str, low: str | None) -> int:
     return (int(high) << 32) + int(low) if low is not None else int(high)
 
 
+NO_SHUTDOWN_EVIDENCE = "a start with no shutdown logged since the server was last ready"
 _DISTRIBUTION = re.compile(r"\(+(?:Debian|Ubuntu)\)+")
 
 
@@ -251,6 +252,15 @@ class _SourceReader:
         if after_break:
             self.episode.break_note = after_break
             self.episode.broke_from = previous
+        elif (
+            start
+            and previous is not None
+            and previous.ready_at
+            and not (previous.shut_down or previous.failed)
+        ):
+            # the server was ready and logged no stop before this start: it was killed (or lost its
+            # power); at log_error_verbosity 2 MySQL 8+ says nothing else of the crash (_explain)
+            self.episode.after_unclean_stop = True
         self.parsed.episodes.append(self.episode)
         self._reset_episode_state()
         self._fresh_start = start or "implicit"
@@ -513,6 +523,7 @@ class _SourceReader:
             self._ends_episode = True
         elif _SHUTDOWN_DONE.search(text):
             self._ends_episode = True
+            episode.shut_down = True
         elif match := _PLUGIN_FAILED.search(text):
             self.parsed.warn(f"at {moment or 'a line without a timestamp'}: {text[match.start() :][:200]}")
         else:
@@ -665,6 +676,11 @@ def _explain(parsed: ParsedFile, episode: Episode) -> None:
     """Warnings for what an episode cannot tell, and the upper bound MySQL 8 gives where InnoDB
     logged nothing."""
     started = iso(episode.started_at)
+    if episode.after_unclean_stop and episode.ready_at and not (episode.crash_recovery or episode.failed):
+        # a start that got ready after one that never stopped: a crash restart whose recovery
+        # logged nothing (MySQL 8+ at log_error_verbosity 2); a failed or cut-off one is left be
+        episode.crash_recovery, episode.engine = True, episode.engine or "innodb"
+        episode.crash_evidence = episode.crash_evidence or NO_SHUTDOWN_EVIDENCE
     if episode.failed:
         parsed.warn(
             f"the start at {started} failed before it was ready: {episode.failure}"
@@ -678,8 +694,9 @@ def _explain(parsed: ParsedFile, episode: Episode) -> None:
         bound = episode.open_phase("crash_recovery", init.start)
         bound.end = init.end
         parsed.warn(
-            f"the start at {started} logged no InnoDB recovery notes (MySQL 8 at "
-            "log_error_verbosity < 3): its recovery time is InnoDB initialization, an upper bound"
+            f"the start at {started} logged no InnoDB recovery notes (MySQL 8+ at log_error_verbosity 2, "
+            f"the default; the crash known from {episode.crash_evidence or 'the rollback'}): its recovery "
+            "time is InnoDB initialization, an upper bound"
         )
     elif not episode.phase("crash_recovery"):
         binlog = episode.phase("binlog_recovery")

@@ -106,6 +106,12 @@ class Episode:
     trx_rolled_back: int | None = None
     rows_undone: int | None = None
     ready_at: datetime | None = None
+    # A clean stop was logged ("Shutdown complete", "MySQL Server - end"): the next start is no
+    # crash restart. One ready and never stopped is one (MySQL 8+ at log_error_verbosity 2 logs no
+    # recovery line at all).
+    shut_down: bool = False
+    # This start came after one that was ready and logged no stop (killed, or the power lost).
+    after_unclean_stop: bool = False
     wal_files: list[int] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
     # A recovery whose redo does not fit its buffer pool at once applies it in batches (MariaDB:

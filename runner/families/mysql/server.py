@@ -40,11 +40,11 @@ class MySQLServer(MariaDBServer):
         return None if "MariaDB" in line else line[line.index("Ver ") :][:200]
 
     def server_args(self, loading: bool = False) -> list[str]:
-        args = [
-            *super().server_args(loading),
-            "--mysqlx=OFF",
-            "--log-error-verbosity=3",  # the recovery's lines are Notes
-        ]
+        args = [*super().server_args(loading), "--mysqlx=OFF"]
+        if not any(arg.startswith("--log_error_verbosity=") for arg in args):
+            # the recovery's lines are Notes; a run may ask for production's default (2), where
+            # a crash restart shows only as a start with no shutdown since the last ready
+            args.append("--log-error-verbosity=3")
         if not any(arg.startswith("--log-bin=") for arg in args):
             args.append("--disable-log-bin")  # on by default since MySQL 8.0
         return args

@@ -1,0 +1,152 @@
+"""A run's verdict: which resource held its recovery back, from what its threads used over it
+(resources.py's readings), in one sentence whose word is checked against the shares said beside
+it (docs/resources.md, docs/sentences.md). No Django."""
+
+from experiments.parsers import Episode
+
+# Below this the readings are too few to say what bound a recovery.
+MIN_READINGS = 4
+# A thread on a core this share of the recovery is bound by it; the process over this share of
+# the host's cores is CPU-bound across them; reads at this share of the disk's measured rate are
+# the disk's, where the thread's largest share was neither a core nor the disk.
+ONE_CORE_SHARE = 0.8
+ALL_CORES_SHARE = 0.8
+DISK_SHARE = 0.5
+
+
+def _percent(share: float) -> str:
+    """0.8162 -> '82%'; under 1% one decimal, so a little is not said as nothing."""
+    return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
+
+
+def _mib(n: float) -> str:
+    return f"{n / (1 << 20):,.1f} MiB" if n < 10 << 30 else f"{n / (1 << 30):,.2f} GiB"
+
+
+def verdict(found: dict, crash: Episode | None) -> dict:
+    """{"bound": one of cpu_one_core, cpu_all_cores, host_busy, disk, waiting, mixed, unknown;
+    "sentence"}: which resource held the recovery back, from what its threads used over it. The
+    word is the busiest thread's largest share (on a core, waiting for one, on the disk, the rest),
+    and every share is said beside it (docs/sentences.md); "one core" needs most of its time."""
+    recovery = found.get("recovery")
+    if recovery is None:
+        return {"bound": "unknown", "sentence": "no recovery was logged: nothing to say what bound it"}
+    seconds = recovery["seconds"]
+    interval = found.get("interval_s") or 0.1
+    if seconds < MIN_READINGS * interval:
+        return {
+            "bound": "unknown",
+            "sentence": (
+                f"recovery took {seconds:.3f} s, too short to say what bound it "
+                f"(the threads were read every {interval:g} s)"
+            ),
+        }
+    busiest = recovery["threads"][0] if recovery["threads"] else None
+    floor = found.get("floor") or {}
+    cpus = found.get("cpus") or 1
+    read, rchar = recovery["read_bytes"], recovery["rchar"]
+    parts = [f"recovery {seconds:.2f} s"]
+    in_memory = found.get("in_memory")
+    if in_memory:
+        parts.append(f"its files were in memory ({in_memory}): no disk took part")
+    elif rchar or read:
+        disk = f"read {_mib(read)} from the disk at {recovery['read_mb_s']:,.1f} MB/s"
+        if floor.get("seq_read_mb_s"):
+            share = _percent(recovery["read_mb_s"] / floor["seq_read_mb_s"])
+            disk += f", {share} of this disk's sequential read (fio: {floor['seq_read_mb_s']:,.0f} MB/s)"
+
+        if rchar > 2 * max(read, 1):
+            disk += f", and {_mib(rchar - read)} more from the page cache"
+        parts.append(disk)
+    parts.append(f"{recovery['cores']:.2f} of {cpus} cores busy")
+    disk_share = recovery["read_mb_s"] / floor["seq_read_mb_s"] if floor.get("seq_read_mb_s") else None
+    phase = _longest_phase(crash)
+    during = f" ({phase})" if phase else ""
+    shares = thread_shares(busiest)
+    spent = shares_text(shares)
+    # the server's own threads over the host's cores: the CPU across them, whatever one thread did
+    if (recovery["cores"] or 0) >= ALL_CORES_SHARE * cpus:
+        bound, said = "cpu_all_cores", f"bound by the CPU, all {cpus} cores{during}"
+    elif shares is None:
+        bound, said = "unknown", "no thread was read over the recovery"
+    else:
+        largest = max(shares, key=lambda kind: shares[kind])
+        thread = busiest["name"]
+        if largest == "queue":
+            # ready to run, no core free: other work on the host had them (the run is disturbed)
+            bound = "host_busy"
+            said = f"held back by other work on the host, not by one core{during}: {thread} {spent}"
+        elif largest == "cpu" and shares["cpu"] >= ONE_CORE_SHARE:
+            bound, said = "cpu_one_core", f"bound by one core{during}: {thread} {spent}"
+        elif largest == "disk" or (
+            not in_memory and largest == "other" and disk_share is not None and disk_share >= DISK_SHARE
+        ):
+            bound, said = "disk", f"bound by the disk{during}: {thread} {spent}"
+        elif largest == "other":
+            bound = "waiting"
+            said = (
+                f"its largest share went to neither a core nor the disk (locks, fsync, sleeps){during}: "
+                f"{thread} {spent}"
+            )
+        else:  # on a core more than anything else, but not most of the time
+            bound = "mixed"
+            said = f"no one resource held it back{during}: {thread} {spent}"
+    if not floor.get("seq_read_mb_s") and not in_memory:
+        said += "; this host's disk was not measured, so its reads are not set against its floor"
+    return {"bound": bound, "sentence": "; ".join(parts) + ": " + said}
+
+
+# A thread's time over the recovery: on a core, ready but waiting for one, waiting on the disk,
+# and the rest (locks, fsync, sleeps); said in this order.
+SHARE_WORDS = {
+    "cpu": "on a core",
+    "queue": "waiting for a core",
+    "disk": "waiting on the disk",
+    "other": "waiting otherwise",
+}
+
+
+def thread_shares(thread: dict | None) -> dict[str, float] | None:
+    """The shares of the recovery a thread spent on a core (schedstat), ready but waiting for one
+    (schedstat), on the disk (its readings in state D) and otherwise (the rest); None without a
+    reading. Readings are snapshots: the three measured may sum a little over 1, the rest is then 0."""
+    if thread is None or thread.get("cpu_share") is None:
+        return None
+    cpu = min(1.0, thread["cpu_share"] or 0.0)
+    queue = min(1.0 - cpu, thread.get("runqueue_share") or 0.0)
+    disk = min(1.0 - cpu - queue, thread.get("disk_wait_share") or 0.0)
+    return {"cpu": cpu, "queue": queue, "disk": disk, "other": max(0.0, 1.0 - cpu - queue - disk)}
+
+
+def shares_text(shares: dict[str, float] | None) -> str:
+    """'was on a core 15%, waiting for a core 73%, waiting on the disk 2%, waiting otherwise 10% of
+    the recovery': every share, so the verdict's word can be checked against them."""
+    if shares is None:
+        return ""
+    return (
+        "was "
+        + ", ".join(f"{SHARE_WORDS[kind]} {_percent(share)}" for kind, share in shares.items())
+        + " of the recovery"
+    )
+
+
+PHASE_WORDS = {
+    "redo_scan": "redo scan",
+    "redo_apply": "redo apply",
+    "wal_replay": "WAL replay",
+    "data_directory_sync": "data directory fsync",
+    "recovery_checkpoint": "end-of-recovery checkpoint",
+    "binlog_recovery": "binlog / XA recovery",
+    "tokudb_recovery": "TokuDB recovery",
+}
+
+
+def _longest_phase(crash: Episode | None) -> str | None:
+    if crash is None:
+        return None
+    timed = [
+        (phase.seconds, PHASE_WORDS[phase.name])
+        for phase in crash.phases
+        if phase.name in PHASE_WORDS and phase.seconds is not None
+    ]
+    return f"mostly {max(timed)[1]}" if timed else None
