@@ -499,3 +499,85 @@ def test_postgresql_s_csvlog_and_jsonlog_tell_the_same_crash_recovery_as_its_std
     # from "was interrupted" to "was not properly shut down": the data directory's fsync
     assert phases["data_directory_sync"] == 0.147
     assert parsed.server_version == "PostgreSQL 15.20"
+
+
+DEFAULT_VERBOSITY = MYSQL_9_7 / "default_verbosity"
+
+
+@pytest.mark.parametrize(
+    ("method", "crashed", "started", "initialized", "ready"),
+    [
+        ("sigkill", [False, False, True, False], "03:41:57.098729", (57.342385, 58.438634), 1.527425),
+        ("power_loss", [False, True, False], "03:42:10.409327", (10.657151, 11.662612), 1.497200),
+    ],
+)
+def test_mysql_9_7_at_default_verbosity_a_start_with_no_shutdown_since_ready_is_a_crash_restart(
+    method, crashed, started, initialized, ready
+):
+    """The product's own runs at log_error_verbosity 2 (tests/data/mysql-9.7/default_verbosity,
+    read by hand): no recovery line at all. The start after a server that was ready and never
+    stopped is the crash restart, its recovery bounded by InnoDB's initialization, and said so;
+    the server is Oracle's MySQL as Debian packages it, not Percona."""
+    parsed = parse_path(DEFAULT_VERBOSITY / method / "error.log")
+    assert (parsed.flavor, parsed.server_version) == ("mysql", "9.7.4-2")
+    assert [e.crash_recovery for e in parsed.episodes] == crashed
+    (crash,) = parsed.crash_episodes
+    assert crash.started_at.strftime("%H:%M:%S.%f") == started
+    assert crash.recovery_seconds == pytest.approx(initialized[1] - initialized[0], abs=1e-6)
+    assert crash.ready_seconds == pytest.approx(ready, abs=1e-3)
+    (said,) = [w for w in parsed.warnings if "InnoDB initialization, an upper bound" in w]
+    assert "log_error_verbosity 2" in said and "no shutdown logged since the server was last ready" in said
+    # the clean start after it took a quarter of the time: the bound holds more than InnoDB's start
+    clean = parsed.episodes[-1].phase("innodb_init").seconds
+    assert clean < 0.3 < crash.recovery_seconds
+
+
+def test_a_compose_log_of_several_services_is_read_for_the_database_s_lines():
+    """`docker compose logs`: each line prefixed with its service, the web's among the database's
+    (one of them says "ready for connections" too)."""
+    lines = (DEFAULT_VERBOSITY / "sigkill" / "error.log").read_text().splitlines()
+    mixed = []
+    for index, line in enumerate(lines):
+        mixed.append(f"db-1   | {line}")
+        if index % 3 == 0:
+            mixed.append(
+                f"web-1  | 2026-11-28T03:41:5{index % 10}.000000Z [info] ready for connections: GET /health 200"
+            )
+    alone, composed = (
+        parse_path(DEFAULT_VERBOSITY / "sigkill" / "error.log"),
+        parse_bytes("compose.log", "\n".join(mixed).encode()),
+    )
+    assert [e.crash_recovery for e in composed.episodes] == [e.crash_recovery for e in alone.episodes]
+    assert composed.crash_episodes[0].recovery_seconds == alone.crash_episodes[0].recovery_seconds
+    assert [e.ready_seconds for e in composed.episodes] == [e.ready_seconds for e in alone.episodes]
+
+
+def test_a_run_of_mysql_9_7_at_default_verbosity_is_ingested_with_its_bound_said():
+    """The run's own bundle, as the dashboard ingests it: a recovery time (the bound), the warning
+    that says what it is, and no redo volume claimed."""
+    from experiments.ingest.bundle import analyse_run
+
+    folder = DEFAULT_VERBOSITY / "sigkill"
+    files = {path.name: path.read_bytes() for path in folder.iterdir() if path.name != "README.md"}
+    analysis = analyse_run(json.loads(files["result.json"]), files, "innodb", 512 << 20)
+    assert analysis.metrics["recovery_seconds"] == pytest.approx(1.096249, abs=1e-6)
+    assert analysis.metrics.get("redo_bytes") is None
+    assert any("an upper bound" in warning for warning in analysis.warnings), analysis.warnings
+
+
+@pytest.mark.parametrize(
+    ("version", "flavor"),
+    [
+        ("9.7.4-2", "mysql"),
+        ("8.0.36-2", "mysql"),
+        ("8.0.32-25", "percona"),
+        ("5.6.31-77.0", "percona"),
+        ("5.7.20-19", "percona"),
+    ],
+)
+def test_a_one_digit_revision_from_8_0_on_is_a_distribution_s_not_percona_s(version, flavor):
+    """Debian's Oracle MySQL ("9.7.4-2") had been named Percona where its lines did not say
+    "(Debian)" (a start line alone, at log_error_verbosity 2)."""
+    from experiments.parsers.errorlog import flavor_of
+
+    assert flavor_of(version, "mysqld (mysqld {version}) starting as process 1096") == flavor

@@ -207,7 +207,13 @@ def flavor_of(version: str, context: str = "") -> str:
         return "mariadb"
     if "percona" not in text and _DISTRIBUTION.search(context):
         return "mysql"  # Oracle's server as Debian or Ubuntu packaged it: "9.7.4-2 ... (Debian)"
-    if "percona" in text or re.search(r"-rel\d|^\d+\.\d+\.\d+-\d+(?:\.\d+)?$", version):
+    if "percona" in text or re.search(r"-rel\d", version):
+        return "percona"
+    # "5.6.31-77.0", "8.0.32-25": Percona's build after the version. A one-digit one from 8.0 on
+    # is a distribution's revision (Debian's Oracle MySQL "9.7.4-2", whose lines at
+    # log_error_verbosity 2 had been read as Percona's); a Percona log that says so is one anyway
+    build = re.search(r"^\d+\.\d+\.\d+-(\d+)(?:\.\d+)?$", version)
+    if build and (int(major.group(1)) < 8 or int(build.group(1)) >= 10):
         return "percona"
     return "mysql"
 
