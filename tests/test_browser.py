@@ -27,6 +27,14 @@ def plotted_run_ids(page, holder_id: str) -> list[int]:
     )
 
 
+def drawn_charts(page, *holders: str) -> None:
+    """Scroll to each chart, as a reader does, and wait until it is drawn: a page draws the charts
+    off the screen when they come near it (static/js/charts.js)."""
+    for holder in holders:
+        page.locator(holder).scroll_into_view_if_needed()
+        page.wait_for_selector(f"{holder} .main-svg")
+
+
 def log_in(page, live_server):
     UserFactory(username="alice", password="correct horse battery")
     page.goto(f"{live_server.url}/experiments/")
@@ -80,6 +88,7 @@ def test_create_an_experiment_through_the_form_and_see_the_chart(
     assert page.locator("td[data-metric=recovery_seconds]").inner_text() != "-"
     attempt = page.locator("tr[data-attempt='1']")
     assert "done" in attempt.inner_text() and "celery@" in attempt.inner_text()
+    drawn_charts(page, "#samples-chart", "#timeline-chart")
     screenshot(page, "run.png")
 
 

@@ -7,7 +7,7 @@ import pytest
 from experiments.models import Run
 
 from .conftest import wait_for
-from .test_browser import log_in, screenshot
+from .test_browser import drawn_charts, log_in, screenshot
 
 
 @pytest.mark.browser
@@ -46,7 +46,8 @@ def test_the_run_page_charts_the_workload_live_then_the_crash_and_the_restart(
     screenshot(page, "run-live.png")
 
     # The page reloads itself once the run is done: the seconds up to the crash, and the restart.
-    page.wait_for_selector("#timeline-chart .main-svg", timeout=300_000)
+    page.wait_for_selector("#timeline-chart", state="attached", timeout=300_000)
+    drawn_charts(page, "#samples-chart", "#timeline-chart")  # drawn as a reader scrolls to them
     assert "crash (kill -9)" in page.locator("#samples-chart").inner_text()
     assert "redo apply" in page.locator("#timeline-chart").inner_text()
     run.refresh_from_db()

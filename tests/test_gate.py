@@ -17,7 +17,7 @@ from django.conf import settings
 
 from experiments.services.tokens import new_token
 
-from .test_browser import log_in, screenshot
+from .test_browser import drawn_charts, log_in, screenshot
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / ".venv" / "bin" / "recovery-lab"
@@ -203,8 +203,7 @@ def test_gate_fails_ten_times_the_redo_with_exit_1_and_its_run_page_shows_why(
     run = Run.objects.filter(experiment_id=slower_id, status="done").first()
     log_in(page, live_server)
     page.goto(f"{live_server.url}/runs/{run.id}/")
-    page.wait_for_selector("#samples-chart .main-svg")
-    page.wait_for_selector("#timeline-chart .main-svg")
+    drawn_charts(page, "#samples-chart", "#timeline-chart")
     samples = page.locator("#samples-chart").inner_text()
     assert "crash (kill -9)" in samples and "checkpoint age" in samples
     timeline = page.locator("#timeline-chart").inner_text()

@@ -133,7 +133,7 @@ def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits
     from experiments.models import Run
 
     from .conftest import wait_for
-    from .test_browser import log_in, screenshot
+    from .test_browser import drawn_charts, log_in, screenshot
 
     body = {
         "name": "Power loss: log flush at commit",
@@ -180,9 +180,8 @@ def test_an_experiment_of_log_flush_settings_under_power_loss_shows_lost_commits
         lossy.lost_commits
     )
     assert "crashed by a power cut" in page.locator("h1 + p").inner_text()
-    page.wait_for_selector("#samples-chart .main-svg")
+    drawn_charts(page, "#samples-chart", "#timeline-chart")
     assert "power cut" in page.locator("#samples-chart").inner_text()
-    page.wait_for_selector("#timeline-chart .main-svg")
     assert "power cut: unsynced writes dropped" in page.locator("#timeline-chart").inner_text()
     screenshot(page, "power-loss-run.png")
 

@@ -43,6 +43,11 @@ window.RecoveryLab = (function () {
     if (queue.length === 1) window.setTimeout(drawNext, 0);
   }
 
+  function nearScreen(holder) {
+    const box = holder.getBoundingClientRect();
+    return box.bottom >= 0 && box.top <= window.innerHeight * 1.5;
+  }
+
   function onScreen(holder) {
     const box = holder.getBoundingClientRect();
     return box.bottom > 0 && box.top < window.innerHeight;
@@ -54,6 +59,33 @@ window.RecoveryLab = (function () {
     draw(next.holder, next.figure);
     if (queue.length) window.setTimeout(drawNext, 0);
   }
+
+  // Charts off the screen wait until they come near it (a page of many: the run page's six and
+  // its flame graph had taken 15 s to draw at once on a busy host). Reports draw all
+  // (<body data-draw-all>: the PDF prints them), and so does printing.
+  const waiting = new Map();
+  const observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (!(entry.isIntersecting || entry.intersectionRatio > 0) || !waiting.has(entry.target)) return;
+      const figure = waiting.get(entry.target);
+      waiting.delete(entry.target);
+      observer.unobserve(entry.target);
+      drawSoon(entry.target, figure);
+    });
+  }, {rootMargin: "50% 0px"}) : null;
+  function drawWhenSeen(holder, figure) {
+    if (!holder || !figure) return;
+    if (!observer || document.body.dataset.drawAll !== undefined || nearScreen(holder)) {
+      drawSoon(holder, figure);
+      return;
+    }
+    waiting.set(holder, figure);
+    observer.observe(holder);
+  }
+  window.addEventListener("beforeprint", function () {
+    waiting.forEach(function (figure, holder) { observer.unobserve(holder); draw(holder, figure); });
+    waiting.clear();
+  });
 
   function drawEmbedded(scriptId, holderId) {
     const source = document.getElementById(scriptId);
@@ -80,5 +112,5 @@ window.RecoveryLab = (function () {
     if (source) drawSoon(holder, JSON.parse(source.textContent));
   });
 
-  return {draw: draw, drawSoon: drawSoon, drawEmbedded: drawEmbedded, poll: poll};
+  return {draw: draw, drawSoon: drawSoon, drawWhenSeen: drawWhenSeen, drawEmbedded: drawEmbedded, poll: poll};
 })();

@@ -5,8 +5,9 @@
   const figures = document.getElementById("run-figures");
   if (figures) {
     const found = JSON.parse(figures.textContent);
+    // each when it comes near the screen, those on it first (charts.js)
     Object.keys(found).forEach(function (name) {
-      window.RecoveryLab.draw(document.getElementById(name + "-chart"), found[name]);
+      window.RecoveryLab.drawWhenSeen(document.getElementById(name + "-chart"), found[name]);
     });
   }
 })();
