@@ -184,16 +184,16 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
     the team's recovery time objective (settings.RTO_SECONDS), or where none is set for the
     shortest target the runs carry (carried_target), else the longest downtime they measured,
     said so (the planner page answers any other)."""
+    planned = Run.objects.filter(
+        experiment_id=experiment_id,
+        status=RunStatus.DONE,
+        suspect=False,
+        excluded=False,
+        redo_bytes__isnull=False,
+        downtime_seconds__isnull=False,
+    )
     groups = (
-        Run.objects.filter(
-            experiment_id=experiment_id,
-            status=RunStatus.DONE,
-            suspect=False,
-            excluded=False,
-            redo_bytes__isnull=False,
-            downtime_seconds__isnull=False,
-        )
-        .order_by("host_label", "engine")
+        planned.order_by("host_label", "engine")
         .values_list("host_label", "engine")
         .annotate(longest=Max("downtime_seconds"))
     )
@@ -208,17 +208,7 @@ def sweep_plans(experiment_id: int) -> list[SweepPlan]:
         }
         carried = None
         if not settings.RTO_SECONDS:
-            runs = Run.objects.filter(
-                experiment_id=experiment_id,
-                host_label=host,
-                engine=engine,
-                status=RunStatus.DONE,
-                suspect=False,
-                excluded=False,
-                redo_bytes__isnull=False,
-                downtime_seconds__isnull=False,
-            )
-            carried = carried_target(question, runs)
+            carried = carried_target(question, planned.filter(host_label=host, engine=engine))
             if carried:
                 target = question["target_downtime_seconds"] = carried[0]
         shown = SweepPlan(
