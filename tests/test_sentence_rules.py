@@ -303,7 +303,11 @@ def test_a_redo_finding_on_runs_held_equal_says_the_design_fixed_it():
     ]
     (said,) = redo_findings(rows)
     assert "387 to 391 MiB" in said and "cannot show how recovery grows with redo" in said
-    assert "other costs" not in said
+    assert "other costs" not in said and "crash plan" not in said  # the design is not assumed
+    # the definition's crash plan held it: said so
+    (said,) = redo_findings(rows, {"when": "at_redo_bytes", "redo_bytes": ["384M"]})
+    held = "387 to 391 MiB of redo, within 20%), as the crash plan held it (crash.redo_bytes 384M): they"
+    assert held in said
 
 
 def row_of(**values) -> dict:

@@ -18,7 +18,16 @@ def engine_where(engine: str, host: str, several_hosts: bool) -> str:
     return f"{name} on {host}" if several_hosts else name
 
 
-def redo_findings(rows: list[dict]) -> list[str]:
+def held_by_design(crash: dict | None) -> str:
+    """', as the crash plan held it (crash.redo_bytes 384M)' where the definition crashed every run
+    at one redo target; '' otherwise."""
+    target = (crash or {}).get("redo_bytes")
+    if isinstance(target, list):
+        target = target[0] if len(target) == 1 else None
+    return f", as the crash plan held it (crash.redo_bytes {target})" if target else ""
+
+
+def redo_findings(rows: list[dict], crash: dict | None = None) -> list[str]:
     """Per engine and host: how recovery grows with the redo to replay (the fitted line), where
     the runs' redo spans a range that can show it (docs/sentences.md):
 
@@ -42,8 +51,8 @@ def redo_findings(rows: list[dict]) -> list[str]:
         if len(group) >= 3 and max(xs) - min(xs) < NARROW_SPAN * max(xs):
             found.append(
                 f"{where}: these {len(group)} runs replayed nearly the same redo ({span}, within "
-                f"{NARROW_SPAN:.0%}): they cannot show how recovery grows with redo (sweep "
-                "crash.redo_bytes or the redo log size for that)."
+                f"{NARROW_SPAN:.0%}){held_by_design(crash)}: they cannot show how recovery grows with "
+                "redo (sweep crash.redo_bytes or the redo log size for that)."
             )
             continue
         fit = stats.fit_line(xs, ys)
