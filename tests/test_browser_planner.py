@@ -2,6 +2,8 @@
 private mariadbd crashed when the redo to replay reaches 8, 24 and 48 MiB, twice each: 6 runs in 3
 cells), and the planner answers from them."""
 
+import re
+
 import pytest
 
 from experiments import services
@@ -116,3 +118,10 @@ def test_planner_page_answers_from_real_runs(page, live_server, local_host, cele
     assert all(text == "0" or text.endswith(("KiB", "MiB", "GiB")) for text in axis["ticktext"]), axis[
         "ticktext"
     ]
+    # the experiment's report plans for a target its real runs carry: no negative time, no answer
+    # past the redo they replayed, and a headline no measured cell contradicts
+    page.goto(f"{live_server.url}/experiments/{experiment.id}/report/")
+    plan = page.locator("#redo-plan").inner_text()
+    assert "so the target is" in plan and not re.search(r"-\d[\d.]* s\b", plan), plan
+    if "the median downtime at" in plan:  # a target the runs carry (else the longest, said so)
+        assert "outside the redo these runs replayed" not in plan, plan
