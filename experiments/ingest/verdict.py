@@ -6,11 +6,14 @@ from experiments.parsers import Episode
 
 # Below this the readings are too few to say what bound a recovery.
 MIN_READINGS = 4
-# A thread on a core this share of the recovery is bound by it; the process over this share of
+# A thread that wanted a core (on it, or ready and waiting) this share of the recovery, on one more
+# than anything else, is bound by one core; the process over this share of
 # the host's cores is CPU-bound across them; reads at this share of the disk's measured rate are
 # the disk's, where the thread's largest share was neither a core nor the disk.
 ONE_CORE_SHARE = 0.8
 ALL_CORES_SHARE = 0.8
+# Said beside "one core": its thread waited for a core this share of the recovery or more.
+CONTENDED_SHARE = 0.1
 DISK_SHARE = 0.5
 
 
@@ -27,7 +30,8 @@ def verdict(found: dict, crash: Episode | None) -> dict:
     """{"bound": one of cpu_one_core, cpu_all_cores, host_busy, disk, waiting, mixed, unknown;
     "sentence"}: which resource held the recovery back, from what its threads used over it. The
     word is the busiest thread's largest share (on a core, waiting for one, on the disk, the rest),
-    and every share is said beside it (docs/sentences.md); "one core" needs most of its time."""
+    and every share is said beside it (docs/sentences.md); "one core" needs it on a core more than
+    anything else and wanting one 80% of the time."""
     recovery = found.get("recovery")
     if recovery is None:
         return {"bound": "unknown", "sentence": "no recovery was logged: nothing to say what bound it"}
@@ -76,8 +80,11 @@ def verdict(found: dict, crash: Episode | None) -> dict:
             # ready to run, no core free: other work on the host had them (the run is disturbed)
             bound = "host_busy"
             said = f"held back by other work on the host, not by one core{during}: {thread} {spent}"
-        elif largest == "cpu" and shares["cpu"] >= ONE_CORE_SHARE:
+        elif largest == "cpu" and shares["cpu"] + shares["queue"] >= ONE_CORE_SHARE:
+            # on a core more than anything else, and wanting one (on it or waiting) most of the time
             bound, said = "cpu_one_core", f"bound by one core{during}: {thread} {spent}"
+            if shares["queue"] >= CONTENDED_SHARE:
+                said += f"; other work on the host kept it off a core {_percent(shares['queue'])} of the time"
         elif largest == "disk" or (
             not in_memory and largest == "other" and disk_share is not None and disk_share >= DISK_SHARE
         ):
