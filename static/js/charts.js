@@ -61,8 +61,9 @@ window.RecoveryLab = (function () {
   }
 
   // Charts off the screen wait until they come near it (a page of many: the run page's six and
-  // its flame graph had taken 15 s to draw at once on a busy host). Reports draw all
-  // (<body data-draw-all>: the PDF prints them), and so does printing.
+  // its flame graph had taken 15 s to draw at once on a busy host). A page whose <body> has
+  // data-draw-all draws them all; printing draws those still waiting (reports draw theirs
+  // themselves, report.js, before their PDF is taken).
   const waiting = new Map();
   const observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
     entries.forEach(function (entry) {
