@@ -306,9 +306,15 @@ def test_a_redo_finding_on_runs_held_equal_says_the_design_fixed_it():
     assert "387 to 391 MiB" in said and "cannot show how recovery grows with redo" in said
     assert "other costs" not in said and "crash plan" not in said  # the design is not assumed
     # the definition's crash plan held it: said so
-    (said,) = redo_findings(rows, {"when": "at_redo_bytes", "redo_bytes": ["384M"]})
+    (said,) = redo_findings(rows, {"crash": {"when": "at_redo_bytes", "redo_bytes": ["384M"]}})
     held = "387 to 391 MiB of redo, within 20%), as the crash plan held it (crash.redo_bytes 384M): they"
     assert held in said
+    # or the same work each run, crashed after it (seed 001's design)
+    design = {"crash": {"when": "after_workload"}, "workload": {"name": "oltp_write_only", "events": 20000}}
+    (said,) = redo_findings(rows, design)
+    assert "as the design held it (the same 20,000 events each run, crashed after the workload)" in said
+    (said,) = redo_findings(rows, {**design, "workload": {"time_seconds": 60}})
+    assert "held it" not in said  # a timed workload writes what it gets through: not held
 
 
 def row_of(**values) -> dict:

@@ -146,7 +146,9 @@ def summary_table(cells: list[Cell]) -> list[dict]:
 
 def experiment_context(experiment: Experiment) -> dict:
     runs = list(experiment.runs.select_related("excluded_by").defer(*PER_RUN_DETAIL_FIELDS))
-    analysis = analysed([row_of(run) for run in runs], (experiment.definition or {}).get("crash"))
+    definition = experiment.definition or {}
+    design = {part: definition.get(part) for part in ("crash", "workload")}
+    analysis = analysed([row_of(run) for run in runs], design)
     progress = experiment_progress(runs)
     return {
         "experiment": experiment,
@@ -179,7 +181,7 @@ def disk_floors(run_ids: list[int]) -> dict[str, float]:
     return {name: rate for name, rate in found if isinstance(rate, int | float)}
 
 
-def analysed(rows: list[dict], crash: dict | None = None) -> dict:
+def analysed(rows: list[dict], design: dict | None = None) -> dict:
     """What the experiment page works out from its runs: cells, their summary, the charts and the
     findings (the report's sentences). Kept in the cache under a digest of everything it stands
     on, the runs' rows and their hosts' spreads (aa.host_spreads): a run that changed, a new one,
@@ -189,7 +191,7 @@ def analysed(rows: list[dict], crash: dict | None = None) -> dict:
     restart, as a new release makes, empties it."""
     spreads = aa.host_spreads({row["host_label"] for row in rows})
     floors = disk_floors([row["id"] for row in rows if row["redo_bytes"] is not None])
-    digest = hashlib.sha256(pickle.dumps((rows, spreads, floors, crash), protocol=5)).hexdigest()
+    digest = hashlib.sha256(pickle.dumps((rows, spreads, floors, design), protocol=5)).hexdigest()
     key = f"experiment-analysis:{digest}"
     found = caches["analysis"].get(key)
     if found is None:
@@ -201,7 +203,7 @@ def analysed(rows: list[dict], crash: dict | None = None) -> dict:
             "figures": experiment_figures(rows, cells, axes, floors),
             "axes": axes,
             # the report's sentences, on the page too
-            "findings": findings(rows, cells, axes, spreads, crash),
+            "findings": findings(rows, cells, axes, spreads, design),
         }
         caches["analysis"].set(key, found, ANALYSIS_CACHE_SECONDS)
     return found

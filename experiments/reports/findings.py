@@ -181,17 +181,17 @@ def findings(
     cells: list[Cell],
     axes: list[str],
     spreads: dict | None = None,
-    crash: dict | None = None,
+    design: dict | None = None,
 ) -> list[str]:
     """The experiment's findings in sentences; `spreads`: its hosts' (aa.host_spreads), if known;
-    `crash`: the definition's crash plan (what its design held)."""
+    `design`: the definition's crash plan and workload (what its design held equal)."""
     if spreads is None:
         spreads = aa.host_spreads({row["host_label"] for row in rows})
     ordered = [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER)
     return [
         *headline_findings(cells),
         *answers(rows, cells, ordered, spreads),
-        *redo_findings(rows, crash),
+        *redo_findings(rows, design),
         *bound_findings(rows, cells),
         *parameter_findings(rows, ordered, spreads),
         *engine_findings(rows, spreads),

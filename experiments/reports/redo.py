@@ -18,16 +18,23 @@ def engine_where(engine: str, host: str, several_hosts: bool) -> str:
     return f"{name} on {host}" if several_hosts else name
 
 
-def held_by_design(crash: dict | None) -> str:
-    """', as the crash plan held it (crash.redo_bytes 384M)' where the definition crashed every run
-    at one redo target; '' otherwise."""
-    target = (crash or {}).get("redo_bytes")
+def held_by_design(design: dict | None) -> str:
+    """How the definition held the redo equal, where it did: ', as the crash plan held it
+    (crash.redo_bytes 384M)' (every run crashed at one redo target), ', as the design held it (the
+    same 5,000 events each run, crashed after the workload)'; '' otherwise."""
+    crash, workload = (design or {}).get("crash") or {}, (design or {}).get("workload") or {}
+    target = crash.get("redo_bytes")
     if isinstance(target, list):
         target = target[0] if len(target) == 1 else None
-    return f", as the crash plan held it (crash.redo_bytes {target})" if target else ""
+    if target:
+        return f", as the crash plan held it (crash.redo_bytes {target})"
+    events = workload.get("events")
+    if crash.get("when") == "after_workload" and isinstance(events, int) and not workload.get("time_seconds"):
+        return f", as the design held it (the same {events:,} events each run, crashed after the workload)"
+    return ""
 
 
-def redo_findings(rows: list[dict], crash: dict | None = None) -> list[str]:
+def redo_findings(rows: list[dict], design: dict | None = None) -> list[str]:
     """Per engine and host: how recovery grows with the redo to replay (the fitted line), where
     the runs' redo spans a range that can show it (docs/sentences.md):
 
@@ -51,7 +58,7 @@ def redo_findings(rows: list[dict], crash: dict | None = None) -> list[str]:
         if len(group) >= 3 and max(xs) - min(xs) < NARROW_SPAN * max(xs):
             found.append(
                 f"{where}: these {len(group)} runs replayed nearly the same redo ({span}, within "
-                f"{NARROW_SPAN:.0%}){held_by_design(crash)}: they cannot show how recovery grows with "
+                f"{NARROW_SPAN:.0%}){held_by_design(design)}: they cannot show how recovery grows with "
                 "redo (sweep crash.redo_bytes or the redo log size for that)."
             )
             continue
