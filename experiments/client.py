@@ -520,9 +520,11 @@ def refuse_to_pass(result: dict, rows: list[list[str]], undecided: int) -> None:
             "to take the verdict as measured"
         )
     if undecided:  # a pass must stand on intervals: one run a side can never be significant
+        why = sorted({row[-1].split(" (host disturbed")[0] for row in rows if row[-1].startswith(UNDECIDED)})
         raise ClientError(
-            f"{undecided} comparison(s) could not be decided (no values on one side, or fewer than 2 "
-            "runs a side): repeat the runs (3 or more repetitions) before trusting a pass"
+            f"{undecided} comparison(s) could not be decided ({'; '.join(why)}): a pass must stand on an "
+            "interval; repeat the runs (3 or more repetitions), or measure more work where a run was "
+            "shorter than its log resolves"
         )
 
 
