@@ -57,6 +57,11 @@ def below_resolution(seconds: float | None, resolution_s: float | None) -> bool:
     return seconds is not None and bool(resolution_s) and seconds < resolution_s
 
 
+def seconds_text(value: float) -> str:
+    """A finding's duration: three significant digits, whole seconds from 100 s ('0.0181 s', '391 s')."""
+    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
+
+
 def duration_text(seconds: float | None, resolution_s: float | None = None) -> str:
     """'1.234 s'; '< 5 ms' below the resolution its lines were timed at (which is not zero);
     'not measured' where nothing timed it."""

@@ -80,6 +80,14 @@ PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_f
 CRASH_AXES = ("crash_redo_bytes", "crash_when", "crash_after_seconds")
 
 
+def log_bytes(cell: "Cell") -> int:
+    """A cell's redo log size in bytes, 0 where it has none that reads as a size."""
+    try:
+        return parse_size(str(cell.parameters.get("redo_log_size")))
+    except SizeError:
+        return 0
+
+
 def analysable(row: dict) -> bool:
     return row["status"] == "done" and not row["suspect"] and not row["excluded"]
 

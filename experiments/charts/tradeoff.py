@@ -4,7 +4,7 @@ with its 95% interval; a series per engine and per other setting that differs. A
 cannot say anything (pages written all zero: flushing held back) is left out with the reason
 and what to change said under the chart."""
 
-from experiments.analysis.cells import ENGINE_NAMES, Cell, settings_text
+from experiments.analysis.cells import ENGINE_NAMES, Cell, log_bytes, settings_text
 from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.layout import base_layout, colour
 from experiments.units import MIB, parse_size
@@ -21,10 +21,6 @@ GAP = 0.05
 FLUSHING_WORDS = {"held_back": "held back", "natural": "natural"}
 
 
-def _log_bytes(cell: Cell) -> int:
-    return _sized(str(cell.parameters.get("redo_log_size")))
-
-
 def _series(cells: list[Cell]) -> dict[tuple, list[Cell]]:
     """The cells by engine and by every other setting that differs among them (the log size
     is the axis), each series' cells by log size."""
@@ -36,7 +32,7 @@ def _series(cells: list[Cell]) -> dict[tuple, list[Cell]]:
     groups: dict[tuple, list[Cell]] = {}
     for cell in cells:
         groups.setdefault((cell.engine, settings_text(others(cell))), []).append(cell)
-    return {key: sorted(mine, key=_log_bytes) for key, mine in sorted(groups.items())}
+    return {key: sorted(mine, key=log_bytes) for key, mine in sorted(groups.items())}
 
 
 def flushing_of(cells: list[Cell]) -> list[str]:

@@ -13,18 +13,14 @@ import statistics
 from collections import defaultdict
 
 from experiments.analysis import aa, stats
-from experiments.analysis.cells import ENGINE_NAMES, Cell, analysable, settings_text
-from experiments.units import duration_text, parse_size
+from experiments.analysis.cells import ENGINE_NAMES, Cell, analysable, log_bytes, settings_text
+from experiments.units import duration_text, seconds_text
 
 # A cell's repeats are listed one sentence each up to this many cells; beyond, one sentence says
 # the widest and how many were within 10%.
 REPEATS_LISTED = 6
 # Parameters that act outside crash recovery: the phase they act on, and how a reader says them.
 STARTUP_PARAMETERS = {"binlog_files": ("binlog_recovery", "binary log files", "binlog / XA recovery")}
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
 
 
 def repeat_answers(cells: list[Cell]) -> list[str]:
@@ -43,23 +39,16 @@ def repeat_answers(cells: list[Cell]) -> list[str]:
         within = sum(share <= 0.1 for share, *_ in spread)
         return [
             f"Repeats: in {within} of {len(spread)} settings the runs' crash recovery spread within 10% of "
-            f"their median; the widest, {cell.label}, took {_seconds(summary.min)} to "
-            f"{_seconds(summary.max)} ({widest:.0%} of its median, {summary.n} runs)."
+            f"their median; the widest, {cell.label}, took {seconds_text(summary.min)} to "
+            f"{seconds_text(summary.max)} ({widest:.0%} of its median, {summary.n} runs)."
         ]
     return [
-        f"{cell.label}: its {summary.n} runs took {_seconds(summary.min)} to {_seconds(summary.max)} "
-        f"of crash recovery, a spread of {share:.0%} of their median ({_seconds(summary.median)})"
+        f"{cell.label}: its {summary.n} runs took {seconds_text(summary.min)} to {seconds_text(summary.max)} "
+        f"of crash recovery, a spread of {share:.0%} of their median ({seconds_text(summary.median)})"
         + (": the repeats agree" if share <= 0.1 else "")
         + "."
         for share, cell, summary in spread
     ]
-
-
-def _log_bytes(cell: Cell) -> int:
-    try:
-        return parse_size(str(cell.parameters.get("redo_log_size")))
-    except ValueError:
-        return 0
 
 
 def _values(rows_by_id: dict, cell: Cell, metric: str) -> list[float]:
@@ -77,7 +66,7 @@ def tradeoff_answers(rows: list[dict], cells: list[Cell]) -> list[str]:
     rows_by_id = {row["id"]: row for row in rows if analysable(row)}
     groups: dict[tuple, list[Cell]] = defaultdict(list)
     for cell in cells:
-        if "redo_log_size" in cell.parameters and _log_bytes(cell):
+        if "redo_log_size" in cell.parameters and log_bytes(cell):
             rest = {k: v for k, v in cell.parameters.items() if k != "redo_log_size"}
             groups[
                 (
@@ -88,7 +77,7 @@ def tradeoff_answers(rows: list[dict], cells: list[Cell]) -> list[str]:
             ].append(cell)
     found = []
     for (_, engine, rest), group in sorted(groups.items()):
-        ordered = sorted(group, key=_log_bytes)
+        ordered = sorted(group, key=log_bytes)
         small, large = ordered[0], ordered[-1]
         if small is large:
             continue
@@ -115,8 +104,8 @@ def tradeoff_answers(rows: list[dict], cells: list[Cell]) -> list[str]:
         )
         sure = "" if recovery.significant else "; not beyond the noise"
         cost = (
-            f" for {took[1] / took[0]:.3g}x the crash recovery ({_seconds(took[1])} against "
-            f"{_seconds(took[0])}{sure})"
+            f" for {took[1] / took[0]:.3g}x the crash recovery ({seconds_text(took[1])} against "
+            f"{seconds_text(took[0])}{sure})"
         )
         found.append(f"{where}: {wrote}{cost}{_throughput(rows_by_id, small, large)}.")
     return found

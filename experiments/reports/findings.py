@@ -22,7 +22,7 @@ from experiments.reports.answers import STARTUP_PARAMETERS, answers
 from experiments.reports.bound import bound_findings
 from experiments.reports.moved import what_moved
 from experiments.reports.redo import engine_where, fit_says, redo_findings, redo_fits
-from experiments.units import SizeError, parse_size
+from experiments.units import SizeError, parse_size, seconds_text
 from runner.contract import SYSTEM_BUILD
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
@@ -30,13 +30,9 @@ SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size", "crash_redo_bytes")
 MAX_LISTED = 8  # caveats list this many runs by name, then count the rest
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"
-
-
 def _range(values: list[float]) -> str:
     low, high = min(values), max(values)
-    return _seconds(low) if low == high else f"{_seconds(low)} to {_seconds(high)}"
+    return seconds_text(low) if low == high else f"{seconds_text(low)} to {seconds_text(high)}"
 
 
 def headline_findings(cells: list[Cell]) -> list[str]:
@@ -58,12 +54,12 @@ def headline_findings(cells: list[Cell]) -> list[str]:
             # the median, and the interval of the statistic it is for (the geometric mean): one
             # number is not called "typical" beside another's interval
             interval = (
-                f"; the geometric mean's 95% CI {_seconds(summary.ci[0])}-{_seconds(summary.ci[1])}"
+                f"; the geometric mean's 95% CI {seconds_text(summary.ci[0])}-{seconds_text(summary.ci[1])}"
                 if summary.ci
                 else ""
             )
             sentence = (
-                f"{where}: crash recovery took {_seconds(summary.median)} (median of {summary.n} "
+                f"{where}: crash recovery took {seconds_text(summary.median)} (median of {summary.n} "
                 f"run{'s' if summary.n != 1 else ''}{interval})"
                 if summary.median is not None
                 else f"{where}: no crash recovery time was measured"

@@ -43,14 +43,10 @@ window.RecoveryLab = (function () {
     if (queue.length === 1) window.setTimeout(drawNext, 0);
   }
 
-  function nearScreen(holder) {
+  // On the screen, or within `reach` screens of its top (1.5: about to be scrolled to).
+  function onScreen(holder, reach) {
     const box = holder.getBoundingClientRect();
-    return box.bottom >= 0 && box.top <= window.innerHeight * 1.5;
-  }
-
-  function onScreen(holder) {
-    const box = holder.getBoundingClientRect();
-    return box.bottom > 0 && box.top < window.innerHeight;
+    return box.bottom > 0 && box.top < window.innerHeight * (reach || 1);
   }
 
   function drawNext() {
@@ -76,7 +72,7 @@ window.RecoveryLab = (function () {
   }, {rootMargin: "50% 0px"}) : null;
   function drawWhenSeen(holder, figure) {
     if (!holder || !figure) return;
-    if (!observer || document.body.dataset.drawAll !== undefined || nearScreen(holder)) {
+    if (!observer || document.body.dataset.drawAll !== undefined || onScreen(holder, 1.5)) {
       drawSoon(holder, figure);
       return;
     }
