@@ -62,6 +62,7 @@ bench: setup
 	@$(PY) scripts/bench_series.py
 	@$(PY) scripts/bench_stats.py
 	@$(PY) scripts/bench_hosts.py
+	@$(PY) scripts/bench_calibration.py
 
 lint: setup
 	@.venv/bin/ruff check .

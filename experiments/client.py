@@ -10,6 +10,9 @@
     recovery-lab predict --lab-host NAME [--rto 30s]  (the server's address in RECOVERY_LAB_SERVER)
                                                    a live server's downtime if it crashed now and at
                                                    the worst its redo capacity allows, from the lab
+    recovery-lab predict --lab-host NAME --measure [--wait]
+                                                   and queue the lab runs that would stand for this
+                                                   server (its build, buffer pool, log, durability)
     recovery-lab exporter --lab-host NAME --listen HOST:PORT [--web-config FILE]
                                                    the same as Prometheus metrics, read at each scrape
 
@@ -23,8 +26,10 @@ call significant, beyond the threshold); 2 nothing could be decided (bad definit
 unreachable or refusing the token, no run finished, no cell matching the baseline, too few runs
 for an interval, runs measured on a disturbed host unless --decide-on-disturbed-host); 3 `run
 --wait` / `wait`: the experiment finished but some of its runs failed.
-predict: 0 the worst case within --rto (or none given), 2 the worst case over --rto, 3 no answer
-(the server unreadable, the lab without comparable runs, the dashboard unreachable).
+predict, on a crash now (--decide-on worst: at the worst case): 0 within --rto (the 95% interval
+under it; or no --rto), 4 at risk (--rto inside the interval), 2 exceeded (the interval over it),
+5 stall risk (the lab saw this buffer pool's recovery stall short of this redo), 3 no answer (the
+server unreadable, the lab without comparable runs, the dashboard unreachable).
 The live server's address (with its password) comes from RECOVERY_LAB_SERVER or the first line of
 --server-file, never from an argument.
 """
@@ -42,16 +47,18 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from experiments import production
+from experiments import lab_request, production
+from experiments.analysis.sentences import resolution_note
+from experiments.live import read_server
 from experiments.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
 from experiments.yaml_input import YamlRefused, load_plain_yaml
-from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import UNSAID_DEFAULTS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
 FINISHED = ("done", "partial", "failed", "cancelled")
 DEFAULT_METRICS = ("recovery_seconds",)
 # Parameters a stored definition leaves out unless named, and what their absence means.
-UNSTORED_DEFAULTS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING, "profile": False}
+UNSTORED_DEFAULTS = UNSAID_DEFAULTS
 THRESHOLD = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)\s*$")
 # A refused connection or a 502/503/504 is tried again this many times, with backoff (~1 min).
 DEFAULT_RETRIES = 6
@@ -97,8 +104,14 @@ class Api:
                 f"{self.url} refused the token (HTTP {response.status_code}: {_said(response)}): check "
                 "RECOVERY_LAB_TOKEN, and that its user may do this"
             )
-        if response.status_code == 404:
-            raise ClientError(f"{path}: not found on {self.url}")
+        if response.status_code == 404:  # with what the API said, where it said more than that
+            said = (
+                _said(response)
+                if response.headers.get("Content-Type", "").startswith("application/json")
+                else ""
+            )
+            why = f": {said}" if said and said != "Not found." else ""
+            raise ClientError(f"{path}: not found on {self.url}{why}")
         if response.status_code >= 400:
             raise ClientError(f"{method} {path}: HTTP {response.status_code}: {_said(response)}")
         return response
@@ -175,11 +188,13 @@ def wait(api: Api, experiment_id: int, timeout_s: float, poll_s: float, out, can
         experiment = api.get(f"/api/experiments/{experiment_id}/")
         runs = experiment.get("runs", [])
         counts = {
-            status: sum(r["status"] == status for r in runs) for status in ("done", "failed", "running")
+            status: sum(r["status"] == status for r in runs)
+            for status in ("done", "failed", "running", "stalled")
         }
         line = (
             f"experiment {experiment_id}: {experiment['status']}, {counts['done']} of {len(runs)} runs done"
             + (f", {counts['failed']} failed" if counts["failed"] else "")
+            + (f", {counts['stalled']} stalled (recovery stopped moving)" if counts["stalled"] else "")
             + (f", {counts['running']} running" if counts["running"] else "")
         )
         if line != said:
@@ -218,7 +233,9 @@ def runs_table(experiment: dict) -> str:
                 _number(metrics.get("recovery_seconds")),
                 _number(metrics.get("downtime_seconds")),
                 _number(metrics.get("redo_bytes"), bytes_=True),
-                (run.get("error") or "").splitlines()[0][:80] if run["status"] == "failed" else "",
+                (run.get("error") or "").splitlines()[0][:80]
+                if run["status"] in ("failed", "stalled")
+                else "",
             ]
         )
     headers = ["run", "engine", "settings", "rep", "status", "recovery s", "downtime s", "redo", "error"]
@@ -288,6 +305,7 @@ def comparison_rows(
             if not block:
                 continue
             said, regression = verdict(block, threshold)
+            said += resolution_note(block)
             if not cell.get("comparable", True):  # a recovery after another crash: another measurement
                 said, regression = "not compared: the crash plans differ", False
             elif cell.get("disturbed_runs") and not decide_disturbed and not said.startswith(UNDECIDED):
@@ -672,6 +690,24 @@ def parser() -> argparse.ArgumentParser:
         "--startup-probe", type=parse_seconds, help="a Kubernetes startupProbe budget, e.g. 60s"
     )
     predict.add_argument("--json", action="store_true", help="the server's facts and the lab's answer")
+    predict.add_argument(
+        "--measure",
+        action="store_true",
+        help="also queue lab runs at this server's settings (build, buffer pool, redo log, durability), "
+        "crashed at three redo volumes up to what its log holds",
+    )
+    predict.add_argument("--repetitions", type=int, default=3, help="--measure: runs per redo volume (3)")
+    predict.add_argument(
+        "--wait", action="store_true", help="--measure: follow the runs, then predict again from them"
+    )
+    waiting(predict)
+    keyed(predict)
+    predict.add_argument(
+        "--decide-on",
+        choices=("now", "worst"),
+        default="now",
+        help="the exit code says what a crash now would do (now) or one at the worst case (worst)",
+    )
     exporter.add_argument("--listen", default="127.0.0.1:9433", help="HOST:PORT of /metrics (127.0.0.1:9433)")
     exporter.add_argument(
         "--web-config",
@@ -707,9 +743,59 @@ def command_live(api: Api, args, out) -> int:
         )
     url = parse_server_url(address)
     args.engine = args.engine or DEFAULT_ENGINE_OF[url.scheme]
+    if args.command == "predict" and args.measure:
+        return command_measure(api, args, out, url)
     if args.command == "predict":
         return production.command_predict(api, args, out, url)
     return production.command_exporter(api, args, out, url)
+
+
+def lab_host(api: Api, name: str) -> dict:
+    """The registered host of that name, with its probed facts (the API lists them by pages)."""
+    page = 1
+    while True:
+        listed = api.get("/api/hosts/", page=page)
+        for host in listed.get("results", []):
+            if host["name"] == name:
+                return host
+        if not listed.get("next"):
+            raise ClientError(f"no lab host is named {name!r}")
+        page += 1
+
+
+def command_measure(api: Api, args, out, url) -> int:
+    """predict --measure: predict from what the lab has (if it has enough), queue the runs that
+    would stand for this server, and with --wait follow them and predict again (the server read
+    anew): that prediction's exit code."""
+    if args.json:
+        raise ClientError("--measure prints what it queues: give it without --json")
+    if not 1 <= args.repetitions <= 20:
+        raise ClientError("--repetitions: from 1 to 20")
+    state = read_server(url, args.engine, args.read_timeout, args.rocksdb_wal_dir)
+    try:
+        code = production.command_predict(api, args, out, url, state)
+    except ClientError as exc:
+        print(f"lab         no prediction yet: {exc}", file=out)
+        code = production.EXIT_NO_ANSWER
+    host = lab_host(api, args.lab_host)
+    try:
+        build, what = lab_request.build_for(host, state.version)
+    except lab_request.RequestRefused as exc:
+        raise ClientError(str(exc)) from None
+    definition = lab_request.measuring_definition(state, args.lab_host, build, args.repetitions)
+    chosen = {**definition["parameters"], **definition["server_options"]}
+    settings = ", ".join(f"{k} {v[0]}" for k, v in chosen.items() if k not in ("insert_rate", "server_build"))
+    targets = definition["crash"]["redo_bytes"]
+    print(
+        f"measure     on {args.lab_host}, build {build} ({what}): {settings}; crashed at "
+        f"{', '.join(targets[:-1])} and {targets[-1]} of redo, {args.repetitions} runs each",
+        file=out,
+    )
+    experiment = submit(api, definition, args.key, out)
+    if not args.wait:
+        return code
+    wait(api, experiment["id"], args.timeout, args.poll, out)
+    return production.command_predict(api, args, out, url)
 
 
 COMMANDS = {

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
+from experiments import storage
 from experiments.engines import ENGINES as ENGINE_REGISTRY
 from experiments.units import SizeError, format_size, parse_size
 from experiments.vocabulary import (
@@ -141,6 +142,14 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
     "flushing": (_one_of(*contract.FLUSHING), None),
     # true: a CPU profile of the restart (perf, where the host has it). Left out unless true.
     "profile": (_boolean(), None),
+    # the page cache at the restart after the crash: warm (what a crashed process on a machine
+    # that keeps running reads) or cold (every file of the server evicted first, as after a
+    # machine lost its memory). Left out of a run's parameters unless cold: absent is warm.
+    "restart_cache": (_one_of(*contract.RESTART_CACHES), None),
+    # the storage the restart reads and writes: local (the host's disk as it is) or a storage class
+    # (experiments/storage_classes.yaml) the runner caps it to. Left out of a run's parameters
+    # unless a class: absent is local.
+    "storage": (_one_of(*storage.NAMES), None),
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters. Each is
@@ -295,6 +304,8 @@ class ExperimentDefinition:
         each one's second, ... so a slow hour on a host falls on every cell alike instead of on
         the cells that happened to run in it."""
         values = {**self.parameters, **self.crash_sweeps()}
+        if self.crash.method == "power_loss" and "restart_cache" not in values:
+            values["restart_cache"] = ["cold"]  # a cut loses the machine's memory: said on its runs
         param_names = list(values)
         cells = [
             (host, engine, param_values, option_names, option_values)
@@ -315,8 +326,10 @@ class ExperimentDefinition:
                         name: value
                         for name, value in zip(param_names, param_values, strict=True)
                         # the default is left unsaid, as runs made before it could be named are
-                        if not (name == "flushing" and value == contract.DEFAULT_FLUSHING)
-                        and not (name == "profile" and value is False)
+                        # (a build named, even the system's, stays named)
+                        if name == "server_build"
+                        or name not in contract.UNSAID_DEFAULTS
+                        or value != contract.UNSAID_DEFAULTS[name]
                     },
                     server_options=dict(zip(option_names, option_values, strict=True)),
                     repetition=repetition,

@@ -44,6 +44,7 @@ INNODB_SETTINGS = (
     "innodb_log_file_size",
     "innodb_log_files_in_group",
     "innodb_redo_log_capacity",
+    "innodb_flush_log_at_trx_commit",
 )
 ROCKSDB_SETTINGS = ("rocksdb_max_total_wal_size", "rocksdb_block_cache_size")
 _LSN = re.compile(r"^(Log sequence number|Last checkpoint at)\s+(\d+)", re.M)
@@ -59,6 +60,12 @@ class ServerState:
     bound: str  # what sets worst_redo, in words
     buffer_pool_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
+    # the redo log's size as the lab's redo_log_size names it (innodb_redo_log_capacity on MySQL
+    # 8.0.30+, innodb_log_file_size before and on MariaDB, max_wal_size): the fit prefers runs of it
+    redo_log_bytes: int | None = None
+    # how it makes a commit durable, as a definition's server_options name it: runs measured for
+    # it (predict --measure) take these
+    server_options: dict = field(default_factory=dict)
 
 
 def read_server(url: ServerUrl, engine: str, timeout_s: float, wal_dir: str = "") -> ServerState:
@@ -182,7 +189,7 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
             return _mysql_rocksdb(url, version, _named(cursor.fetchall()), wal_dir)
         cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_STATUS)
         status = _named(cursor.fetchall())
-        cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_SETTINGS)
+        cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s, %s)", INNODB_SETTINGS)
         settings = _named(cursor.fetchall())
         if "innodb_checkpoint_age" in status:  # MariaDB
             redo = int(status["innodb_checkpoint_age"])
@@ -194,19 +201,29 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
             if len(lsn) < 2:
                 raise LiveError(f"{url.name}: SHOW ENGINE INNODB STATUS gave no log sequence numbers")
             redo = int(lsn["Log sequence number"]) - int(lsn["Last checkpoint at"])
+        capacity = int(settings.get("innodb_redo_log_capacity") or 0)
+        log_size = capacity or int(settings["innodb_log_file_size"])
         if "innodb_checkpoint_max_age" in status:
             worst, bound = int(status["innodb_checkpoint_max_age"]), "Innodb_checkpoint_max_age"
-        elif int(settings.get("innodb_redo_log_capacity") or 0):
-            worst, bound = (
-                int(settings["innodb_redo_log_capacity"]),
-                "innodb_redo_log_capacity (an upper bound)",
-            )
+        elif capacity:
+            worst, bound = capacity, "innodb_redo_log_capacity (an upper bound)"
         else:
             files = int(settings.get("innodb_log_files_in_group") or 1)
             worst = int(settings["innodb_log_file_size"]) * files
             bound = "innodb_log_file_size x innodb_log_files_in_group (an upper bound)"
+        pool = int(settings["innodb_buffer_pool_size"])
+        flush = settings.get("innodb_flush_log_at_trx_commit")
+        options = {"innodb_flush_log_at_trx_commit": int(flush)} if flush else {}
         return ServerState(
-            url.name, engine, version, redo, worst, bound, int(settings["innodb_buffer_pool_size"])
+            url.name,
+            engine,
+            version,
+            redo,
+            worst,
+            bound,
+            pool,
+            redo_log_bytes=log_size,
+            server_options=options,
         )
 
 
@@ -277,12 +294,12 @@ class PostgreSQLKind:
         import psycopg
 
         try:
-            version, in_recovery, redo, worst, buffers = connection.execute(
+            version, in_recovery, redo, worst, buffers, durable = connection.execute(
                 "SELECT current_setting('server_version'), pg_is_in_recovery(), "
                 "CASE WHEN pg_is_in_recovery() THEN NULL ELSE "
                 "pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint())) END, "
                 "pg_size_bytes(current_setting('max_wal_size')), "
-                "pg_size_bytes(current_setting('shared_buffers'))"
+                "pg_size_bytes(current_setting('shared_buffers')), current_setting('synchronous_commit')"
             ).fetchone()
         except psycopg.Error as exc:
             raise LiveError(f"{url.name}: {str(exc).strip().splitlines()[0]}") from None
@@ -298,15 +315,15 @@ class PostgreSQLKind:
             int(worst),
             "max_wal_size (a soft limit)",
             int(buffers),
+            redo_log_bytes=int(worst),
+            server_options={"synchronous_commit": durable},
         )
 
 
 # How a server is reached and read, by the scheme of its address; each server family says which
 # scheme its servers speak (its LIVE, runner/families/NAME/__init__.py).
 KINDS = {"mysql": MySQLKind, "postgresql": PostgreSQLKind}
-READERS = {
-    family: (scheme, KINDS[scheme]) for family in FAMILIES if (scheme := live_scheme(family)) in KINDS
-}
+READERS = {family: (scheme, KINDS[scheme]) for family in FAMILIES if (scheme := live_scheme(family)) in KINDS}
 
 
 def reader_of(engine: str) -> tuple:

@@ -181,10 +181,12 @@ class RunStatus(models.TextChoices):
     DONE = "done", "done"
     FAILED = "failed", "failed"
     CANCELLED = "cancelled", "cancelled"
+    # its recovery stopped moving (runner/stall.py): a result, never tried again
+    STALLED = "stalled", "stalled"
 
     @classmethod
     def finished(cls):
-        return [cls.DONE, cls.FAILED, cls.CANCELLED]
+        return [cls.DONE, cls.FAILED, cls.CANCELLED, cls.STALLED]
 
 
 class LsnField(models.DecimalField):

@@ -17,6 +17,10 @@ EXTRAPOLATION_LIMIT = 2.0
 # Runs whose largest redo is within this share of it from their smallest replayed nearly the same:
 # their line says nothing of another volume (nor is its slope a rate: analysis/stats.py).
 NARROW_SPAN = 0.2
+# A prediction whose 95% interval's half-width is over this share of its typical value is said
+# to be wide, with why (Fit.why_wide); fewer runs than WELL_MEASURED ask for more repetitions.
+WIDE = 0.5
+WELL_MEASURED = 10
 # systemd stops a unit whose start takes longer (DefaultTimeoutStartSec) unless the unit sets
 # TimeoutStartSec (MariaDB's own unit sets 900 s and extends it while InnoDB recovers).
 SYSTEMD_DEFAULT_START_TIMEOUT_S = 90.0
@@ -82,6 +86,30 @@ class Fit:
             extrapolated=not inside,
         )
 
+    def why_wide(self, prediction: "Prediction", disturbed: int = 0) -> str:
+        """Why a prediction's 95% interval is wide (a half-width over WIDE of the typical value),
+        from the terms that make it: the runs' scatter about the line, how few they are, how far
+        this redo is from theirs; and what would narrow it. '' where it is not wide."""
+        if prediction.refused or not prediction.typical_seconds:
+            return ""
+        half = (prediction.high_seconds - prediction.low_seconds) / 2
+        if half <= WIDE * prediction.typical_seconds:
+            return ""
+        low, high = self.measured_redo
+        distance = (prediction.redo_bytes - self.mean_redo) ** 2 / self.sxx
+        said = (
+            f"the interval is ±{half:.3g} s ({half / prediction.typical_seconds:.0%} of the typical): "
+            f"{self.n} runs, {disturbed} of them on a disturbed host, scatter {self.residual:.3g} s about "
+            "the line"
+        )
+        narrower = ["more repetitions"] if self.n < WELL_MEASURED else []
+        if disturbed:
+            narrower.append("a quiet host")
+        if distance > 1:  # further from the runs' mean than their own spread: the line's slope counts
+            said += f", this redo {_mib(prediction.redo_bytes)} far from the runs' ({_mib(low)}-{_mib(high)})"
+            narrower.append(f"redo targets nearer {_mib(prediction.redo_bytes)}")
+        return said + (f"; narrower with {', '.join(narrower)}" if narrower else "")
+
     def as_dict(self) -> dict:
         data = asdict(self)
         data["measured_redo"] = list(self.measured_redo)
@@ -116,6 +144,52 @@ def server_named(version: str) -> str | None:
     '10.11.19-MariaDB-0+deb12u1' -> 'MariaDB 10.11.19'; None where it names none."""
     named, number = release_of(version), re.search(r"[0-9]+\.[0-9.]+", version or "")
     return f"{named[0]} {number.group(0)}" if named and number else None
+
+
+# A prediction against the RTO: its 95% interval all under it, the RTO inside it, or all over it.
+# The exporter serves each as a number (recovery_lab_rto_outcome).
+OUTCOMES = {"within": 0, "at_risk": 1, "exceeded": 2}
+
+
+def rto_outcome(prediction: Prediction, rto: float) -> str | None:
+    """'within' (the interval's upper end under the RTO), 'at_risk' (the RTO inside the
+    interval), 'exceeded' (its lower end over it); None where nothing was predicted."""
+    if prediction.refused or prediction.high_seconds is None or prediction.low_seconds is None:
+        return None
+    if prediction.high_seconds <= rto:
+        return "within"
+    return "exceeded" if prediction.low_seconds > rto else "at_risk"
+
+
+def stall_risk(stalls: list[dict], recovered: dict, pool: int | None, redo: int | None) -> str:
+    """Where the lab saw a recovery stall (runner/stall.py) on this server's buffer pool or a
+    larger one, whether `redo` is beyond what the lab recovered on this pool: the sentence that
+    says so, '' where it is not (or the lab saw no stall). `stalls`: [{run_id, buffer_pool_bytes,
+    redo_bytes}]; `recovered`: {pool: {run_id, redo_bytes}}, the most each pool recovered."""
+    if not pool or redo is None:
+        return ""
+    seen = [s for s in stalls if s.get("buffer_pool_bytes") and s["buffer_pool_bytes"] >= pool]
+    if not seen:
+        return ""
+    stall = min(seen, key=lambda s: (s.get("redo_bytes") is None, s.get("redo_bytes") or 0))
+    most = recovered.get(str(pool)) or recovered.get(pool)
+    if (
+        most
+        and redo <= most["redo_bytes"]
+        and (stall.get("redo_bytes") is None or redo < stall["redo_bytes"])
+    ):
+        return ""  # within what the lab recovered on this very pool
+    at = f" at {_mib(stall['redo_bytes'])}" if stall.get("redo_bytes") is not None else ""
+    done = (
+        f"the most the lab recovered on a {_mib(pool)} pool was {_mib(most['redo_bytes'])} "
+        f"(run #{most['run_id']})"
+        if most
+        else f"the lab recovered none on a {_mib(pool)} pool"
+    )
+    return (
+        f"the lab saw a {_mib(stall['buffer_pool_bytes'])} buffer pool's recovery stall{at} (run "
+        f"#{stall['run_id']}); this server's pool is {_mib(pool)} with {_mib(redo)} to replay, and {done}"
+    )
 
 
 def orchestrator_verdicts(worst: Prediction, startup_probe_seconds: float | None = None) -> list[str]:

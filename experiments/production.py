@@ -19,15 +19,17 @@ from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 
 from experiments.exporter_web import WebConfig, WebConfigError, load_web_config, serve_metrics
 from experiments.live import LiveReader, ServerState, read_server
-from experiments.prediction import Fit, Prediction, orchestrator_verdicts
+from experiments.prediction import OUTCOMES, Fit, Prediction, orchestrator_verdicts, rto_outcome, stall_risk
 from experiments.server_url import LiveError, ServerUrl
 
-EXIT_WITHIN, EXIT_OVER_RTO, EXIT_NO_ANSWER = 0, 2, 3
+EXIT_WITHIN, EXIT_OVER_RTO, EXIT_NO_ANSWER, EXIT_AT_RISK, EXIT_STALL_RISK = 0, 2, 3, 4, 5
 log = logging.getLogger("recovery-lab.exporter")
 
 
 def ask_lab(api, lab_host: str, state: ServerState, volumes: list[int], include_imported=False) -> dict:
     asked = {"include_imported": "true"} if include_imported else {}
+    settings = {"buffer_pool_bytes": state.buffer_pool_bytes, "redo_log_bytes": state.redo_log_bytes}
+    asked.update({name: value for name, value in settings.items() if value})
     return api.get(
         "/api/predict/",
         host=lab_host,
@@ -62,8 +64,11 @@ def _age(iso: str) -> str:
     return f"{seconds:.0f} s ago"
 
 
-def predict_text(state: ServerState, answer: dict, rto: float | None, probe: float | None) -> tuple[str, int]:
-    """The report predict prints and its exit code."""
+def predict_text(
+    state: ServerState, answer: dict, rto: float | None, probe: float | None, case_decided: str = "now"
+) -> tuple[str, int]:
+    """The report predict prints and its exit code, decided on a crash now (`case_decided` "now")
+    or at the worst case ("worst"): a stall the lab saw on this pool first, then the RTO."""
     now, worst = (Prediction(**p) for p in answer["predictions"])
     measured = (
         f"{answer['imported_runs']} of them imported"
@@ -81,50 +86,77 @@ def predict_text(state: ServerState, answer: dict, rto: float | None, probe: flo
         f"now         {_mib(state.redo_to_replay)} of redo to replay -> {_downtime(now)}",
         f"worst case  {_mib(state.worst_redo)} ({state.bound}) -> {_downtime(worst)}",
     ]
+    # a dashboard older than this client answers a fit without what the interval stands on
+    complete = set(Fit.__dataclass_fields__) <= set(answer["fit"])
+    fit, disturbed = Fit.from_dict(answer["fit"]) if complete else None, answer.get("disturbed_runs", 0)
+    lines += [
+        f"interval    {CASE_WORDS[case]}: {why}"
+        for case, prediction in (("now", now), ("worst", worst))
+        if fit and (why := fit.why_wide(prediction, disturbed))
+    ]
     lines += [f"note        {warning}" for warning in answer["warnings"]]
     pools = answer.get("buffer_pool_bytes") or []
-    if state.buffer_pool_bytes and pools and state.buffer_pool_bytes not in pools:
+    older = "differing" not in answer  # a dashboard older than this client says nothing of settings
+    if older and state.buffer_pool_bytes and pools and state.buffer_pool_bytes not in pools:
         lines.append(
             f"note        the lab's runs had a buffer pool of {', '.join(_mib(p) for p in pools)}, "
             f"this server {_mib(state.buffer_pool_bytes)}: recovery reads and writes pages through it"
         )
     lines += [f"restart     {line}" for line in orchestrator_verdicts(worst, probe)]
-    code = EXIT_WITHIN
+    stalls = {
+        case: stall_risk(
+            answer.get("stalls") or [], answer.get("recovered") or {}, state.buffer_pool_bytes, redo
+        )
+        for case, redo in (("now", state.redo_to_replay), ("worst", state.worst_redo))
+    }
+    lines += [f"STALL RISK  {CASE_WORDS[case]}: {said}" for case, said in stalls.items() if said]
+    outcomes = {"now": None, "worst": None}
     if rto is not None:
-        if worst.high_seconds is None and now.high_seconds is not None and now.high_seconds > rto:
-            # the worst case is no less than now: over the RTO, whatever it is
-            lines.append(
-                f"RTO         {rto:g} s: EXCEEDED by a crash now already (up to {now.high_seconds:.3g} s); "
-                "the worst case cannot be predicted, and is no shorter"
+        outcomes = {"now": rto_outcome(now, rto), "worst": rto_outcome(worst, rto)}
+        said = {case: _outcome_text(outcomes[case], p) for case, p in (("now", now), ("worst", worst))}
+        if outcomes["worst"] is None and outcomes["now"] == "exceeded":  # the worst case is no less
+            outcomes["worst"] = "exceeded"
+            why = worst.refused or "nothing predicted"
+            said["worst"] = (
+                f"EXCEEDED (no shorter than a crash now; its own downtime cannot be predicted: {why})"
             )
-            code = EXIT_OVER_RTO
-        elif worst.high_seconds is None:
-            lines.append(
-                f"RTO         {rto:g} s: the worst case cannot be predicted, so it cannot be held to it"
-            )
-            code = EXIT_NO_ANSWER
-        elif worst.high_seconds > rto:
-            lines.append(
-                f"RTO         {rto:g} s: EXCEEDED at the worst case (up to {worst.high_seconds:.3g} s)"
-            )
-            code = EXIT_OVER_RTO
-        else:
-            lines.append(
-                f"RTO         {rto:g} s: the worst case is within it (up to {worst.high_seconds:.3g} s)"
-            )
-    if now.refused and code == EXIT_WITHIN:
-        code = EXIT_NO_ANSWER
+        lines += [f"RTO         {rto:g} s, {CASE_WORDS[case]}: {text}" for case, text in said.items()]
+    decided = now if case_decided == "now" else worst
+    if stalls[case_decided]:
+        code = EXIT_STALL_RISK
+    elif rto is not None:
+        code = OUTCOME_EXITS.get(outcomes[case_decided], EXIT_NO_ANSWER)
+    else:
+        code = EXIT_NO_ANSWER if decided.refused else EXIT_WITHIN
     return "\n".join(lines), code
 
 
-def command_predict(api, args, out, url: ServerUrl) -> int:
-    state = read_server(url, args.engine, args.read_timeout, args.rocksdb_wal_dir)
+CASE_WORDS = {"now": "a crash now", "worst": "the worst case"}
+OUTCOME_EXITS = {"within": EXIT_WITHIN, "at_risk": EXIT_AT_RISK, "exceeded": EXIT_OVER_RTO}
+
+
+def _outcome_text(outcome: str | None, prediction: Prediction) -> str:
+    """A prediction against the RTO in words, with the interval that decides it."""
+    if outcome is None:
+        return f"cannot be held to it ({prediction.refused or 'nothing predicted'})"
+    low, typical, high = prediction.low_seconds, prediction.typical_seconds, prediction.high_seconds
+    if outcome == "within":
+        return f"within it (the 95% interval ends at {high:.3g} s)"
+    if outcome == "exceeded":
+        return f"EXCEEDED (even the 95% interval's low end, {low:.3g} s, is over it)"
+    return f"AT RISK (it lies inside the 95% interval, {low:.3g}-{high:.3g} s; typical {typical:.3g} s)"
+
+
+def command_predict(api, args, out, url: ServerUrl, state: ServerState | None = None) -> int:
+    """The server read (unless `state` is its reading), the lab asked, the answer printed: the
+    exit code (predict_text)."""
+    state = state or read_server(url, args.engine, args.read_timeout, args.rocksdb_wal_dir)
     worst = state.worst_redo if state.worst_redo is not None else state.redo_to_replay
     asked = ask_lab(api, args.lab_host, state, [state.redo_to_replay, worst], args.include_imported)
     answer = {**asked, "host": args.lab_host}
     if state.worst_redo is None:
         answer["predictions"][1] = Prediction(worst, refused=f"no bound on the redo: {state.bound}").as_dict()
-    text, code = predict_text(state, answer, args.rto, args.startup_probe)
+    text, code = predict_text(state, answer, args.rto, args.startup_probe, args.decide_on)
     if args.json:
         body = {"server": state.__dict__, "lab": answer, "exit": code}
         out.write(json.dumps(body, indent=2, default=str) + "\n")
@@ -253,6 +285,37 @@ class LiveCollector:
             ):
                 family.add_metric([*self.labels.values(), bound], value)
             yield family
+        yield from self._verdicts(state, fit, answer)
+
+    def _verdicts(self, state: ServerState, fit: Fit, answer: dict):
+        """Per case (a crash now, the worst case): the prediction against the RTO as a number
+        (OUTCOMES: 0 within, 1 at risk, 2 exceeded), and 1 where the lab saw this pool stall
+        short of the redo (prediction.stall_risk)."""
+        outcome = GaugeMetricFamily(
+            "recovery_lab_rto_outcome",
+            "The prediction against the RTO: 0 within (the 95% interval under it), 1 at risk (the RTO "
+            "inside the interval), 2 exceeded (the interval over it)",
+            labels=[*self.labels, "case"],
+        )
+        risk = GaugeMetricFamily(
+            "recovery_lab_stall_risk",
+            "1 where the lab saw a recovery stall on this buffer pool (or a larger one) and this redo "
+            "is beyond what it recovered on it",
+            labels=[*self.labels, "case"],
+        )
+        for case, redo in (("now", state.redo_to_replay), ("worst", state.worst_redo)):
+            if redo is None:
+                continue
+            said = stall_risk(
+                answer.get("stalls") or [], answer.get("recovered") or {}, state.buffer_pool_bytes, redo
+            )
+            risk.add_metric([*self.labels.values(), case], float(bool(said)))
+            verdict = rto_outcome(fit.at(redo), self.args.rto) if self.args.rto is not None else None
+            if verdict is not None:
+                outcome.add_metric([*self.labels.values(), case], OUTCOMES[verdict])
+        yield risk
+        if outcome.samples:
+            yield outcome
 
 
 def command_exporter(api, args, out, url: ServerUrl) -> int:

@@ -44,7 +44,9 @@ WORKLOADS = (
 )
 CRASH_METHODS = (
     Term("sigkill", "kill -9 (SIGKILL): the OS keeps every write"),
-    Term("power_loss", "power loss: kill -9, and every write not yet synced is lost"),
+    Term(
+        "power_loss", "power loss: kill -9, every write not yet synced lost; restarts cold unless asked warm"
+    ),
 )
 CRASH_METHOD_LABELS = {"sigkill": "kill -9", "power_loss": "power loss"}
 CRASH_WHEN = (
@@ -83,6 +85,8 @@ AXIS_TITLES = {
     "server_build": "server build",
     "flushing": "flushing",
     "profile": "CPU profile of the restart",
+    "restart_cache": "page cache at the restart",
+    "storage": "storage at the restart",
     "crash_redo_bytes": "crash at redo to replay (bytes)",
     "crash_when": "crash plan",
     "crash_after_seconds": "crash after (s)",

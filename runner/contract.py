@@ -16,9 +16,26 @@ from .engine import DEFAULT_FLUSHING, FLUSHING
 from .errors import RunFailed
 from .families import ENGINES as RUNNER_ENGINES
 from .families import FAMILY_ENGINES, options_of
+from .page_cache import MODES as RESTART_CACHES
+from .throttle import LIMIT_FILES
 
 CONTRACT_VERSION = 1
 SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
+# The storage a run's restart reads and writes: the host's disk as it is, or a class whose limits
+# the runner applies (throttle.py); the dashboard names the classes (experiments/storage.py).
+LOCAL_STORAGE = "local"
+STORAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+DEFAULT_RESTART_CACHE = "warm"
+# Parameters a run names only when its definition did, and what their absence means (runs made
+# before a parameter existed name none of it): one table for the definition, cells, compare,
+# reports and the command line.
+UNSAID_DEFAULTS = {
+    "server_build": SYSTEM_BUILD,
+    "flushing": DEFAULT_FLUSHING,
+    "profile": False,
+    "restart_cache": DEFAULT_RESTART_CACHE,
+    "storage": LOCAL_STORAGE,
+}
 # The server variables a definition may set, with the values each takes: a tuple lists them, a
 # range bounds a whole number. The one allow-list, made of each engine's own in every family
 # (families/): the dashboard's definition checks read it, and the runner checks every spec
@@ -59,6 +76,18 @@ def engine_refuses(engine: str, workload: str, binlog_files: int, options: dict,
                     )
                 )
     return problems
+
+
+def largest_redo_target(engine: str, redo_log_bytes: int | None) -> int | None:
+    """The most redo an at_redo_bytes crash can wait for on a log of this size: the engine
+    checkpoints before its log is full (None: nothing bounds it, or no size is known)."""
+    share = RUNNER_ENGINES[engine].reachable_share_of_log
+    return int(share * redo_log_bytes) if share and redo_log_bytes else None
+
+
+def engine_workloads(engine: str) -> tuple[str, ...] | None:
+    """The workloads an engine's runs take (None: every one of WORKLOADS)."""
+    return RUNNER_ENGINES[engine].workloads
 
 
 def server_option_allowed(name: str, value: object) -> bool:
@@ -129,10 +158,16 @@ class RunSpec:
     workload: dict = field(default_factory=dict)
     crash: dict = field(default_factory=dict)
     start_timeout_s: float = 600
+    # A restart after the crash that moves nothing this long has stalled (runner/stall.py)
+    stall_after_s: float = 90
     work_dir: str = DEFAULT_WORK_DIR
     # Start from a cached copy of the loaded dataset (loaded once per engine, server version and
     # size, shut down slowly): the redo replayed is then the workload's alone.
     reuse_dataset: bool = True
+    # A storage class (parameters.storage, not local): its limits as the dashboard's classes give
+    # them, applied to the restart (throttle.py): {"name", "read_bps", "write_bps", "read_iops",
+    # "write_iops"}, 0 or absent for none.
+    storage: dict = field(default_factory=dict)
     version: int = CONTRACT_VERSION
 
     def to_json(self) -> str:
@@ -161,6 +196,10 @@ class RunSpec:
             raise RunFailed("run_id must be a whole number")
         if self.engine not in ENGINES:
             raise RunFailed(f"engine {self.engine!r} is not supported by this runner")
+        for key, least in (("start_timeout_s", 0), ("stall_after_s", 1)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not least <= value <= 86400:
+                raise RunFailed(f"{key} must be a number of seconds from {least} to 86400")
         for key in ("buffer_pool_size", "redo_log_size"):
             if key in self.parameters and not SIZE.match(str(self.parameters[key])):
                 raise RunFailed(f"{key} {self.parameters[key]!r} is not a size like 256M")
@@ -172,6 +211,8 @@ class RunSpec:
             raise RunFailed(f"binlog_files must be a whole number from 0 to {MAX_BINLOG_FILES}")
         if not isinstance(self.parameters.get("profile", False), bool):
             raise RunFailed("profile must be true or false")
+        if self.parameters.get("restart_cache", DEFAULT_RESTART_CACHE) not in RESTART_CACHES:
+            raise RunFailed(f"restart_cache must be one of {', '.join(RESTART_CACHES)}")
         if self.parameters.get("flushing", DEFAULT_FLUSHING) not in FLUSHING:
             raise RunFailed(f"flushing must be one of {', '.join(FLUSHING)}")
         rate = self.parameters.get("insert_rate", 0)
@@ -207,7 +248,26 @@ class RunSpec:
             isinstance(rows, int) and not isinstance(rows, bool) and 1 <= rows <= MAX_OPEN_ROWS
         ):
             raise RunFailed(f"crash.open_rows must be a whole number from 1 to {MAX_OPEN_ROWS}")
+        self._check_storage()
         if not isinstance(self.reuse_dataset, bool):
             raise RunFailed("reuse_dataset must be true or false")
         if not WORK_DIR.match(self.work_dir):
             raise RunFailed(f"work_dir {self.work_dir!r} is not an absolute path of plain characters")
+
+    def _check_storage(self) -> None:
+        name = self.parameters.get("storage", LOCAL_STORAGE)
+        if not isinstance(name, str) or not STORAGE_NAME.match(name):
+            raise RunFailed(f"storage {name!r} is not a storage class name like hdd-raid10")
+        if name == LOCAL_STORAGE:
+            if self.storage:
+                raise RunFailed("storage limits are given for the local storage, which has none")
+            return
+        if not isinstance(self.storage, dict) or self.storage.get("name") != name:
+            raise RunFailed(f"storage class {name} comes without its limits")
+        for key, value in self.storage.items():
+            if key == "name":
+                continue
+            if key not in LIMIT_FILES:
+                raise RunFailed(f"storage.{key} is not a limit ({', '.join(LIMIT_FILES)})")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**12:
+                raise RunFailed(f"storage.{key} must be a whole number from 0 (none) to 10^12 per second")

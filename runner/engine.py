@@ -37,6 +37,8 @@ class Engine:
     options: dict[str, tuple | range] = {}
     # The workloads it runs (None: every one the contract knows).
     workloads: tuple[str, ...] | None = None
+    # What its server writes, over and over, when a recovery cannot go on (runner/stall.py).
+    stall_signs: tuple[str, ...] = ()
     # Whether its server keeps a binary log (binlog_files, log_bin).
     binary_log = True
     # Settings under which a power cut corrupts data by design (refused for power_loss).

@@ -10,6 +10,7 @@ device. A recovery's reads are set against it (experiments/ingest/resources.py).
 it says so and measures nothing.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,11 +21,14 @@ from pathlib import Path
 
 from .files import own_folder
 from .processes import first_line
+from .throttle import JOIN
 
 FLOOR_FILE = "disk-floor.json"
 MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 FILE_BYTES = 1 << 30
 SECONDS_PER_JOB = 2.0
+# a storage class's floor (class_floor): a cap is steady within a second, and a run waits for it
+CLASS_FILE_BYTES, CLASS_SECONDS_PER_JOB = 256 << 20, 1.0
 JOBS = (
     ("seq_read", ["--rw=read", "--bs=1M", "--iodepth=8"]),
     ("rand_read_qd1", ["--rw=randread", "--bs=16k", "--iodepth=1"]),
@@ -59,8 +63,16 @@ def device_of(folder: Path) -> str:
     return f"{os.major(device)}:{os.minor(device)}"
 
 
-def measure(work_dir: Path, file_bytes: int = FILE_BYTES, seconds: float = SECONDS_PER_JOB) -> dict:
-    """Run the jobs in a folder of their own under the work directory, keep and return the floor."""
+def measure(
+    work_dir: Path,
+    file_bytes: int = FILE_BYTES,
+    seconds: float = SECONDS_PER_JOB,
+    cgroup: Path | None = None,
+    kept_as: str = FLOOR_FILE,
+) -> dict:
+    """Run the jobs in a folder of their own under the work directory, keep and return the floor.
+    `cgroup`: a storage class's group (throttle.py) the jobs run in, its file laid out outside
+    it (the cap is for the jobs), kept as `kept_as`."""
     fio = shutil.which("fio")
     if fio is None:
         raise NotMeasured("fio is not installed on this host (apt-get install fio)")
@@ -74,6 +86,10 @@ def measure(work_dir: Path, file_bytes: int = FILE_BYTES, seconds: float = SECON
         args = [fio, "--output-format=json", "--name=global", f"--filename={folder}/fio.data"]
         args += [f"--size={file_bytes}", "--direct=1", "--time_based", f"--runtime={seconds}s"]
         args += [f"--ioengine={engine}"]
+        if cgroup is not None:
+            layout = [*args, "--name=layout", "--rw=read", "--create_only=1"]
+            subprocess.run(layout, capture_output=True, timeout=600, stdin=subprocess.DEVNULL, check=False)
+            args = [*JOIN, str(cgroup), *args]
         for name, options in JOBS:
             args += [f"--name={name}", "--stonewall", *options]
         started = time.monotonic()
@@ -101,7 +117,7 @@ def measure(work_dir: Path, file_bytes: int = FILE_BYTES, seconds: float = SECON
         took_s=round(took, 1),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
-    (work_dir / FLOOR_FILE).write_text(json.dumps(floor))
+    (work_dir / kept_as).write_text(json.dumps(floor))
     return floor
 
 
@@ -117,3 +133,18 @@ def kept(work_dir: Path) -> dict | None:
 def _has_libaio(fio: str) -> bool:
     done = subprocess.run([fio, "--enghelp"], capture_output=True, text=True, timeout=20)
     return "libaio" in done.stdout
+
+
+def class_floor(work_dir: Path, name: str, throttle) -> dict:
+    """A storage class's floor on this disk: the jobs run in its group (throttle.py), 1 s each on
+    a file of 256 MiB; kept per class while its limits and device stay as they are."""
+    kept_as = f"disk-floor-{name}.json"
+    applied = throttle.applied()
+    with contextlib.suppress(OSError, ValueError):
+        found = json.loads((work_dir / kept_as).read_text())
+        if isinstance(found, dict) and found.get("limits") == applied:
+            return found
+    floor = measure(work_dir, CLASS_FILE_BYTES, CLASS_SECONDS_PER_JOB, throttle.procs, kept_as)
+    floor.update(storage=name, limits=applied)
+    (work_dir / kept_as).write_text(json.dumps(floor))
+    return floor

@@ -14,6 +14,7 @@ from .families import FAMILIES, FAMILY_ENGINES, server_class, system_programs
 from .files import UnsafeFolder, own_folder
 from .floor import file_system, kept
 from .processes import first_line
+from .throttle import io_control
 
 
 def _cpu_model() -> str | None:
@@ -157,4 +158,5 @@ def host_facts(work_dir: str) -> dict:
         "python": platform.python_version(),
         "python_path": sys.executable,
         "power_loss": power_loss_ready(),
+        "io_control": io_control(),
     }

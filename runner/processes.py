@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .builds import installed
 from .errors import RunFailed
+from .throttle import JOIN
 
 POLL_S = 0.005
 # Every process this runner started, so the stdin watchdog can stop them all (by pid, nothing else).
@@ -29,16 +30,21 @@ HELD: list = []  # the work directory's lock file, open for the whole run
 SETPRIV = shutil.which("setpriv")
 
 
-def spawn(args: list[str], as_user: str | None = None, **options) -> subprocess.Popen:
+def spawn(
+    args: list[str], as_user: str | None = None, cgroup: Path | None = None, **options
+) -> subprocess.Popen:
     """Start a process the runner holds; `as_user`: as that OS user from its first instruction
     (a process that drops root itself, as mariadbd --user does, loses its parent-death signal
-    with the change: the kernel clears it; setpriv sets it after the change)."""
+    with the change: the kernel clears it; setpriv sets it after the change). `cgroup`: the
+    cgroup.procs file of a group it runs in from its first instruction (throttle.py)."""
     if SETPRIV:
         # the user's own primary group by number: its name may differ (nobody's is nogroup)
         user = []
         if as_user:
             user = [f"--reuid={as_user}", f"--regid={pwd.getpwnam(as_user).pw_gid}", "--init-groups"]
         args = [SETPRIV, *user, "--pdeathsig", "KILL", "--", *args]
+    if cgroup is not None:
+        args = [*JOIN, str(cgroup), *args]
     process = subprocess.Popen(args, **options)
     STARTED.append(process)
     return process

@@ -7,6 +7,11 @@ PostgreSQL's startup process does its recovery) and each of their threads: its n
 running, D waiting on the disk, S sleeping), its CPU time (user and system, in clock ticks; on the
 CPU and waiting for one, in ns, from schedstat) and its I/O (/proc/PID/task/TID/io: bytes read from
 and written to the device, and read and written through system calls, the page cache included).
+A thread read last 50 ms before it ended takes the I/O of those 50 ms with it: PostgreSQL's startup
+process reads its last WAL and exits, and a CI run counted 12 of the 17 MB it replayed. So each reading
+also holds a row (tid 0, ENDED) for what ended unseen: the server process's own I/O, which the kernel
+keeps for its ended threads and the children it reaped, less what its live threads and every thread
+seen to end were last read at. (Their CPU is not recovered this way: 50 ms at most per thread.)
 Counters are kept raw, as they grow; the dashboard turns them into shares of the recovery and the
 rest of start-up (experiments/ingest/resources.py). A thread that cannot be read is left out; a
 reader that fails says why in the file's last line. Reading it never fails a run.
@@ -31,6 +36,8 @@ LOADER = "ld-linux"
 LOADER_OPTIONS_WITH_VALUES = ("--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath")
 # /proc/PID/task/TID/io's lines kept, in this order
 IO_FIELDS = ("read_bytes", "write_bytes", "rchar", "wchar")
+# The name of the row for the I/O of threads and processes after they were last read
+ENDED = "I/O after a thread's last reading"
 
 
 class Resources(threading.Thread):
@@ -43,6 +50,13 @@ class Resources(threading.Thread):
         self._labels: dict[tuple, str] = {}
         self.pids: set[int] = set()  # every process of the server's seen
         self.taken = 0
+        # bytes each thread of the server's read and wrote through system calls, and read from
+        # the disk (a log read through mmap faults its pages in: no system call counts them), as
+        # last read (those gone keep theirs), and their sum: stall.py reads it as progress
+        self._io_of: dict[tuple[int, int], int] = {}
+        self.io_total = 0
+        self._last_io: dict[tuple[int, int], list[int]] = {}  # each thread's IO_FIELDS as last read
+        self._ended = [0] * len(IO_FIELDS)
 
     def run(self) -> None:
         with self.target.open("w", encoding="utf-8") as out, contextlib.suppress(OSError, ValueError):
@@ -60,7 +74,11 @@ class Resources(threading.Thread):
             tasks = self._tasks()
             if not tasks and not os.path.exists(f"/proc/{self.pid}"):
                 return  # the server is gone
+            tasks += self._ended_row(tasks)
             took_ms = round((time.monotonic() - asked) * 1000, 3)
+            # read_bytes + rchar + wchar
+            self._io_of.update({(row[0], row[1]): row[-4] + row[-2] + row[-1] for row in tasks})
+            self.io_total = sum(self._io_of.values())
             out.write(json.dumps({"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}) + "\n")
             self.taken += 1
             if self._stopping.is_set():
@@ -83,6 +101,26 @@ class Resources(threading.Thread):
                 if row is not None:
                     rows.append(row)
         return rows
+
+    def _ended_row(self, tasks: list[list]) -> list[list]:
+        """[the ENDED row] (none once the server process is gone): its process's I/O (its ended
+        threads' and its reaped children's kept in it) less its live threads' and the last readings
+        of the threads that ended. A child ended but not yet reaped is subtracted before the kernel
+        adds it: the row keeps its largest value, as a counter does."""
+        width = len(IO_FIELDS)
+        for row in tasks:
+            self._last_io[(row[0], row[1])] = row[-width:]
+        try:
+            lines = Path(f"/proc/{self.pid}/io").read_text().splitlines()
+            whole = dict(line.split(": ") for line in lines)
+        except (OSError, ValueError):
+            return []
+        live = {(row[0], row[1]) for row in tasks}
+        for i, name in enumerate(IO_FIELDS):
+            seen = sum(io[i] for key, io in self._last_io.items() if key not in live)
+            own = sum(row[-width + i] for row in tasks if row[0] == self.pid)
+            self._ended[i] = max(self._ended[i], int(whole.get(name, 0)) - own - seen)
+        return [[self.pid, 0, ENDED, "X", 0, 0, 0, 0, *self._ended]]
 
     def _processes(self) -> list[int]:
         """The server's process and its descendants, from the kernel's children lists."""

@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from . import floor, noise
+from . import floor, noise, page_cache
 from .builds import SYSTEM_BUILD, folder_programs
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
@@ -61,7 +61,10 @@ from .profile import Profile
 from .resources import RESOURCES_FILE, Resources
 from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
 from .server import Server
+from .stall import RecoveryStalled, StallWatch
 from .stamper import LogStamper
+from .throttle import Throttle
+from .throttle import remove_stale as remove_stale_groups
 from .workload import Sysbench, workload_tables
 
 
@@ -77,10 +80,13 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     engine = spec["engine"]
     times: dict[str, float] = {}
     result.update(times=times, server_args=server.server_args())
+    throttle = None
     oom_kills_before = oom_kills()
     stamper.start()
     try:
         result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
+        if spec.get("storage"):  # its group made and its floor measured before the workload
+            throttle = storage_class(spec, server, result)
         layer = None
         if crash.get("method") == "power_loss":
             progress("mounting the power-cut layer over the datadir", 21)
@@ -118,7 +124,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         if crash["when"] == "during_workload":
             exit_code = sysbench.follow(float(crash["after_seconds"]), workload_progress)
             if exit_code is not None:
-                if server.exited_unasked():  # the workload ended because its server did
+                # the workload ended because its server did (a failed client: wait for its end)
+                if server.exited_unasked(grace_s=2 if exit_code else 0):
                     raise RunFailed("the workload ended before the planned crash")
                 result["warning"] = "the workload ended before the planned crash"
         elif crash["when"] == "at_redo_bytes":
@@ -157,13 +164,21 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         sysbench.stop_if_running()
         result.update(server.engine.at_crash(server))
 
-        progress("restarting after the crash", 75)
+        if throttle is not None:  # from the restart on, the server reads and writes through its class
+            server.cgroup = throttle.procs
+        cache = spec["parameters"].get("restart_cache", "warm")
+        progress(f"restarting after the crash ({cache} page cache)", 75)
+        times["cache_started"] = clock.now()  # the lab's own step: the downtime leaves it out
+        result["restart_cache"] = page_cache.before_restart(server.home, cache)
+        times["cache_settled"] = clock.now()
         restart_mark = noise.mark()
         times["recovery_spawned"] = server.start()
         watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE)
         watcher.start()
+        signs, after_s = server.engine.stall_signs, spec["stall_after_s"]
+        stall = StallWatch(lambda: watcher.io_total, stamper, signs, after_s)
         try:
-            times["recovery_first_query"] = server.wait_until_ready(timeout)
+            times["recovery_first_query"] = server.wait_until_ready(timeout, stall)
         finally:
             result["resource_readings"] = watcher.stop()
             if profile is not None:
@@ -201,7 +216,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         times["clean_first_query"] = server.wait_until_ready(timeout)
         server.shutdown(timeout)
     except (RunFailed, subprocess.SubprocessError, OSError) as exc:
-        gone = server.exited_unasked() if "killed" not in times else None
+        gone = server.exited_unasked(grace_s=2) if "killed" not in times else None
         if gone:  # a server that died before the planned crash explains what failed after it
             stamper.settle()  # its last lines, read before they are quoted
             raise RunFailed(early_exit(gone, oom_kills_before, stamper.tail(), exc), permanent=False) from exc
@@ -209,9 +224,28 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     finally:
         sysbench.stop_if_running()
         server.stop_if_running()
+        if throttle is not None:
+            throttle.remove()
         stamper.stop()
         collect(work, out)
     return result
+
+
+def storage_class(spec: dict, server: Server, result: dict) -> Throttle:
+    """The storage class's group for the restart (throttle.py), its floor measured in it (kept
+    per class), before the workload: neither noise to it nor downtime. What it applied goes in
+    the result."""
+    storage = spec["storage"]
+    if floor.file_system(server.home) in floor.MEMORY_FILE_SYSTEMS:
+        raise RunFailed(f"storage class {storage['name']}: the run's files are in memory, no disk to cap")
+    progress(f"measuring storage class {storage['name']}, which the restart will read through", 21)
+    throttle = Throttle(floor.device_of(server.home), storage, spec["run_id"]).make()
+    result["storage"] = {"name": storage["name"], **throttle.applied()}
+    try:
+        result["storage"]["floor"] = floor.class_floor(Path(spec["work_dir"]), storage["name"], throttle)
+    except (floor.NotMeasured, OSError, subprocess.SubprocessError) as exc:
+        result["storage"]["floor_error"] = str(exc)[:300]
+    return throttle
 
 
 def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Server:
@@ -306,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         base = own_folder(Path(spec["work_dir"]), "work directory", "the host's work_dir")
         hold_work_dir(base)
         unmount_stale(base)
+        remove_stale_groups()
         stale = remove_stale_runs(base)
         if stale:
             result["stale_runs_removed"] = stale
@@ -314,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         result["facts"] = host_facts(str(base))
         execute(spec, work, out, result)
         status = "done"
+    except RecoveryStalled as exc:  # a result: the run is not tried again
+        status, error, result["stall"] = "stalled", str(exc), exc.evidence
     except RunFailed as exc:
         error, permanent = str(exc), exc.permanent
     except UnsafeFolder as exc:
@@ -334,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(work)
         elif work is not None:
             (work / KEPT_MARKER).touch()
-    result.update(status=status, error=error, permanent=permanent if status == "failed" else None)
+    result.update(status=status, error=error, permanent=permanent if status != "done" else None)
     if REFUSED:  # what the server's OS user had put where the runner reads
         result["refused_files"] = REFUSED
     out.mkdir(parents=True, exist_ok=True)
@@ -342,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     if status == "done":
         emit("done")
         return 0
-    emit("failed", error=error, permanent=permanent)
+    emit(status, error=error, permanent=permanent)
     return 1
 
 

@@ -70,6 +70,7 @@ class Server:
         self.os_user = server_os_user(self.os_users)
         self.account = client_account()
         self.process: subprocess.Popen | None = None
+        self.cgroup: Path | None = None  # a storage class's group the server starts in (throttle.py)
         self.build = ""
 
     def options(self) -> dict:
@@ -110,6 +111,7 @@ class Server:
         self.process = spawn(
             args,
             as_user=self.os_user if SETPRIV else None,
+            cgroup=self.cgroup,
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=output,
@@ -117,10 +119,13 @@ class Server:
         )
         return spawned
 
-    def wait_until_ready(self, timeout_s: float) -> float:
-        """Poll with a real query until one succeeds; return the moment it did."""
+    def wait_until_ready(self, timeout_s: float, watch=None) -> float:
+        """Poll with a real query until one succeeds; return the moment it did. `watch`
+        (stall.StallWatch): checked between polls, it ends a restart that stopped moving."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if watch is not None:
+                watch.check()
             if self.process.poll() is not None:
                 self.stamper.settle()  # its last lines, the reason it gave, read before they are quoted
                 raise RunFailed(
@@ -136,10 +141,16 @@ class Server:
             f"Last lines of its error log:\n{self.stamper.tail()}"
         )
 
-    def exited_unasked(self) -> str | None:
+    def exited_unasked(self, grace_s: float = 0) -> str | None:
         """How the server ended, if it ended without the runner asking ("was killed by SIGKILL",
-        "exited with status 1"); None while it runs."""
-        if self.process is None or self.process.poll() is None:
+        "exited with status 1"); None while it runs. `grace_s`: how long to wait for an end
+        already under way (a killed process closes its sockets, so its clients fail, a moment
+        before it can be reaped)."""
+        if self.process is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=grace_s)
+        if self.process.poll() is None:
             return None
         code = self.process.returncode
         if code < 0:

@@ -16,6 +16,7 @@ class LogStamper(threading.Thread):
         self.source, self.target, self.clock = source, target, clock
         self._stopping = threading.Event()
         self.lines: list[tuple[float, str]] = []
+        self.bytes_read = 0  # of the log so far (stall.py: the server's writes less its log's)
         self._lock = threading.Lock()
         # reads of the log done so far, for settle()
         self._passes = 0
@@ -35,6 +36,7 @@ class LogStamper(threading.Thread):
                     chunk = b""
                 if chunk:
                     offset += len(chunk)
+                    self.bytes_read = offset
                     moment = self.clock.now()
                     pending += chunk
                     *complete, pending = pending.split(b"\n")
@@ -64,6 +66,15 @@ class LogStamper(threading.Thread):
         with self._passed:
             wanted = self._passes + 2
             self._passed.wait_for(lambda: self._passes >= wanted or not self.is_alive(), timeout_s)
+
+    def line_count(self) -> int:
+        with self._lock:
+            return len(self.lines)
+
+    def texts(self, first: int) -> list[str]:
+        """The lines read from the `first`th on."""
+        with self._lock:
+            return [text for _, text in self.lines[first:]]
 
     def tail(self, count: int = 12) -> str:
         """The last lines read; after the server exited, call settle() first."""

@@ -14,6 +14,8 @@ SESSION = os.environ.setdefault("RECOVERY_LAB_TEST_SESSION", uuid.uuid4().hex[:8
 )
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("RUNNER_START_TIMEOUT_S", "120")
+# a frozen restart is found in 30 s (test_stall.py); a restart on a busy host still reads
+os.environ.setdefault("RUNNER_STALL_AFTER_S", "30")
 os.environ.setdefault("SSH_KEY_SECRET", "dGVzdHMtb25seS1zc2gta2V5LXNlY3JldC0zMmJ5dGU=")
 os.environ.setdefault("SSH_CONNECT_TIMEOUT_S", "5")
 os.environ.setdefault("RUN_RETRY_BACKOFF_S", "0.5")

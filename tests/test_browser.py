@@ -131,3 +131,52 @@ def test_import_a_percona8_log_into_an_experiment_and_see_it_on_the_chart(page, 
     )
     assert "square" in symbols
     screenshot(page, "import.png")
+
+
+def test_a_stalled_run_is_said_on_its_experiment_page_beside_what_recovered(page, live_server):
+    """A run whose restart stopped moving (runner/stall.py): the findings say it stalled, on which
+    pool, at how much redo, against the most that pool recovered; the runs table shows it
+    stalled with the runner's words; no recovery time is drawn for it."""
+    import datetime
+
+    from django.utils import timezone
+
+    from experiments.models import RunStatus
+    from experiments.services import refresh_experiment_status
+
+    from .factories import RunFactory
+
+    now = timezone.now()
+    pool = {"buffer_pool_size": "256M", "redo_log_size": "1G", "insert_rate": 0}
+    times = {"started_at": now - datetime.timedelta(seconds=30), "finished_at": now}
+    recovered = RunFactory(
+        status=RunStatus.DONE, parameters=pool, buffer_pool_bytes=256 << 20, redo_bytes=128 << 20,
+        recovery_seconds=3.1, downtime_seconds=3.6, **times,
+    )  # fmt: skip
+    said = (
+        "recovery stalled: nothing moved for 90 s, from 14 s into the restart (no reads or writes but to "
+        "its own log, no new line in it); it wrote 2,417 lines like: Difficult to find free blocks in the "
+        "buffer pool (21 search iterations)!"
+    )
+    stalled = RunFactory(
+        experiment=recovered.experiment, status=RunStatus.STALLED, parameters=pool,
+        buffer_pool_bytes=256 << 20, redo_bytes=320 << 20, error=said, **times,
+    )  # fmt: skip
+    refresh_experiment_status(recovered.experiment_id)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/experiments/{recovered.experiment_id}/")
+    findings = page.inner_text("#experiment-findings")
+    assert (
+        f"Run #{stalled.id} (InnoDB): recovery stalled with a 256 MiB buffer pool at about 320 MiB of redo"
+        in findings
+    ), findings
+    assert f"The most redo InnoDB recovered on that pool here: 128 MiB (run #{recovered.id})" in findings
+    assert "1 stalled (recovery stopped moving)" in page.inner_text("#experiment-progress")
+    row = page.locator("tr", has_text="nothing moved for 90 s").first
+    assert "stalled" in row.inner_text()
+    # the redo chart draws it as a failed result: a dotted line at its redo, its legend says why
+    page.wait_for_selector("#figure-redo .shapelayer path", state="attached")  # a line: no area
+    legend = page.locator("#figure-redo .legendtext", has_text="recovery stalled").first
+    drawn = f"recovery stalled, no time to draw (run #{stalled.id}: 256M pool, 320.0 MiB)"
+    assert legend.text_content() == drawn
+    screenshot(page, "experiment-stalled.png")

@@ -327,6 +327,21 @@ def test_flushing_is_a_dimension_whose_default_a_run_leaves_unsaid():
         RunSpec.from_dict(spec)
 
 
+def test_a_power_cut_restarts_cold_unless_the_definition_says_otherwise():
+    """Issue 55: a cut loses the machine's memory, so its runs restart with an empty page cache
+    and say so; a definition that asks for a warm restart after a cut gets it, and a kill stays
+    warm by default, unsaid, as runs made before the parameter were."""
+    cut = {"method": "power_loss", "when": "after_workload"}
+    one = {"engines": ["innodb"], "repetitions": 1, "server_options": {}}
+    runs = list(validate_definition(definition(**one, crash=cut, parameters={}), HOSTS).expand())
+    assert [r.parameters.get("restart_cache") for r in runs] == ["cold"]
+    asked = definition(**one, crash=cut, parameters={"restart_cache": ["warm", "cold"]})
+    runs = list(validate_definition(asked, HOSTS).expand())
+    assert sorted(r.parameters.get("restart_cache", "warm") for r in runs) == ["cold", "warm"]
+    runs = list(validate_definition(definition(**one, parameters={}), HOSTS).expand())
+    assert "restart_cache" not in runs[0].parameters
+
+
 @pytest.mark.parametrize(
     "path", sorted((Path(__file__).resolve().parent.parent / "docs" / "examples").glob("*.yaml")), ids=str
 )
@@ -336,4 +351,7 @@ def test_every_example_definition_in_the_docs_is_valid(path):
 
     raw = load_plain_yaml(path.read_text())
     runs = list(validate_definition(raw, known_hosts=raw["hosts"]).expand())
-    assert len(runs) == raw.get("repetitions", 1) * len(raw["parameters"].get("binlog_files", [0]))
+    cells = len(raw["engines"])
+    for values in [*raw["parameters"].values(), *raw.get("server_options", {}).values()]:
+        cells *= len(values)
+    assert len(runs) == raw.get("repetitions", 1) * cells

@@ -2,6 +2,7 @@
 host has its facts from the start."""
 
 import io
+import re
 
 import pytest
 from django.core.management import call_command
@@ -208,6 +209,17 @@ def test_the_time_left_stands_on_runs_done_and_is_not_said_without_one(client, u
     assert 'about <span id="eta">6 min</span> left' in page, page[
         page.find("left") - 200 : page.find("left") + 20
     ]
+    # a run running over twice as long as the typical one (a restart that may have stalled: a
+    # page had said "about 22 s left" beside one hung for minutes): no time left is said
+    RunFactory(
+        experiment=experiment, host=host, status="running", started_at=now - datetime.timedelta(seconds=95)
+    )
+    page = client.get(f"/experiments/{experiment.id}/").content.decode()
+    assert 'id="eta"' not in page
+    taken = re.search(
+        r"a run has taken (\d+) s, over twice the typical run's 40 s: no time left is said", page
+    )
+    assert taken and int(taken.group(1)) >= 95, page
 
 
 @pytest.mark.django_db

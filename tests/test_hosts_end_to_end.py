@@ -142,3 +142,6 @@ def test_an_ssh_hosts_disk_is_measured_over_ssh_and_the_hosts_page_shows_it(
     # as the page rounds it (Django's floatformat rounds half up, Python's format half to even)
     reads = floatformat(floor["seq_read_mb_s"], "0g")
     assert f"its disk, measured: {reads} MB/s sequential read" in page
+    # probed over SSH as root: the kernel's blkio throttle is there to cap a storage class's restarts
+    assert again["facts"]["io_control"] == {"ready": True, "how": "cgroup v1 blkio throttle"}
+    assert "storage classes: its restarts can be capped (cgroup v1 blkio throttle)" in page

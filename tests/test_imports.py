@@ -168,6 +168,30 @@ def test_a_recovery_the_server_died_in_imports_as_a_failed_run_without_times():
     assert run.experiment.status == "done"
 
 
+def test_a_restart_that_never_got_ready_crying_for_free_blocks_imports_as_a_stalled_run():
+    """A real MySQL 9.7 multi-batch restart (tests/data/mysql-9.7/innodb_multi_batch) cut after
+    its seventh batch, before it was ready, then InnoDB's warning as buf0lru.cc prints it
+    (ER_IB_MSG_134, [MY-011959]; the DBAs' log held 247,000 of them): spliced, not a log a
+    server wrote whole. It is a stalled crash restart, with no recovery time."""
+    lines = (DATA / "mysql-9.7" / "innodb_multi_batch" / "error.log").read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if "Applying a batch of 842 redo log records" in line)
+    warning = (
+        "2026-11-27T15:06:{:02d}.147881Z 1 [Warning] [MY-011959] [InnoDB] Difficult to find free blocks in "
+        "the buffer pool (21 search iterations)! 21 failed attempts to flush a page! Consider increasing "
+        "the buffer pool size. Pending flushes (fsync) log: 0; buffer pool: 0. 1403 OS file reads, 0 OS "
+        "file writes, 2 OS fsyncs."
+    )
+    log = "\n".join([*lines[:cut], *(warning.format(8 + n) for n in range(3))]) + "\n"
+    result = services_import({"error_log": upload(log.encode())}, redo_log_size="128M", buffer_pool_size="8M")
+    run = result.runs[-1]
+    run.refresh_from_db()
+    assert run.status == RunStatus.STALLED, (run.status, run.error)
+    assert run.error.startswith(
+        "recovery stalled: the server never became ready, writing 3 lines like: Difficult to find free blocks"
+    ), run.error
+    assert run.recovery_seconds is None and run.ready_seconds is None
+
+
 def test_a_shutdown_tail_and_a_default_verbosity_recovery_import_as_one_run():
     # MySQL 8.0.17: a line of an earlier process, a start killed before ready, then a start whose
     # crash shows only as "[MY-010229] [Server] Starting crash recovery..."

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from experiments.exporter_web import load_web_config, serve_metrics
 from experiments.live import LiveReader, read_server
 from experiments.prediction import Prediction
-from experiments.production import EXIT_NO_ANSWER, EXIT_OVER_RTO, LiveCollector, predict_text
+from experiments.production import EXIT_NO_ANSWER, EXIT_OVER_RTO, EXIT_WITHIN, LiveCollector, predict_text
 from experiments.server_url import LiveError, parse_server_url
 
 from .live_mariadb import LiveMariaDB
@@ -338,7 +338,7 @@ def test_the_exporter_s_metrics_can_require_basic_auth_over_tls(tmp_path):
         server.server_close()
 
 
-def test_a_crash_now_already_over_the_rto_exits_2_though_the_worst_case_is_unknown():
+def test_a_crash_now_over_the_rto_exits_2_and_the_worst_case_unknown_is_said_so():
     from experiments.live import ServerState
 
     state = ServerState("db1:3306", "innodb", "10.11.19-MariaDB", 33 << 20, None, "none", 1 << 30)
@@ -353,7 +353,19 @@ def test_a_crash_now_already_over_the_rto_exits_2_though_the_worst_case_is_unkno
     }  # fmt: skip
     text, code = predict_text(state, answer, rto=0.001, probe=None)
     assert code == EXIT_OVER_RTO
-    assert "EXCEEDED by a crash now already (up to 1.6 s); the worst case cannot be predicted" in text
+    assert (
+        "RTO         0.001 s, a crash now: EXCEEDED (even the 95% interval's low end, 1.2 s, is over it)"
+        in text
+    )
+    assert (
+        "RTO         0.001 s, the worst case: EXCEEDED (no shorter than a crash now; its own downtime "
+        "cannot be predicted: no bound on the redo: none)" in text
+    )
     assert "experiments 3 by alice; measured by the lab's runners" in text
-    _, code = predict_text(state, answer, rto=10, probe=None)
-    assert code == EXIT_NO_ANSWER  # within it now, and the worst case unknown: no answer
+    # decided on the worst case: no shorter than a crash now, so exceeded too
+    assert predict_text(state, answer, rto=0.001, probe=None, case_decided="worst")[1] == EXIT_OVER_RTO
+    text, code = predict_text(state, answer, rto=10, probe=None)
+    assert code == EXIT_WITHIN  # a crash now within it (the interval ends at 1.6 s)
+    assert "RTO         10 s, the worst case: cannot be held to it (no bound on the redo: none)" in text
+    _, code = predict_text(state, answer, rto=10, probe=None, case_decided="worst")
+    assert code == EXIT_NO_ANSWER  # the worst case unknown: no answer

@@ -5,15 +5,9 @@ the test's own."""
 
 import json
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 from urllib.parse import quote
 
-import pymysql
 import pytest
 from django.conf import settings
 
@@ -23,13 +17,12 @@ from experiments.models import Run, RunStatus
 from experiments.server_url import parse_server_url
 from experiments.services.tokens import new_token
 from experiments.units import parse_size
-from runner.builds import build_programs, server_command
 
 from .conftest import wait_for
+from .live_mariadb import MONITOR_PASSWORD
+from .live_mysql import LiveMySQL
 from .test_gate import artifact
 from .test_predict import LAB, client
-
-MONITOR_PASSWORD = "m0nitor:/pass"  # characters a URL has to escape
 
 pytestmark = pytest.mark.mariadb
 LAST_CHECKPOINT = re.compile(r"^Last checkpoint at\s+(\d+)$", re.M)
@@ -56,81 +49,15 @@ def held_back(run: Run) -> None:
 
 @pytest.fixture
 def live_mysql(mysql_build):
-    """A loaded MySQL 9.7 of the test's own, standing for a production server: the build's
-    mysqld on its own socket, a monitoring account with a password and no privilege, sysbench
-    writing into it. Everything it starts is stopped by its pid."""
-    programs = build_programs(settings.RUNNER_WORK_DIR / "builds" / mysql_build[0])
-    root = Path(tempfile.mkdtemp(prefix="recovery-lab-live-mysql-"))
-    socket = root / "mysqld.sock"
-    (root / "files").mkdir()  # its own: the default folder is missing and the server aborts
-    common = [
-        *server_command(programs),
-        "--no-defaults",
-        "--user=root",
-        f"--datadir={root / 'data'}",
-        f"--plugin-dir={programs['plugin_dir']}",
-        f"--lc-messages-dir={programs['lc_messages_dir']}",
-        f"--secure-file-priv={root / 'files'}",
-    ]
-    subprocess.run([*common, "--initialize-insecure"], check=True, capture_output=True, timeout=120)
-    server = subprocess.Popen(
-        [
-            *common,
-            f"--socket={socket}",
-            "--skip-networking",
-            "--mysqlx=OFF",
-            f"--log-error={root / 'error.log'}",
-            "--innodb-redo-log-capacity=48M",  # within twice the lab's largest redo: a worst case
-            "--innodb-adaptive-flushing=OFF",
-            "--innodb-io-capacity=100",
-            "--innodb-max-dirty-pages-pct=90",
-            "--innodb-max-dirty-pages-pct-lwm=0",
-            "--disable-log-bin",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    load = None
+    """A loaded MySQL 9.7 of the test's own, standing for a production server (tests/live_mysql.py):
+    a light, steady load, as test_predict's. Yields its socket."""
+    live = LiveMySQL(build=settings.RUNNER_WORK_DIR / "builds" / mysql_build[0], log_file_size="48M")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                admin = pymysql.connect(unix_socket=str(socket), user="root", autocommit=True)
-                break
-            except pymysql.MySQLError:
-                assert server.poll() is None and time.monotonic() < deadline, (root / "error.log").read_text()
-                time.sleep(0.1)
-        with admin.cursor() as cursor:
-            cursor.execute("CREATE USER monitor@localhost IDENTIFIED BY %s", (MONITOR_PASSWORD,))
-            cursor.execute("CREATE USER bench@localhost IDENTIFIED BY 'bench'")
-            cursor.execute("GRANT ALL ON sbtest.* TO bench@localhost")
-            cursor.execute("CREATE DATABASE sbtest")
-        admin.close()
-        sysbench = [
-            "sysbench",
-            "oltp_insert",
-            "--db-driver=mysql",
-            f"--mysql-socket={socket}",
-            "--mysql-user=bench",
-            "--mysql-password=bench",
-            "--tables=2",
-            "--table-size=5000",
-        ]
-        subprocess.run([*sysbench, "prepare"], check=True, capture_output=True, timeout=120)
-        load = subprocess.Popen(
-            [*sysbench, "--threads=1", "--rate=400", "--time=600", "run"],  # light, as test_predict's
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        yield socket
+        live.start()
+        live.start_load(rate=400, threads=1)
+        yield live.socket
     finally:
-        for process in (load, server):
-            if process and process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-                process.wait()
-        shutil.rmtree(root, ignore_errors=True)
+        live.stop()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -141,12 +68,14 @@ def test_predict_on_a_loaded_mysql_9_7_from_real_mysql_lab_runs(
     Innodb_redo_log_*), then `predict` against a loaded 9.7 of the test's own as a monitoring
     account with no privilege: its redo to replay is the current LSN less the checkpoint's
     (MySQL 8.0.30+ has no Innodb_checkpoint_age), its worst case innodb_redo_log_capacity."""
-    lab = {**LAB, "name": "Lab: MySQL 9.7 downtime against redo"}  # 6 runs: a prediction needs 5
+    # five runs, one per redo target (a prediction needs 5): a MySQL run costs three starts
+    lab = {**LAB, "name": "Lab: MySQL 9.7 downtime against redo", "repetitions": 1}
     lab["parameters"] = {**LAB["parameters"], "server_build": ["mysql-9.7"]}
+    lab["crash"] = {**LAB["crash"], "redo_bytes": ["4M", "8M", "12M", "18M", "24M"]}
     experiment, _ = services.create_experiment(lab)
     runs = Run.objects.filter(experiment=experiment)
-    wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "six lab runs")
-    assert runs.filter(status=RunStatus.DONE).count() == 6, list(runs.values("status", "error"))
+    wait_for(lambda: not runs.exclude(status__in=RunStatus.finished()).exists(), 600, "five lab runs")
+    assert runs.filter(status=RunStatus.DONE).count() == 5, list(runs.values("status", "error"))
     for run in runs:  # each crashed at its redo target, on MySQL, its checkpoint held meanwhile
         assert run.server_version.startswith("9.7.") and run.redo_bytes >= 0.9 * parse_size(
             run.parameters["crash_redo_bytes"]
@@ -156,6 +85,7 @@ def test_predict_on_a_loaded_mysql_9_7_from_real_mysql_lab_runs(
     first = read_server(parse_server_url(url), "innodb", timeout_s=5)
     assert first.version.startswith("9.7.") and first.worst_redo == 48 * 2**20
     assert first.bound == "innodb_redo_log_capacity (an upper bound)"
+    assert first.redo_log_bytes == 48 * 2**20 and first.buffer_pool_bytes == 128 * 2**20
     deadline = time.monotonic() + 30
     while read_server(parse_server_url(url), "innodb", timeout_s=5).redo_to_replay < 2**20:
         assert time.monotonic() < deadline, "the redo to replay never reached 1 MiB under the load"
@@ -176,3 +106,8 @@ def test_predict_on_a_loaded_mysql_9_7_from_real_mysql_lab_runs(
     assert re.search(worst, said.stdout, re.M), said.stdout
     assert said.stdout.startswith(f"server      {live_mysql}: 9.7."), said.stdout  # its socket, no port
     assert MONITOR_PASSWORD not in said.stdout + said.stderr
+    # the lab's pool is this server's; its log is not, and the prediction says so
+    assert (
+        "note        the lab's runs had a redo log size of 128 MiB, this server 48 MiB: runs of 48 MiB "
+        "would stand for it" in said.stdout
+    ), said.stdout

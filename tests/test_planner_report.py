@@ -108,6 +108,7 @@ def test_the_planner_report_prints_to_a_pdf_with_its_chart(page, live_server):
     log_in(page, live_server)
     page.goto(f"{live_server.url}/planner/?host=db7&engine=innodb&target_downtime_seconds=6")
     page.click("#planner-report")
+    page.wait_for_url("**/planner/report/**")  # the click navigates: wait for the report, not the planner
     page.wait_for_function("() => document.body.dataset.chartsReady === 'yes'")
     assert page.locator("#figure-planner .main-svg").count() >= 1
     screenshot(page, "planner-report.png")

@@ -248,6 +248,7 @@ def test_the_comparison_report_prints_to_a_pdf(page, live_server, two_versions):
     log_in(page, live_server)
     page.goto(f"{live_server.url}/compare/?experiments={before.id},{after.id}")
     page.click("#compare-report-link")
+    page.wait_for_url("**/compare/report/**")  # the click navigates: wait for the report, not compare
     page.wait_for_function("() => document.body.dataset.chartsReady === 'yes'")
     assert page.locator("#figure-compare .main-svg").count() >= 1
     screenshot(page, "compare-report.png")

@@ -364,3 +364,43 @@ def test_a_reader_that_stopped_early_is_said_and_its_readings_before_stand():
     analysis = analyse_run(result, {**files, RESOURCES_FILE: cut}, "innodb", 1 << 30)
     assert any("the runner's reader stopped early (RuntimeError: gone)" in w for w in analysis.warnings)
     assert analysis.resources["readings"] == 9  # the header, then nine readings before the error
+
+
+def test_a_process_that_ends_between_two_readings_keeps_its_io_in_them(tmp_path):
+    """A child that reads 32 MiB and exits within one 50 ms interval (PostgreSQL's startup process
+    reads its last WAL and exits) is never seen, or seen without its last reads: the readings still
+    hold all it read, in the row for I/O after a thread's last reading, once its parent reaped it."""
+    import subprocess
+    import sys
+
+    from runner.events import Clock
+    from runner.resources import ENDED, Resources
+
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(32 << 20))
+    forks = (
+        "import os, sys\n"
+        "sys.stdin.readline()\n"
+        "if os.fork() == 0:\n"
+        f"    with open({str(data)!r}, 'rb', buffering=0) as f:\n"
+        "        while f.read(1 << 20): pass\n"
+        "    os._exit(0)\n"
+        "os.wait(); print('reaped', flush=True); sys.stdin.readline()\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", forks], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        watcher = Resources(parent.pid, Clock(), tmp_path / RESOURCES_FILE)
+        watcher.start()
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline() == "reaped\n"
+        watcher.stop()
+    finally:
+        parent.communicate("end\n", timeout=10)
+    last = json.loads((tmp_path / RESOURCES_FILE).read_text().splitlines()[-1])
+    ended = [row for row in last["tasks"] if row[2] == ENDED]
+    assert len(ended) == 1 and ended[0][0] == parent.pid, last
+    # rchar: bytes read through system calls, whether the page cache or the disk served them
+    assert sum(row[10] for row in last["tasks"]) >= 32 << 20, last

@@ -10,17 +10,28 @@ from hypothesis import strategies as st
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ROW_FIELDS, build_cells
+from experiments.analysis.compare import compare_experiments
 from experiments.analysis.planner import MIB, PlanRefused, Point, plan
-from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS, finding_sentence
+from experiments.analysis.predict import SETTINGS, like_the_server
+from experiments.analysis.sentences import (
+    COMPARED_METRICS,
+    RESOURCE_METRICS,
+    finding_sentence,
+    restart_cache_sentence,
+    storage_sentence,
+)
 from experiments.analysis.stats import compare
 from experiments.analysis.where import HELD_BACK, resource_sentence
 from experiments.ingest.verdict import thread_shares, verdict
 from experiments.metrics import NUMERIC_METRICS
 from experiments.pages.context import compared_value
+from experiments.prediction import Fit, Prediction, rto_outcome, stall_risk
+from experiments.production import _outcome_text
 from experiments.reports.answers import repeat_answers, startup_answers, tradeoff_answers
 from experiments.reports.findings import parameter_findings, redo_findings
 from experiments.reports.planner import plan_sentences
-from experiments.units import parse_size
+from experiments.reports.stalled import stall_findings
+from experiments.units import binary_bytes, parse_size
 
 QUICK = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -56,6 +67,49 @@ def test_a_comparison_says_which_side_took_longer_and_why_it_has_no_interval(a, 
     if "slower than" in said or "faster than" in said:
         assert result["significant"], said
         assert ("slower" in said) == (result["ratio"] > 1), said
+
+
+@QUICK
+@given(
+    st.lists(st.lists(seconds, min_size=1, max_size=4), min_size=2, max_size=2),
+    st.sampled_from([0.005, 1.0]),
+)
+def test_a_recovery_shorter_than_its_log_resolves_counts_at_the_resolution_and_is_said(sides, resolution):
+    """Rule: a run measured 0 s (its first and last lines stamped alike) is compared at its log's
+    resolution, an upper bound, never left out: two runs a side have an interval, and the sentence
+    counts the runs so counted (MariaDB 11.8 recovered 3,000 events in under 5 ms: the gate had
+    exited 2 on "1 run measured 0")."""
+    rows = []
+    for experiment, values in enumerate(sides, start=1):
+        for value in values:
+            row = dict.fromkeys(ROW_FIELDS)
+            row.update(
+                id=len(rows) + 1,
+                experiment_id=experiment,
+                status="done",
+                engine="innodb",
+                host_label="local",
+                parameters={},
+                server_options={},
+                server_version="",
+                imported=False,
+                phases={"redo_apply": value},
+                phase_resolution={"redo_apply": resolution},
+                recovery_seconds=value,
+            )
+            rows.append(row)
+    (cell,) = compare_experiments(rows, [1, 2], {1: "A", 2: "B"})["cells"]
+    (said,) = [line for line in cell["sentences"] if "crash recovery" in line]
+    raised = sum(value < resolution for values in sides for value in values)
+    assert "measured 0" not in said, said
+    if raised:
+        counted = re.search(r"\((\d+) runs? shorter than the log resolves, counted as (.+?)\)", said)
+        assert counted and int(counted.group(1)) == raised, said
+        assert counted.group(2) == ("1 s" if resolution == 1.0 else "5 ms"), said
+    else:
+        assert "shorter than the log resolves" not in said, said
+    if min(len(values) for values in sides) >= 2:
+        assert "no interval" not in said, said
 
 
 # planner: settings (cells) of one to three runs whose downtime grows with redo, straight or faster
@@ -428,3 +482,220 @@ def test_a_startup_parameter_is_compared_on_the_restart_every_value_and_said_pla
         [(downtimes[fewest], downtimes[f]) for f in sorted(downtimes)[1:]], [1.25] * len(results), family=True
     )
     assert ("did not change the restart" in line) == (not any(r.significant for r in family)), line
+
+
+predicted = st.tuples(st.floats(0.0, 100.0), st.floats(0.0, 100.0), st.floats(0.0, 100.0)).map(sorted)
+
+
+@QUICK
+@given(predicted, st.floats(0.001, 150.0))
+def test_a_prediction_against_the_rto_says_the_outcome_its_interval_gives(bounds, rto):
+    """Rule: "within" only where the whole 95% interval is under the RTO, "EXCEEDED" only where
+    all of it is over, "AT RISK" where the RTO lies inside it; the text cites the bound that
+    decides (a wide interval had cried "exceeded" five times in six)."""
+    low, typical, high = bounds
+    prediction = Prediction(1 << 20, typical, low, high)
+    outcome = rto_outcome(prediction, rto)
+    said = _outcome_text(outcome, prediction)
+    if high <= rto:
+        assert outcome == "within" and f"{high:.3g} s" in said
+    elif low > rto:
+        assert outcome == "exceeded" and said.startswith("EXCEEDED") and f"{low:.3g} s" in said
+    else:
+        assert outcome == "at_risk" and said.startswith("AT RISK") and f"{low:.3g}-{high:.3g} s" in said
+
+
+mib = st.integers(1, 4096).map(lambda n: n << 20)
+
+
+@QUICK
+@given(
+    st.lists(st.tuples(st.sampled_from([128 << 20, 256 << 20, 1 << 30]), mib), max_size=3),
+    st.dictionaries(st.sampled_from([128 << 20, 256 << 20, 1 << 30]), mib),
+    st.sampled_from([128 << 20, 256 << 20, 1 << 30]),
+    mib,
+)
+def test_a_stall_risk_is_said_only_beyond_what_the_lab_recovered_on_that_pool(stalled, most, pool, redo):
+    """Rule: the risk is said where the lab saw a stall on this pool or a larger one and this redo
+    is past what it recovered on this pool (or reaches the stall); never where no such stall was
+    seen; the sentence cites the stall and the most recovered, as measured."""
+    stalls = [{"run_id": i, "buffer_pool_bytes": p, "redo_bytes": r} for i, (p, r) in enumerate(stalled, 1)]
+    recovered = {str(p): {"run_id": 100 + i, "redo_bytes": r} for i, (p, r) in enumerate(most.items())}
+    said = stall_risk(stalls, recovered, pool, redo)
+    seen = [s for s in stalls if s["buffer_pool_bytes"] >= pool]
+    if not seen:
+        assert said == ""
+        return
+    smallest = min(s["redo_bytes"] for s in seen)
+    done = most.get(pool)
+    beyond = done is None or redo > done or redo >= smallest
+    assert bool(said) == beyond, (said, stalls, recovered, pool, redo)
+    if said:
+        assert f"stall at {smallest / 2**20:,.1f} MiB" in said
+        assert (f"was {done / 2**20:,.1f} MiB" in said) if done else "recovered none" in said
+
+
+@QUICK
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["done", "stalled"]), st.sampled_from(["128M", "1G"]), mib), max_size=6
+    )
+)
+def test_a_stalled_run_is_said_with_no_recovery_time_and_the_most_recovered_on_its_pool(runs):
+    """Rule: each stalled run has one sentence, with its pool and redo, never a recovery time;
+    "the most redo ... recovered on that pool" is the largest done run's of that pool."""
+    rows = [
+        {"id": i, "status": status, "engine": "innodb", "parameters": {"buffer_pool_size": pool},
+         "buffer_pool_bytes": parse_size(pool), "redo_bytes": redo, "excluded": False}
+        for i, (status, pool, redo) in enumerate(runs, 1)
+    ]  # fmt: skip
+    said = stall_findings(rows)
+    assert len(said) == sum(r["status"] == "stalled" for r in rows)
+    for line, row in zip(said, [r for r in rows if r["status"] == "stalled"], strict=True):
+        assert line.startswith(f"Run #{row['id']} (InnoDB): recovery stalled with a ") and " s " not in line
+        same = [
+            r for r in rows if r["status"] == "done" and r["buffer_pool_bytes"] == row["buffer_pool_bytes"]
+        ]
+        if same:
+            top = max(same, key=lambda r: r["redo_bytes"])
+            assert (
+                f"recovered on that pool here: {binary_bytes(top['redo_bytes'])} (run #{top['id']})" in line
+            )
+        else:
+            assert "No InnoDB run here recovered on that pool" in line
+
+
+@QUICK
+@given(
+    st.integers(3, 30),
+    st.floats(0.001, 5.0),
+    st.floats(0.0, 5.0),
+    st.floats(0.0, 0.05),
+    st.integers(1, 400).map(lambda n: n << 20),
+    st.integers(0, 5),
+)
+def test_a_wide_interval_says_why_and_only_what_would_narrow_it(
+    n, residual, intercept, slope, redo, disturbed
+):
+    """Rule: a prediction whose interval's half-width is over half its typical value says so,
+    with the runs, the disturbed and the scatter behind it; it asks for more repetitions only
+    under ten runs, a quiet host only where runs were disturbed, nearer redo only where this
+    redo is further from the runs' mean than their spread."""
+    fit = Fit(
+        intercept,
+        slope / 2**20,
+        residual,
+        n,
+        64.0 * 2**20,
+        n * (32.0 * 2**20) ** 2,
+        2.2,
+        (16 << 20, 112 << 20),
+    )
+    prediction = fit.at(redo)
+    said = fit.why_wide(prediction, min(disturbed, n))
+    if prediction.refused or not prediction.typical_seconds:
+        assert said == ""
+        return
+    half = (prediction.high_seconds - prediction.low_seconds) / 2
+    assert bool(said) == (half > 0.5 * prediction.typical_seconds), (said, prediction)
+    if said:
+        assert f"±{half:.3g} s" in said and f"{n} runs, {min(disturbed, n)} of them" in said
+        assert ("more repetitions" in said) == (n < 10)
+        assert ("a quiet host" in said) == (min(disturbed, n) > 0)
+        assert ("redo targets nearer" in said) == ((redo - fit.mean_redo) ** 2 / fit.sxx > 1)
+
+
+pools = st.sampled_from([128 * MIB, 256 * MIB, 1024 * MIB, None])
+logs = st.sampled_from([48 * MIB, 128 * MIB, None])
+
+
+@QUICK
+@given(
+    st.lists(st.tuples(pools, logs, st.integers(1, 4)), min_size=1, max_size=20),
+    st.sampled_from([128 * MIB, 256 * MIB, 1024 * MIB]),
+    st.sampled_from([48 * MIB, 128 * MIB]),
+)
+def test_a_fit_says_it_stands_on_the_server_s_settings_only_where_every_run_of_it_has_them(runs, pool, log):
+    """Rule (docs/sentences.md, "Which lab runs a prediction stands on"): "stands on the N of M
+    runs with this server's X" only where the fit's N runs all have the server's X; where they do
+    not, a note names the lab's values and the server's, with how many runs had the server's."""
+    rows = [
+        {"id": i, "buffer_pool_bytes": p, "redo_log_bytes": g, "redo_bytes": r * MIB}
+        for i, (p, g, r) in enumerate(runs)
+    ]
+    warnings: list[str] = []
+    server = {"buffer_pool_bytes": pool, "redo_log_bytes": log}
+    kept, matched, differing = like_the_server(rows, server, warnings)
+    narrowing = [w for w in warnings if w.startswith("the fit stands on")]
+    if narrowing:
+        (sentence,) = narrowing
+        found = re.match(
+            r"the fit stands on the (\d+) of (\d+) runs with this server's (.*); the others", sentence
+        )
+        assert int(found.group(1)) == len(kept) < int(found.group(2)) == len(rows)
+        for name, words in SETTINGS:  # a setting it names, every run of the fit has
+            if f"{words} (" in found.group(3):
+                assert name in matched and all(row[name] == server[name] for row in kept)
+    scope = rows
+    for name, words in SETTINGS:
+        value = server[name]
+        if name in matched and not all(row[name] == value for row in scope):
+            scope = [row for row in scope if row[name] == value]  # narrowed at its turn
+        assert name not in matched or all(row[name] == value for row in kept)
+        if name in differing:
+            assert not all(row[name] == value for row in kept)
+            (sentence,) = [w for w in warnings if f"had a {words} of" in w and "this server" in w]
+            assert f"this server {binary_bytes(value)}" in sentence
+            assert all(binary_bytes(v) in sentence for v in differing[name]["lab"])
+            having = sum(row[name] == value for row in scope)
+            assert (f"({having} runs of it, too few to fit on)" in sentence) == (having > 0)
+    assert {row["id"] for row in kept} <= {row["id"] for row in rows} and kept
+
+
+@QUICK
+@given(st.sampled_from(["warm", "cold"]), st.integers(0, 2**40), st.integers(0, 2**40), st.integers(0, 10**5))
+def test_the_restart_s_page_cache_is_said_as_it_was_counted(mode, held, total, files):
+    """Rule (docs/sentences.md, "The page cache at the restart"): the mode is said as recorded;
+    "what the recovery read came from the disk" only for a cold restart with nothing left
+    resident; otherwise the bytes still cached are said, beside the server's whole."""
+    held = min(held, total)
+    said = restart_cache_sentence({"mode": mode, "resident_bytes": held, "bytes": total, "files": files})
+    assert said.startswith(f"Restarted {mode}")
+    assert f"{binary_bytes(total)} in {files:,} files" in said
+    assert ("came from the disk" in said) == (mode == "cold" and held == 0)
+    assert "came from memory" not in said  # O_DIRECT reads go to the disk, cached or not
+    if held or mode == "warm":
+        assert f"{binary_bytes(held)} of the server's" in said
+    assert restart_cache_sentence(None) == "" and restart_cache_sentence({"mode": "hot"}) == ""
+
+
+@QUICK
+@given(
+    st.integers(0, 10**10),
+    st.integers(0, 10**6),
+    st.integers(0, 10**10),
+    st.one_of(st.none(), st.floats(0.1, 10**5)),
+    st.one_of(st.none(), st.floats(0.1, 10**5)),
+)
+def test_a_storage_class_is_said_with_its_caps_and_what_held_its_reads(read_bps, iops, write_bps, fio, disk):
+    """Rule (docs/sentences.md, "The storage class at the restart"): the caps as held, the
+    uncapped workload said, fio's figure where measured; under 90% of the byte cap, "the disk,
+    not the class" only where the host's disk measured uncapped reads under 90% of it, else the
+    request cap named (and an unmeasured disk as a maybe)."""
+    held = {"name": "hdd-raid10", "read_bps": read_bps, "read_iops": iops, "write_bps": write_bps,
+            "write_iops": iops, "device": "254:0", "how": "cgroup v1 blkio throttle"}  # fmt: skip
+    if fio is not None:
+        held["floor"] = {"seq_read_mb_s": fio, "rand_read_qd1_iops": 80}
+    said = storage_sentence(held, "RAID10 of four 7,200 rpm disks", disk)
+    assert said.startswith("Restarted through storage class hdd-raid10 (RAID10 of four 7,200 rpm disks)")
+    reads = f"{read_bps / 1e6:,.0f} MB/s and {iops:,} requests/s" if read_bps else "no cap"
+    assert f"reads capped at {reads}, its writes at " in said and "ran uncapped" in said
+    assert fio is None or f"fio in the cap read {fio:,.0f} MB/s in sequence" in said
+    assert ("fio did not measure the cap" in said) == (fio is None)
+    limit = read_bps / 1e6
+    under = fio is not None and read_bps > 0 and fio < 0.9 * limit
+    disk_slower = under and disk is not None and disk < 0.9 * limit
+    assert ("the disk, not the class, bounds these reads" in said) == disk_slower
+    assert (f"its cap of {iops:,} requests/s" in said) == (under and not disk_slower and iops > 0)
+    assert ("not measured uncapped" in said) == (under and disk is None)
+    assert storage_sentence(None) == "" and storage_sentence({}) == ""

@@ -1,8 +1,7 @@
 """Settings, read from the environment (or a `.env` file beside manage.py).
 
 Every value has a development default that works on a machine set up by `make setup`; a value
-that is present but malformed stops start-up with ImproperlyConfigured instead of being guessed.
-"""
+that is present but malformed stops start-up with ImproperlyConfigured instead of being guessed."""
 
 import os
 import socket
@@ -346,13 +345,14 @@ RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/lib/recovery-lab
 # here, copied to each host's builds folder. The mirror they come from.
 BUILDS_CACHE_DIR = Path(env.str("BUILDS_CACHE_DIR", default="/var/lib/recovery-lab/builds"))
 DEBIAN_MIRROR = env.str("DEBIAN_MIRROR", default="http://deb.debian.org/debian")
-# Seconds a restarted server may take before the Run fails with "server never came back".
+# Seconds a restarted server may take before the Run fails with "server never came back"; a
+# restart that moves nothing this long ends "stalled" (runner/stall.py), never tried again.
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
+RUNNER_STALL_AFTER_S = env.int("RUNNER_STALL_AFTER_S", default=90)
 # Runs start from a host's cached copy of their loaded dataset (docs/method.md).
 RUNNER_REUSE_DATASETS = env.bool("RUNNER_REUSE_DATASETS", default=True)
-# A run that fails for a passing reason (connection refused or dropped, host busy elsewhere,
-# worker lost) is tried again after RUN_RETRY_BACKOFF_S, doubled at each try, up to
-# RUN_MAX_ATTEMPTS tries in all; a permanent failure fails it at once.
+# A run failing for a passing reason (connection dropped, host busy elsewhere, worker lost) is tried
+# again after RUN_RETRY_BACKOFF_S, doubled each try, RUN_MAX_ATTEMPTS in all; a permanent one never.
 RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", default=3)
 RUN_RETRY_BACKOFF_S = env.float("RUN_RETRY_BACKOFF_S", default=30.0)
 # A running run whose driver gave no sign of life for this long is lost (its worker died); its

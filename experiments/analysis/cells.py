@@ -13,7 +13,7 @@ from experiments.engines import engine_order
 from experiments.metrics import NUMERIC_METRICS
 from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
-from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import UNSAID_DEFAULTS
 
 ENGINE_NAMES = ENGINE_LABELS
 ROW_FIELDS = (
@@ -71,6 +71,8 @@ PARAMETER_LABELS = {
     "server_build": "build",
     "flushing": "flushing",
     "profile": "profiled",
+    "restart_cache": "page cache",
+    "storage": "storage",
     "crash_when": "crash",
     "crash_redo_bytes": "crash at redo",
     "crash_after_seconds": "crash after s",
@@ -86,6 +88,28 @@ def log_bytes(cell: "Cell") -> int:
         return parse_size(str(cell.parameters.get("redo_log_size")))
     except SizeError:
         return 0
+
+
+# Durations timed by a run's phases, which a log can time only so finely: a recovery shorter than
+# its log resolves is stored as 0 s (its first and last lines stamped alike); compared, it counts
+# at that resolution, an upper bound, and the comparison says how many runs did.
+RESOLVED_METRICS = ("recovery_seconds", "replay_seconds")
+
+
+def resolved(row: dict) -> dict:
+    """The row with each of RESOLVED_METRICS shorter than its log resolves counted at the
+    resolution, and `at_resolution` {metric: seconds} naming those it raised."""
+    bound = max((row.get("phase_resolution") or {}).values(), default=0.0)
+    raised = {m: bound for m in RESOLVED_METRICS if row.get(m) is not None and row[m] < bound}
+    return {**row, **raised, "at_resolution": raised} if raised else row
+
+
+def counted_at_resolution(rows, metric: str) -> dict:
+    """Of resolved rows, how many had `metric` raised to its resolution (a recovery's rates per GiB
+    or per 1000 rows with it), and the coarsest: {} if none."""
+    source = "recovery_seconds" if metric.startswith("recovery_seconds_per_") else metric
+    raised = [row["at_resolution"][source] for row in rows if source in (row.get("at_resolution") or {})]
+    return {"runs": len(raised), "seconds": max(raised)} if raised else {}
 
 
 def analysable(row: dict) -> bool:
@@ -269,12 +293,13 @@ def varied_axes(rows: list[dict]) -> list[str]:
             values[name].add(str(row["parameters"].get(name, 0 if name == "binlog_files" else None)))
         for name, value in row["server_options"].items():
             values[name].add(str(value))
-        values["server_build"].add(row["parameters"].get("server_build", SYSTEM_BUILD))
-        values["flushing"].add(row["parameters"].get("flushing", DEFAULT_FLUSHING))
-        values["profile"].add(bool(row["parameters"].get("profile", False)))
+        for name, default in UNSAID_DEFAULTS.items():  # a run that names none has the default
+            value = row["parameters"].get(name, default)
+            values[name].add(bool(value) if isinstance(default, bool) else value)
         for name in CRASH_AXES:  # a swept crash plan is an axis too (its values otherwise pooled)
             values[name].add(str(row["parameters"].get(name)))
     order = [*PARAMETER_ORDER, *CRASH_AXES, "engine", "host", "server_build", "flushing", "profile"]
+    order += ["restart_cache", "storage"]
     order.append("server_version")
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]

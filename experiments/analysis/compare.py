@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from django.db.models import Max, Min
 
 from experiments.analysis import aa, stats
+from experiments.analysis import cells as cell_rows
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text, value_order
 from experiments.analysis.differences import crash_plans_differ, definition_differences
 from experiments.analysis.noise import disturbed_text
@@ -26,23 +27,25 @@ from experiments.analysis.where import resource_sentence
 from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
 from experiments.units import GIB, as_row_id
-from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import UNSAID_DEFAULTS
 
 # Parameters a run names only when its definition did, and what their absence means.
-ABSENT_PARAMETERS = {"server_build": SYSTEM_BUILD, "flushing": DEFAULT_FLUSHING, "profile": False}
+ABSENT_PARAMETERS = UNSAID_DEFAULTS
 
 
 def normalised(row: dict) -> dict:
     """The row with recovery per GiB of redo and per 1000 rows inserted (comparable when two runs
     did different amounts of work), its engine's log replay alone (the like phase across
-    engines), and the downtime less the crash recovery (the rest of start-up)."""
+    engines), and the downtime less the crash recovery (the rest of start-up). A recovery or
+    replay shorter than its log resolves counts at the resolution (cells.resolved)."""
+    replay = replay_seconds(row["engine"], row.get("phases") or {})
+    row = cell_rows.resolved({**row, "replay_seconds": replay})
     recovery, redo, rows = row.get("recovery_seconds"), row.get("redo_bytes"), row.get("rows_inserted")
     downtime = row.get("downtime_seconds")
     return {
         **row,
         "recovery_seconds_per_gib_redo": recovery / (redo / GIB) if recovery is not None and redo else None,
         "recovery_seconds_per_1000_rows": recovery / (rows / 1000) if recovery is not None and rows else None,
-        "replay_seconds": replay_seconds(row["engine"], row.get("phases") or {}),
         "startup_rest_seconds": (
             max(downtime - recovery, 0.0) if downtime is not None and recovery is not None else None
         ),
@@ -123,7 +126,10 @@ def _metric_blocks(
             "ci": list(summary.ci) if summary.ci else None,
         }
     for (position, metric, side, _), result in zip(compare_requests, comparisons, strict=True):
-        blocks[position][metric].setdefault("versus", {})[str(side)] = result.as_dict()
+        rows_of = matched[position][1]
+        raised = cell_rows.counted_at_resolution([*rows_of[sides[position][0]], *rows_of[side]], metric)
+        said = {**result.as_dict(), "at_resolution": raised}
+        blocks[position][metric].setdefault("versus", {})[str(side)] = said
     for block in blocks:
         for metric in list(block):
             versus = block[metric].get("versus")

@@ -2,6 +2,8 @@
 how much, how sure, and, for a downtime, whether the server's start moved rather than its crash
 recovery. Plain dicts in (compare.py's metric blocks), sentences out."""
 
+from experiments.units import binary_bytes, duration_text
+
 # metric -> (what it is in a sentence, less is better)
 COMPARED_METRICS = {
     "recovery_seconds": ("crash recovery", True),
@@ -86,6 +88,21 @@ def startup_change(metrics: dict, side: str, baseline: str) -> str | None:
 def finding_sentence(
     what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool
 ) -> str:
+    said = _finding(what, subject, baseline, label, result, subject_first)
+    return said + resolution_note(result) if result["ratio"] is not None else said
+
+
+def resolution_note(result: dict) -> str:
+    """How many of the runs compared were shorter than their log resolves (cells.resolved): they
+    count at the resolution, so a reader knows a ratio stands on an upper bound of theirs."""
+    raised = result.get("at_resolution")
+    if not raised:
+        return ""
+    runs, limit = raised["runs"], duration_text(0.0, raised["seconds"]).removeprefix("< ")
+    return f" ({runs} run{'s' if runs > 1 else ''} shorter than the log resolves, counted as {limit})"
+
+
+def _finding(what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool) -> str:
     ratio, ci = result["ratio"], result["ratio_ci"]
     where = f"{label}: " if not subject_first else ""
     tail = f" {label}" if subject_first else ""
@@ -144,3 +161,74 @@ def regressions(metrics: dict, side_names: dict, baseline: str, label: str, star
                     said += f": {startup[side]}"
                 found.append(said)
     return found
+
+
+def restart_cache_sentence(cache: dict | None) -> str:
+    """What the page cache held of the server's files when it restarted after the crash
+    (runner/page_cache.py), in words: '' for a run that did not record it (older runs)."""
+    if not cache or cache.get("mode") not in ("warm", "cold"):
+        return ""
+    held, total, files = cache.get("resident_bytes", 0), cache.get("bytes", 0), cache.get("files", 0)
+    whole = f"{binary_bytes(total)} in {files:,} files"
+    if cache["mode"] == "cold" and held == 0:
+        return (
+            f"Restarted cold: every file of the server ({whole}) was evicted from the page cache "
+            "first, as after a machine lost its memory; what the recovery read came from the disk."
+        )
+    if cache["mode"] == "cold":
+        return (
+            f"Restarted cold, but {binary_bytes(held)} of the server's {whole} stayed in the page cache "
+            "after the eviction: that much could be read from memory."
+        )
+    return (
+        f"Restarted warm: {binary_bytes(held)} of the server's {whole} were still in the page cache, "
+        "as for a crashed process on a machine that keeps running; what the recovery read of them "
+        "through the cache could come from memory (a read with O_DIRECT, as InnoDB's of its redo, "
+        "goes to the disk either way)."
+    )
+
+
+# fio in a class's cap under this share of its byte cap: the sentence says what held the reads
+DISK_BELOW_CLASS = 0.9
+
+
+def _capped(bps: int, iops: int) -> str:
+    return f"{bps / 1e6:,.0f} MB/s and {iops:,} requests/s" if bps else "no cap"
+
+
+def storage_sentence(storage: dict | None, label: str = "", disk_mb_s: float | None = None) -> str:
+    """The storage class a restart read and wrote through (runner/throttle.py), its caps, and what
+    fio gave in them; where fio in the cap read under its byte cap, what held it: the host's disk
+    (`disk_mb_s`, its sequential read uncapped, is under the cap) or the class's request cap.
+    '' for a run on the host's disk as it is."""
+    if not storage or not storage.get("name"):
+        return ""
+    named = f"storage class {storage['name']}" + (f" ({label})" if label else "")
+    reads = _capped(storage.get("read_bps", 0), storage.get("read_iops", 0))
+    writes = _capped(storage.get("write_bps", 0), storage.get("write_iops", 0))
+    how = f"on disk {storage.get('device', '?')}, {storage.get('how', 'a throttle')}"
+    said = (
+        f"Restarted through {named}: the server's reads capped at {reads}, its writes at {writes} "
+        f"({how}); the workload before the crash ran uncapped."
+    )
+    floor = storage.get("floor") or {}
+    measured = floor.get("seq_read_mb_s")
+    if not measured:
+        why = f" ({storage['floor_error']})" if storage.get("floor_error") else ""
+        return f"{said} fio did not measure the cap{why}."
+    said += f" fio in the cap read {measured:,.0f} MB/s in sequence"
+    said += f", {floor.get('rand_read_qd1_iops', 0):,} random reads/s one at a time."
+    limit = storage.get("read_bps", 0) / 1e6
+    if not limit or measured >= DISK_BELOW_CLASS * limit:
+        return said
+    if disk_mb_s and disk_mb_s < DISK_BELOW_CLASS * limit:
+        return said + (
+            f" This host's disk reads {disk_mb_s:,.0f} MB/s uncapped, less than the class's {limit:,.0f}:"
+            " the disk, not the class, bounds these reads."
+        )
+    causes = [f"its cap of {storage['read_iops']:,} requests/s"] if storage.get("read_iops") else []
+    causes += [] if disk_mb_s else ["this host's disk (not measured uncapped)"]
+    held = " or ".join(causes) or "the throttle itself"
+    return (
+        said + f" Under the class's {limit:,.0f} MB/s: {held} held fio's 1 MiB reads to {measured:,.0f} MB/s."
+    )

@@ -63,6 +63,7 @@ class ExperimentSummarySerializer(serializers.ModelSerializer):
     runs_done = serializers.IntegerField(read_only=True)
     runs_failed = serializers.IntegerField(read_only=True)
     runs_cancelled = serializers.IntegerField(read_only=True)
+    runs_stalled = serializers.IntegerField(read_only=True, help_text="runs whose recovery stopped moving")
     runs_suspect = serializers.IntegerField(
         read_only=True, help_text="runs done whose measurement is suspect (among runs_done)"
     )

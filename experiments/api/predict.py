@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from experiments.analysis.planner import PlanRefused
-from experiments.analysis.predict import lab_fit
+from experiments.analysis.predict import SETTINGS, lab_fit
 from experiments.filters import NO_NUL
 from experiments.models import Run
 from experiments.vocabulary import ENGINES
@@ -29,6 +29,8 @@ class PredictQuery(serializers.Serializer):
         required=False,
     )
     include_imported = serializers.BooleanField(required=False, default=False)
+    buffer_pool_bytes = serializers.IntegerField(min_value=1, max_value=MAX_REDO_BYTES, required=False)
+    redo_log_bytes = serializers.IntegerField(min_value=1, max_value=MAX_REDO_BYTES, required=False)
 
     def validate(self, data):
         for name in ("host", "server_version"):
@@ -74,6 +76,15 @@ class PredictView(APIView):
                 description="also runs imported from archives and logs (by default only runs the "
                 "lab's own runners measured answer)",
             ),
+            *(
+                OpenApiParameter(
+                    name,
+                    {"type": "integer", "minimum": 1, "maximum": MAX_REDO_BYTES},
+                    description=f"the live server's {words} in bytes: the fit prefers runs of it and says "
+                    "where its runs differ",
+                )
+                for name, words in SETTINGS
+            ),
         ],
         responses={
             200: OpenApiTypes.OBJECT,
@@ -83,7 +94,7 @@ class PredictView(APIView):
         },
     )
     def get(self, request):
-        names = ("host", "engine", "server_version", "include_imported")
+        names = ("host", "engine", "server_version", "include_imported", *(name for name, _ in SETTINGS))
         params = {key: request.query_params.get(key) for key in names}
         params = {key: value for key, value in params.items() if value is not None}
         if "redo_bytes" in request.query_params:
@@ -97,7 +108,13 @@ class PredictView(APIView):
                 {"host": [f"no run was measured on {data['host']!r}"]}, status=status.HTTP_404_NOT_FOUND
             )
         try:
-            found = lab_fit(data["host"], data["engine"], data["server_version"], data["include_imported"])
+            found = lab_fit(
+                data["host"],
+                data["engine"],
+                data["server_version"],
+                data["include_imported"],
+                {name: data[name] for name, _ in SETTINGS if name in data},
+            )
         except PlanRefused as refused:
             return Response(
                 {"detail": refused.reason, "based_on_runs": refused.based_on_runs},

@@ -5,6 +5,7 @@ from collections import defaultdict
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, PARAMETER_LABELS, Cell, analysable, hover_text
+from experiments.charts.floors import floor_lines
 from experiments.charts.layout import (
     MARGIN,
     MAX_SERIES,
@@ -18,6 +19,7 @@ from experiments.charts.layout import (
     colour,
     fit_grid,
 )
+from experiments.charts.stalled import add_stalled
 from experiments.charts.tradeoff import pages_chart, tradeoff_chart
 from experiments.units import MIB
 from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
@@ -226,20 +228,7 @@ def redo_fit_chart(rows: list[dict], floors: dict[str, float] | None = None) -> 
             note = f" (no apply rate: {refusal})" if fit else ""
             traces.append(_points(name + note, engine, xs, ys, points, "circle", index))
     hosts = {r["host_label"] for r in rows if r["redo_bytes"] is not None}
-    for host, rate in sorted((floors or {}).items()):
-        if host in hosts and rate and xs_all:
-            top = max(xs_all)
-            traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "name": f"{host}'s disk reading the redo sequentially ({rate:,.0f} MB/s, fio): the floor",
-                    "x": [0, top],
-                    "y": [0, top * MIB / (rate * 1e6)],
-                    "line": {"color": "#e6550d", "dash": "dash", "width": 1.5},
-                    "hovertemplate": "%{x:.0f} MiB read in %{y:.3f} s at its sequential rate<extra></extra>",
-                }
-            )
+    traces += floor_lines(floors, hosts, max(xs_all, default=0))
     return {
         "data": traces,
         "layout": base_layout(
@@ -380,20 +369,19 @@ def _bar(name: str, rows: list[str], values: list[float], colour_: str, pattern:
         "marker": {"color": colour_},
         "hovertemplate": name + ": %{x:.3f} s<extra>%{y}</extra>",
     }
-    if pattern:
-        bar["marker"]["pattern"] = {"shape": pattern}
+    bar["marker"].update({"pattern": {"shape": pattern}} if pattern else {})
     return bar
 
 
 def experiment_figures(
     rows: list[dict], cells: list[Cell], axes: list[str], floors: dict[str, float] | None = None
 ) -> dict[str, dict]:
-    """Every chart of the experiment page, by id; runs that are suspect or excluded are out.
-    `floors`: each host's measured sequential read (MB/s), drawn on the redo chart."""
+    """Every chart of the experiment page, by id; runs that are suspect or excluded are out, and
+    stalled ones are lines on the redo chart. `floors`: each host's sequential read (MB/s)."""
     # each run's hover box written once, not once a chart it is drawn in
     charted = [{**r, "hover": hover_text(r)} for r in rows if analysable(r)]
     figures = {f"axis-{axis}": parameter_chart(charted, axis, axes) for axis in axes or ["engine"]}
-    figures["redo"] = redo_fit_chart(charted, floors)
+    figures["redo"] = add_stalled(redo_fit_chart(charted, floors), rows)
     figures["phases"] = phase_chart(cells)
     figures["tradeoff"] = tradeoff_chart(cells)
     figures["pages"] = pages_chart(cells)  # seed 004's answer: page writes saved against recovery

@@ -6,7 +6,7 @@ from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.units import SizeError, binary_ticks, parse_size
 from experiments.vocabulary import ENGINE_COLOURS
-from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
+from runner.contract import UNSAID_DEFAULTS
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 SERIES = (
@@ -117,10 +117,9 @@ def axis_value(row: dict, axis: str):
         return row["host_label"]
     if axis == "server_version":
         return row["server_version"] or "unknown"
-    if axis == "server_build":
-        return row["parameters"].get("server_build", SYSTEM_BUILD)
-    if axis == "flushing":
-        return row["parameters"].get("flushing", DEFAULT_FLUSHING)
+    if axis in UNSAID_DEFAULTS:  # a run that names none has the default (local storage, warm cache)
+        value = row["parameters"].get(axis, UNSAID_DEFAULTS[axis])
+        return str(value) if isinstance(value, bool) else value
     if axis in row["server_options"]:
         return str(row["server_options"][axis])
     if axis in row["parameters"]:

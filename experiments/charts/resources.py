@@ -53,12 +53,18 @@ def with_resources(figure: dict, resources: dict) -> dict:
             }
         )
     floor = (resources.get("floor") or {}).get("seq_read_mb_s")
+    storage = (resources.get("floor") or {}).get("storage")
+    whose = (
+        f"storage class {storage}'s sequential read (fio in its cap)"
+        if storage
+        else "this disk's sequential read (fio)"
+    )
     if floor:
         figure["data"].append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": f"this disk's sequential read (fio): {floor:,.0f} MB/s",
+                "name": f"{whose}: {floor:,.0f} MB/s",
                 "x": [t[0], t[-1]],
                 "y": [floor, floor],
                 "yaxis": "y3",

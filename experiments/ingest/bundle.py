@@ -57,6 +57,15 @@ class RunAnalysis:
     resources: dict = field(default_factory=dict)
 
 
+def restart_disk(facts: dict, result: dict) -> dict | None:
+    """The disk the restart read from, as its verdict sets reads against it: the host's, or under
+    a storage class (runner/throttle.py) the same disk with the class's floor, fio's in its cap."""
+    disk, storage = facts.get("disk"), result.get("storage") or {}
+    if not storage:
+        return disk
+    return {**(disk or {}), "floor": storage.get("floor") or {"storage": storage.get("name")}}
+
+
 def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:
     """The index-th crash recovery of a log: a live run has one; an imported log may hold several."""
     if parsed is None:
@@ -135,7 +144,7 @@ def analyse_run(
         if RESOURCES_FILE in files:
             facts = result.get("facts") or {}
             analysis.resources, warnings = restart_resources(
-                files[RESOURCES_FILE], times, crash, facts.get("disk"), facts.get("cpu_count")
+                files[RESOURCES_FILE], times, crash, restart_disk(facts, result), facts.get("cpu_count")
             )
             analysis.warnings += warnings
             recovery = analysis.resources.get("recovery") or {}
@@ -146,6 +155,9 @@ def analyse_run(
                     recovery_core_wait_share=recovery["threads"][0].get("runqueue_share"),
                     recovery_disk_read_bytes=recovery["read_bytes"],
                 )
+        for step in ("restart_cache", "storage"):  # runner/page_cache.py, runner/throttle.py
+            if result.get(step):
+                analysis.resources[step] = result[step]
         if result.get("profile"):
             analysis.resources["profile"] = profile_summary(result["profile"], files.get(FOLDED_FILE))
         if recovery_start is not None and recovery_start.ready_at is not None:
@@ -164,6 +176,13 @@ def analyse_run(
         analysis.warnings += warnings
     if kind.own_log_file:
         _own_log_metrics(result, analysis, kind.own_log_file)
+    if metrics.get("redo_bytes") is None and result.get("status") == "stalled":
+        # a restart that stalled logged no recovery's redo: what the crash plan read at the kill
+        # (a redo target's), else the last sample's, up to a second before it
+        levels = (analysis.samples.get("series") or {}) if analysis.samples else {}
+        ages = [v for v in levels.get("checkpoint_age_bytes") or levels.get("wal_to_replay_bytes") or [] if v]
+        reached = (result.get("crash_plan") or {}).get("reached_bytes")
+        metrics["redo_bytes"] = int(reached) if isinstance(reached, int) else int(ages[-1]) if ages else None
     if metrics.get("redo_bytes") is None and result.get("redo_bytes") is not None:
         # measured elsewhere by whoever imported the run (TokuDB logs count entries, not bytes)
         metrics["redo_bytes"] = result["redo_bytes"]
@@ -172,6 +191,10 @@ def analyse_run(
     # downtime is the server's own, comparable with a sigkill run's.
     start = "power_restored" if "power_restored" in times else "killed"
     metrics["downtime_seconds"] = _seconds(times, start, "recovery_first_query")
+    # the runner's own page-cache step before the restart (runner/page_cache.py) is not downtime
+    cache_step = _seconds(times, "cache_started", "cache_settled")
+    if metrics["downtime_seconds"] is not None and cache_step:
+        metrics["downtime_seconds"] = round(metrics["downtime_seconds"] - cache_step, 6)
     metrics["clean_start_seconds"] = _seconds(times, "clean_spawned", "clean_first_query")
     _ready_by_the_first_query(analysis, times, ready_resolution)
     # the rate of the log replay (PostgreSQL's recovery also syncs the data directory and

@@ -36,6 +36,8 @@ UTIME, STIME, ON_CPU, WAITED = 4, 5, 6, 7
 READ, WRITTEN, RCHAR, WCHAR = 8, 9, 10, 11
 THREADS_SHOWN = 8
 MB = 1e6
+# The runner's row for the I/O threads did after their last reading (runner/resources.py): no thread
+ENDED_TID = 0
 
 
 @dataclass
@@ -74,6 +76,8 @@ class Thread:
     def label(self) -> str:
         """Its name and id: a single-threaded process (PostgreSQL's) by its pid, a thread by its
         tid, the main thread of a threaded server so called."""
+        if self.tid == ENDED_TID:
+            return self.name
         if self.threads_of_process == 1:
             return f"{self.name} (pid {self.pid})"
         main = " (main thread)" if self.pid == self.tid else ""
@@ -126,7 +130,9 @@ def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], lis
                     thread.rows.append(task)
                     thread.name = str(task[NAME])[:60]
     for thread in by_tid.values():
-        thread.threads_of_process = sum(other.pid == thread.pid for other in by_tid.values())
+        thread.threads_of_process = sum(
+            other.pid == thread.pid and other.tid != ENDED_TID for other in by_tid.values()
+        )
     if took:
         header["reading_ms_median"] = sorted(took)[len(took) // 2]
         header["readings"] = len(took)
@@ -180,7 +186,7 @@ def _use(threads: list[Thread], spans: list[tuple[float, float]]) -> dict:
                 "disk_wait_share": round(sum(waits) / len(waits), 3) if waits else None,
             }
         )
-    per_thread.sort(key=lambda t: (-t["cpu_s"], -t["read_bytes"]))
+    per_thread.sort(key=lambda t: (t["tid"] == ENDED_TID, -t["cpu_s"], -t["read_bytes"]))
     summed = {
         key: round(sum(t[key] for t in per_thread), 4)
         for key in ("cpu_s", "user_s", "system_s", "read_bytes", "rchar", "write_bytes")
@@ -276,7 +282,8 @@ def restart_resources(
         found["rest"] = _use(threads, [(a, b) for a, b in rest if b > a])
     else:
         found["rest"] = _use(threads, [start_up])
-    shown = [t["name"] for t in (found.get("recovery") or found["rest"])["threads"] if "tid" in t]
+    used = (found.get("recovery") or found["rest"])["threads"]
+    shown = [t["name"] for t in used if t.get("tid") not in (None, ENDED_TID)]  # CPU by thread
     found["series"] = _series(threads, shown[:5], _interval(header))
     disk = disk if isinstance(disk, dict) else {}
     floor = disk.get("floor") if isinstance(disk.get("floor"), dict) else {}
@@ -284,8 +291,9 @@ def restart_resources(
         found["in_memory"] = disk["file_system"]
     elif floor:
         found["floor"] = {key: floor[key] for key in FLOOR_KEYS if _number(floor.get(key))}
-        if isinstance(floor.get("device"), str):
-            found["floor"]["device"] = floor["device"][:200]
+        for key in ("device", "storage"):  # storage: a class's floor, fio's in its cap
+            if isinstance(floor.get(key), str):
+                found["floor"][key] = floor[key][:200]
     found["verdict"] = verdict(found, crash)
     return found, warnings
 

@@ -213,6 +213,9 @@ def restart_timeline(
             timeline.bar(AFTER_CRASH, "power cut: unsynced writes dropped", 0.0, restored - zero)
         if killed is not None and spawned is not None:
             timeline.bar(AFTER_CRASH, "nothing running", (restored or killed) - zero, spawned - zero)
+        cache = (times.get("cache_started"), times.get("cache_settled"))
+        if killed is not None and None not in cache and cache[1] - cache[0] >= 0.005:  # counted, or evicted
+            timeline.bar(AFTER_CRASH, "the lab's page-cache step (not downtime)", *(t - zero for t in cache))
         _episode_bars(timeline, AFTER_CRASH, crash, zero, spawned, times.get("recovery_first_query"))
         timeline.progress = _progress(crash, zero)
         timeline.batches = len(crash.batches)

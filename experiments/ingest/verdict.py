@@ -57,7 +57,9 @@ def verdict(found: dict, crash: Episode | None) -> dict:
         disk = f"read {_mib(read)} from the disk at {recovery['read_mb_s']:,.1f} MB/s"
         if floor.get("seq_read_mb_s"):
             share = _percent(recovery["read_mb_s"] / floor["seq_read_mb_s"])
-            disk += f", {share} of this disk's sequential read (fio: {floor['seq_read_mb_s']:,.0f} MB/s)"
+            whose = f"storage class {floor['storage']}'s" if floor.get("storage") else "this disk's"
+            fio = "fio in its cap" if floor.get("storage") else "fio"
+            disk += f", {share} of {whose} sequential read ({fio}: {floor['seq_read_mb_s']:,.0f} MB/s)"
 
         if rchar > 2 * max(read, 1):
             disk += f", and {_mib(rchar - read)} more from the page cache"
@@ -99,7 +101,8 @@ def verdict(found: dict, crash: Episode | None) -> dict:
             bound = "mixed"
             said = f"no one resource held it back{during}: {thread} {spent}"
     if not floor.get("seq_read_mb_s") and not in_memory:
-        said += "; this host's disk was not measured, so its reads are not set against its floor"
+        what = f"storage class {floor['storage']}" if floor.get("storage") else "this host's disk"
+        said += f"; {what} was not measured, so its reads are not set against its floor"
     return {"bound": bound, "sentence": "; ".join(parts) + ": " + said}
 
 

@@ -25,6 +25,7 @@ from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS
 from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
+from experiments.charts.floors import AS_CLASS
 from experiments.charts.layout import WIDE_FIGURES
 from experiments.metrics import metric_text
 from experiments.models import (
@@ -51,6 +52,8 @@ class Progress:
     failed: int
     running: int
     eta_seconds: float | None
+    stalled: int = 0
+    overdue: tuple[int, int] | None = None  # a running run's seconds so far, the typical run's
 
     @property
     def percent(self) -> float:
@@ -58,6 +61,10 @@ class Progress:
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "percent": round(self.percent, 1)}
+
+
+# A run running this many times as long as the typical one done: no time left is said.
+OVERDUE = 2.0
 
 
 def experiment_progress(runs: list[Run]) -> Progress:
@@ -72,17 +79,24 @@ def experiment_progress(runs: list[Run]) -> Progress:
         for r in finished
         if r.status == RunStatus.DONE and r.started_at and r.finished_at and r.finished_at > r.started_at
     ]
-    eta = None
+    eta, overdue = None, None
     if durations and len(finished) < len(runs):
         typical = median(durations)
         left = sum(1 for r in runs if r.status == RunStatus.QUEUED)
         left += sum(1 - (r.progress_percent or 0) / 100 for r in running)
         hosts = max(1, len({r.host_id for r in runs if not r.is_finished}))
         eta = round(typical * left / hosts, 1)
+        # a run far past the typical one (a restart that may have stalled) makes any time left a guess
+        now = timezone.now()
+        longest = max(((now - r.started_at).total_seconds() for r in running if r.started_at), default=0.0)
+        if longest > OVERDUE * typical:
+            eta, overdue = None, (round(longest), round(typical))
     return Progress(
         total=len(runs),
         finished=len(finished),
         failed=sum(1 for r in finished if r.status == RunStatus.FAILED),
+        stalled=sum(1 for r in finished if r.status == RunStatus.STALLED),
+        overdue=overdue,
         running=len(running),
         eta_seconds=eta,
     )
@@ -171,24 +185,27 @@ ANALYSIS_CACHE_SECONDS = 24 * 3600
 
 
 def disk_floors(run_ids: list[int]) -> dict[str, float]:
-    """The disk the runs ran on, per host, as fio had measured it (sequential read, MB/s; the
-    floor in their facts), where it had: runs whose files were in memory have none."""
-    found = (
-        Run.objects.filter(id__in=run_ids, host_facts__disk__floor__isnull=False)
-        .values_list("host_label", "host_facts__disk__floor__seq_read_mb_s")
-        .distinct()
+    """The disk the runs read from, as fio measured it (sequential read, MB/s): per host (its facts'
+    floor; runs in memory have none), and per host and storage class (fio in the class's cap)."""
+    runs = Run.objects.filter(id__in=run_ids)
+    disks = runs.filter(host_facts__disk__floor__isnull=False).exclude(resources__has_key="storage")
+    found = disks.values_list("host_label", "host_facts__disk__floor__seq_read_mb_s").distinct()
+    capped = runs.filter(resources__storage__floor__isnull=False).values_list(
+        "host_label", "resources__storage__name", "resources__storage__floor__seq_read_mb_s"
     )
-    return {name: rate for name, rate in found if isinstance(rate, int | float)}
+    floors = {name: rate for name, rate in found if isinstance(rate, int | float)}
+    floors.update(
+        {f"{h}{AS_CLASS}{c}": rate for h, c, rate in capped.distinct() if isinstance(rate, int | float)}
+    )
+    return floors
 
 
 def analysed(rows: list[dict], design: dict | None = None) -> dict:
     """What the experiment page works out from its runs: cells, their summary, the charts and the
-    findings (the report's sentences). Kept in the cache under a digest of everything it stands
-    on, the runs' rows and their hosts' spreads (aa.host_spreads): a run that changed, a new one,
-    or another spread makes another digest and it is worked out again, once. An experiment viewed
-    again is not analysed again (tests/test_spread_fresh.py holds the two equal). The cache is the
-    web process' own, in memory (settings.CACHES "analysis", ANALYSIS_CACHE_ENTRIES at most): a
-    restart, as a new release makes, empties it."""
+    findings (the report's sentences). Cached under a digest of all it stands on (the runs' rows,
+    their hosts' spreads, the floors): a run that changed or a new spread is worked out again, once;
+    a page viewed again is not (tests/test_spread_fresh.py). The cache is the web process' own, in
+    memory (settings.CACHES "analysis", ANALYSIS_CACHE_ENTRIES at most): a restart empties it."""
     spreads = aa.host_spreads({row["host_label"] for row in rows})
     floors = disk_floors([row["id"] for row in rows if row["redo_bytes"] is not None])
     digest = hashlib.sha256(pickle.dumps((rows, spreads, floors, design), protocol=5)).hexdigest()

@@ -9,6 +9,7 @@ import re
 import yaml
 from django import forms
 
+from experiments import storage as storage_classes
 from experiments.definition import SERVER_OPTIONS
 from experiments.engines import DEFAULT_ENGINE
 from experiments.vocabulary import (
@@ -22,7 +23,7 @@ from experiments.vocabulary import (
     WORKLOADS,
     choices,
 )
-from runner.contract import WORKLOAD_NUMBERS
+from runner.contract import LOCAL_STORAGE, WORKLOAD_NUMBERS
 
 
 def _listed(values) -> list:
@@ -42,7 +43,7 @@ YAML_ORDER = {
     "": ("name", "description", "tags", "hosts", "engines", "parameters", "server_options", "workload",
          "crash", "repetitions"),
     "parameters": ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files", "server_build",
-                   "flushing", "profile"),
+                   "flushing", "restart_cache", "storage", "profile"),
     "workload": ("name", *WORKLOAD_NUMBERS),
     "crash": ("method", "when", "after_seconds", "redo_bytes", "open_rows"),
 }  # fmt: skip
@@ -112,6 +113,25 @@ class ExperimentForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="both: a sweep; none ticked: held back",
+    )
+    restart_cache = forms.MultipleChoiceField(
+        choices=[
+            ("warm", "warm: the page cache as the kill left it (a crashed process, the machine up)"),
+            ("cold", "cold: every file of the server evicted first (a machine that lost its memory)"),
+        ],
+        required=False,
+        label="Page cache at the restart",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="both: a sweep; none ticked: warm, or cold after a power cut",
+    )
+    storage = forms.MultipleChoiceField(
+        choices=[(LOCAL_STORAGE, f"{LOCAL_STORAGE}: the host's disk as it is")]
+        + [(c.name, c.said()) for c in storage_classes.CLASSES.values()],
+        required=False,
+        label="Storage at the restart",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="a class caps the restarted server's reads and writes to its rates (the kernel's blkio "
+        "throttle); the workload runs uncapped. None ticked: local",
     )
     profile = forms.BooleanField(
         required=False,
@@ -220,6 +240,9 @@ class ExperimentForm(forms.Form):
             parameters["flushing"] = data["flushing"]
         if data.get("profile"):
             parameters["profile"] = [True]
+        for name, default in (("restart_cache", []), ("storage", [LOCAL_STORAGE])):
+            if data.get(name) and data[name] != default:
+                parameters[name] = data[name]
         return {
             "name": data["name"],
             "hosts": data["hosts"],
@@ -273,6 +296,9 @@ class ExperimentForm(forms.Form):
             },
             **({"flushing": _listed(parameters["flushing"])} if "flushing" in parameters else {}),
             "profile": True in _listed(parameters.get("profile", [])),
+            **{
+                name: _listed(parameters[name]) for name in ("restart_cache", "storage") if name in parameters
+            },
             "server_options": "\n".join(
                 f"{name}={listed(values)}" for name, values in definition.get("server_options", {}).items()
             ),

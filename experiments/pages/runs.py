@@ -9,7 +9,8 @@ from django.template.loader import render_to_string
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
-from experiments import services
+from experiments import services, storage
+from experiments.analysis.sentences import restart_cache_sentence, storage_sentence
 from experiments.charts.profile import flame_chart
 from experiments.charts.resources import with_resources
 from experiments.charts.run import live_samples_chart, progress_chart, samples_chart, timeline_chart
@@ -54,9 +55,19 @@ def _run_context(run: Run) -> dict:
         "below_resolution": any(
             below_resolution(seconds, run.phase_resolution.get(name)) for name, seconds in run.phases.items()
         ),
+        "page_cache": restart_cache_sentence((run.resources or {}).get("restart_cache")),
+        "storage": _storage_said(run),
         "files": run.files.defer("content"),
         "attempts": run.attempt_rows.select_related("host"),
     }
+
+
+def _storage_said(run: Run) -> str:
+    """The class as the run recorded it, labelled as the lab's classes name it (if it still does)."""
+    recorded = (run.resources or {}).get("storage")
+    known = storage.CLASSES.get((recorded or {}).get("name"))
+    disk = ((run.host_facts or {}).get("disk") or {}).get("floor") or {}
+    return storage_sentence(recorded, known.label if known else "", disk.get("seq_read_mb_s"))
 
 
 def _run_figures(run: Run) -> dict:

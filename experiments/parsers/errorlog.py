@@ -48,6 +48,7 @@ TRIGGERS = (
     "transaction(s)", "row operations", "background the rollback", "rollback of uncommitted",
     "ransactions completed",
     "Recovering after a crash", "recovery finished", "Loading buffer pool", "load completed",
+    "Difficult to find free blocks", "Could not free any blocks",
     "] 100%", "InnoDB: Started", "TokuFT recovery", "Tokudb recovery", "Rolling back trx",
     "init function returned error", "] Aborting", "got signal", "got exception", "Fatal error",
     "XA prepared state", "not match the log sequence number", "MY-010931", "Can't start server",
@@ -169,6 +170,12 @@ _BINLOG_RECOVERY_DONE = re.compile(
 _BP_LOAD_START = re.compile(_IB + r"Loading buffer pool\(s\) from")
 _BP_LOAD_DONE = re.compile(_IB + r"Buffer pool\(s\) load completed")
 _PLUGIN_FAILED = re.compile(r"Plugin '\w+' init function returned error")
+# A buffer pool with no block to give, over and over (buf0lru.cc: MySQL's buf_LRU_get_free_block,
+# MariaDB's buf_pool.LRU_warn; the runner's InnoDB stall_signs are the same words): a start that
+# writes these and never gets ready has stalled.
+_STALL_SIGN = re.compile(
+    r"Difficult to find free blocks in the buffer pool|Could not free any blocks in the buffer pool"
+)
 # The process dies, or gives up starting.
 _SERVER_FAILED = re.compile(
     r"\[ERROR\] (?:\[MY-\d+\] \[Server\] )?Aborting|got (?:signal [0-9]+|exception 0x[0-9a-f]+)"
@@ -304,6 +311,9 @@ class _SourceReader:
             message = _ERROR_PREFIX.sub("", text[failure.start() :])[:200]
             self._failed(episode, message, line.moment)
             self._fresh_start = None
+        elif (sign := _STALL_SIGN.search(text)) and episode.ready_at is None:
+            episode.stall_lines += 1
+            episode.stall_line = episode.stall_line or text[sign.start() :][:300]
         elif self._feed_recovery(episode, line):
             self._fresh_start = None
             if not _SHUTDOWN_DONE.search(text):  # a shutdown tail is no start
@@ -653,6 +663,12 @@ class ErrorLogParser:
             for problem in episode.drop_impossible():
                 parsed.warn(problem)
             _explain(parsed, episode)
+            if episode.stall_lines and episode.ready_at is None and not episode.failed:
+                episode.stalled = True
+                parsed.warn(
+                    f"the start at {iso(episode.started_at)} never became ready: its recovery stalled, "
+                    f"writing {episode.stall_lines:,} lines like: {episode.stall_line}"
+                )
         return parsed
 
 

@@ -132,6 +132,11 @@ class Episode:
     # server's words.
     failed: bool = False
     failure: str | None = None
+    # Never ready, writing a buffer pool's cry for free blocks over and over: a stalled recovery
+    # (how many such lines, and the first, in the server's words).
+    stalled: bool = False
+    stall_lines: int = 0
+    stall_line: str | None = None
     # Not serialized:
     # Transactions recovered in the XA prepared state, for the binlog to resolve.
     xa_prepared: int = 0
@@ -269,6 +274,8 @@ class Episode:
             "ready_seconds": self.ready_seconds,
             "failed": self.failed,
             "failure": self.failure,
+            "stalled": self.stalled,
+            "stall_lines": self.stall_lines,
             "wal_files": list(self.wal_files),
             "phases": [p.to_dict() for p in self.phases],
             "multi_batch_lsn": self.multi_batch_lsn,

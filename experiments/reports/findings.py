@@ -11,6 +11,8 @@ from experiments.analysis.cells import (
     PARAMETER_ORDER,
     Cell,
     analysable,
+    counted_at_resolution,
+    resolved,
     scalar_key,
     settings_text,
 )
@@ -22,8 +24,9 @@ from experiments.reports.answers import STARTUP_PARAMETERS, answers
 from experiments.reports.bound import bound_findings
 from experiments.reports.moved import what_moved
 from experiments.reports.redo import engine_where, fit_says, redo_findings, redo_fits
+from experiments.reports.stalled import stall_findings
 from experiments.units import SizeError, parse_size, seconds_text
-from runner.contract import SYSTEM_BUILD
+from runner.contract import SYSTEM_BUILD, UNSAID_DEFAULTS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
 SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size", "crash_redo_bytes")
@@ -92,6 +95,8 @@ def _order(axis: str, value) -> tuple:
 
 def _axis_value(row: dict, axis: str):
     """The row's value on an axis, as a key (a stored list or object as its JSON text)."""
+    if axis in UNSAID_DEFAULTS:
+        return scalar_key(row["parameters"].get(axis, UNSAID_DEFAULTS[axis]))
     if axis in row["parameters"]:
         return scalar_key(row["parameters"][axis])
     return scalar_key(row["server_options"].get(axis))
@@ -142,7 +147,7 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
             for low, high in pairs:
                 compared = per_value[low] + per_value[high]
                 disturbed = sum(bool(row.get("disturbed")) for row in compared)
-                pair = tuple([row["recovery_seconds"] for row in per_value[v]] for v in (low, high))
+                pair = tuple([resolved(row)["recovery_seconds"] for row in per_value[v]] for v in (low, high))
                 requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
                 compared_rows[(axis, host, engine, rest, low, high)] = (per_value[low], per_value[high])
     several_hosts = len({r[1] for r in requests}) > 1
@@ -156,7 +161,11 @@ def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None =
         label = engine_where(engine, host, several_hosts) + (f" at {rest}" if rest else "")
         low_rows, high_rows = compared_rows[(axis, host, engine, rest, low, high)]
         names = (_described(axis, low, low_rows), _described(axis, high, high_rows))
-        sentence = finding_sentence("crash recovery", names[1], names[0], label, result.as_dict(), False)
+        said = result.as_dict()
+        said["at_resolution"] = counted_at_resolution(
+            [resolved(row) for row in (*low_rows, *high_rows)], "recovery_seconds"
+        )
+        sentence = finding_sentence("crash recovery", names[1], names[0], label, said, False)
         moved = what_moved(axis, (low_rows, high_rows), result.significant, names)
         if not result.significant:
             moved += fit_says(fits.get((host, engine)), (low_rows, high_rows), names)
@@ -185,6 +194,7 @@ def findings(
         spreads = aa.host_spreads({row["host_label"] for row in rows})
     ordered = [a for a in axes if a not in PARAMETER_ORDER] + list(PARAMETER_ORDER)
     return [
+        *stall_findings(rows),
         *headline_findings(cells),
         *answers(rows, cells, ordered, spreads),
         *redo_findings(rows, design),
@@ -285,6 +295,19 @@ WORKLOAD_ORDER = ("name", "tables", "table_size", "threads", "events", "time_sec
 CRASH_ORDER = ("method", "when", "after_seconds", "redo_bytes", "open_rows")
 
 
+def restart_conditions(runs: list) -> str:
+    """What each restart read from, as the runs recorded it: the page cache (warm unless said)
+    and the storage (the host's disk unless a class), each value with its number of runs."""
+    said = []
+    for name, words in (("restart_cache", "page cache"), ("storage", "storage")):
+        counts = Counter((r.parameters or {}).get(name, UNSAID_DEFAULTS[name]) for r in runs)
+        said.append(
+            f"{words} "
+            + ", ".join(f"{value} ({n} run{'s' * (n != 1)})" for value, n in sorted(counts.items()))
+        )
+    return "; ".join(said) if runs else ""
+
+
 def method(experiment, runs: list) -> dict:
     """How the numbers were made: hosts as they were at run time, server versions, the
     definition's parameters, workload, crash plan and repetitions."""
@@ -321,6 +344,7 @@ def method(experiment, runs: list) -> dict:
             for k, v in _in_order(crash, CRASH_ORDER)
             if v not in (None, "")
         ),
+        "restart": restart_conditions(runs),
         "repetitions": definition.get("repetitions"),
         "run_count": len(runs),
         "done_count": sum(1 for r in runs if r.status == "done"),

@@ -19,6 +19,7 @@ from experiments.services.audit import audited_by
 from experiments.services.dispatch import wake_hosts
 from experiments.services.hosts import active_host_names
 from experiments.units import parse_size
+from runner.contract import LOCAL_STORAGE
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
@@ -52,6 +53,7 @@ def create_experiment(
             return earlier, False
     definition = validate_definition(raw_definition, active_host_names())
     _check_hosts_can_crash_so(definition)
+    _check_hosts_can_throttle(definition)
     _check_hosts_have_builds(definition, user, probe)
     try:
         with transaction.atomic(), audited_by(user):
@@ -117,6 +119,23 @@ def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
             refused.append(f"host {host.name} cannot cut power: missing {missing}")
     if refused:
         raise DefinitionError({"crash.method": refused})
+
+
+def _check_hosts_can_throttle(definition: ExperimentDefinition) -> None:
+    """A storage class needs the kernel's block I/O controller on the host: a host whose last
+    probe found none is refused here, with why. A host never probed is let through (its runner
+    says the same if it cannot)."""
+    if not set(definition.parameters.get("storage", [LOCAL_STORAGE])) - {LOCAL_STORAGE}:
+        return
+    refused = []
+    for host in Host.objects.filter(name__in=definition.hosts):
+        control = (host.facts or {}).get("io_control")
+        if control is not None and not control.get("ready"):
+            refused.append(
+                f"host {host.name} cannot cap a restart's I/O: missing {', '.join(control['missing'])}"
+            )
+    if refused:
+        raise DefinitionError({"parameters.storage": refused})
 
 
 def _builds(facts: dict | None) -> dict[str, dict] | None:

@@ -22,7 +22,13 @@ from experiments.definition import EXPERIMENT_NAME, DefinitionError, int_between
 from experiments.engines import engine as engine_named
 from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
 from experiments.parsers import parse_bytes, reduce_error_log
-from experiments.services import TRUNCATION_MARKER, apply_metrics, refresh_experiment_status, store_files
+from experiments.services import (
+    TRUNCATION_MARKER,
+    apply_metrics,
+    mark_stalled,
+    refresh_experiment_status,
+    store_files,
+)
 from experiments.units import SizeError, format_size, parse_size
 
 # Upload field -> the file name analysis reads (the names a live run's bundle uses).
@@ -173,6 +179,7 @@ def import_runs(
     sizes: dict[str, int] = {}
     crashes = 0
     failures: list[str | None] = []
+    stalls: list[str | None] = []
     for field, upload in uploads.items():
         name = IMPORT_FILES[field]
         upload.seek(0, 2)
@@ -187,6 +194,7 @@ def import_runs(
             if field == kind.recovery_upload:
                 crashes = len(parsed.crash_episodes)
                 failures = [e.failure if e.failed else None for e in parsed.crash_episodes]
+                stalls = [stall_text(e) if e.stalled else None for e in parsed.crash_episodes]
                 if not crashes:
                     raise ImportRejected({field: [_no_crash_message(parsed)]})
 
@@ -213,6 +221,7 @@ def import_runs(
                 next_index + crash_index,
                 digest,
                 failure=failures[crash_index] if crash_index < len(failures) else None,
+                stalled=stalls[crash_index] if crash_index < len(stalls) else None,
             )
             runs.append(run)
             warnings += run_warnings
@@ -242,6 +251,14 @@ def _refuse_a_second_import(digest: str) -> None:
                 ]
             }
         )
+
+
+def stall_text(episode) -> str:
+    """A stalled crash restart in words, as the runner says a lab run's."""
+    return (
+        f"recovery stalled: the server never became ready, writing {episode.stall_lines:,} lines like: "
+        f"{episode.stall_line}"
+    )
 
 
 def _no_crash_message(parsed) -> str:
@@ -282,6 +299,7 @@ def _create_run(
     index: int,
     digest: str,
     failure: str | None = None,
+    stalled: str | None = None,
 ) -> tuple[Run, list[str]]:
     """One imported crash recovery as a run: done, or failed where the server died during it."""
     result = {"imported": True, "crash_index": crash_index, "timezone": parameters.timezone}
@@ -325,5 +343,7 @@ def _create_run(
     if failure:
         run.status = RunStatus.FAILED
         run.error = (f"the server failed during this recovery: {failure}. " + run.error)[:2000]
+    elif stalled:  # a result, as a lab run's stall: it has no recovery time
+        mark_stalled(run, f"{stalled}. {run.error}")
     run.save()
     return run, warnings

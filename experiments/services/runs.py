@@ -25,6 +25,7 @@ from django.db.models.lookups import GreaterThanOrEqual
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
+from experiments import storage
 from experiments.analysis.noise import disturbance
 from experiments.definition import CRASH_SWEEPS
 from experiments.ingest.bundle import analyse_run
@@ -160,9 +161,8 @@ def record_sample(run_id: int, sample: dict, attempt_id: int | None = None) -> N
 
 
 def run_spec(run: Run) -> RunSpec:
-    """What the host runner needs to execute a run, in the runner's own typed contract and
-    checked by it here already (RunFailed, permanent, names a bad value); the transport sets the
-    host's work directory."""
+    """What the host runner needs to execute a run, in the runner's own typed contract, checked by it
+    here already (RunFailed, permanent, names a bad value); the transport sets the work directory."""
     definition = run.experiment.definition
     # a swept crash value is one of the run's parameters (its cell); the runner takes it in its crash plan
     crash = dict(definition["crash"])
@@ -178,18 +178,17 @@ def run_spec(run: Run) -> RunSpec:
         workload=definition["workload"],
         crash=crash,
         start_timeout_s=settings.RUNNER_START_TIMEOUT_S,
+        stall_after_s=settings.RUNNER_STALL_AFTER_S,
         reuse_dataset=settings.RUNNER_REUSE_DATASETS,
+        storage=storage.limits_of(run.parameters),
     )
     spec.check()
     return spec
 
 
 def store_files(run: Run, files: dict[str, bytes], original_sizes: dict[str, int] | None = None) -> None:
-    """Replace the run's raw files (re-ingest never appends).
-
-    original_sizes: where a caller already cut a file down (an import's large error log), its
-    size before; the file is then marked truncated.
-    """
+    """Replace the run's raw files (re-ingest never appends). original_sizes: where a caller
+    already cut a file down (an import's large error log), its size before; marked truncated."""
     limit = settings.RAW_FILE_MAX_BYTES
     run.files.all().delete()
     rows = []
@@ -278,19 +277,9 @@ def ingest_bundle(run_id: int, bundle: Bundle, attempt_id: int | None = None) ->
     return run
 
 
-# What a bundle of bad values (a host's crafted or broken result.json, resources.jsonl, ...) makes
-# its reading raise: the run fails with the reason, its files kept for inspection.
-BUNDLE_UNREADABLE = (
-    ValueError,
-    TypeError,
-    KeyError,
-    AttributeError,
-    IndexError,
-    ArithmeticError,
-    RecursionError,
-    DataError,
-    ValidationError,
-)
+# What a bundle of bad values (a crafted or broken result.json, ...) raises: the run fails, files kept.
+_BAD_VALUES = (ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError)
+BUNDLE_UNREADABLE = (*_BAD_VALUES, DataError, ValidationError)
 
 
 def read_bundle(run: Run, bundle: Bundle) -> None:
@@ -311,12 +300,20 @@ def read_bundle(run: Run, bundle: Bundle) -> None:
         run.status, run.error = RunStatus.DONE, ""
         if warnings:
             run.error = "Parsed with warnings: " + "; ".join(warnings)[:2000]
+    elif result.get("status") == "stalled":  # a result: what the restart did until nothing moved
+        mark_stalled(run, str(runner_error or "recovery stalled"))
     else:
         run.status = RunStatus.FAILED
         run.error = without_nul(str(runner_error or "the host runner reported a failure without a reason"))
     run.progress = ""
     run.live_samples = []  # the bundle's samples.jsonl holds them all
     run.finished_at = timezone.now()
+
+
+def mark_stalled(run: Run, said: str) -> None:
+    """A recovery that stopped moving: a result with no recovery time, in the server's words."""
+    run.status, run.error = RunStatus.STALLED, without_nul(said)[:5000]
+    run.recovery_seconds = run.redo_apply_mb_per_s = None
 
 
 def reparse_run(run_id: int) -> Run:
@@ -368,7 +365,9 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
         Run.objects.select_for_update().filter(id=run_id).first()
         if superseded(attempt_id):
             return
-        Run.objects.filter(id=run_id).exclude(status__in=[RunStatus.DONE, RunStatus.CANCELLED]).update(
+        Run.objects.filter(id=run_id).exclude(
+            status__in=[RunStatus.DONE, RunStatus.CANCELLED, RunStatus.STALLED]
+        ).update(
             status=RunStatus.FAILED, error=without_nul(error)[:5000], progress="", finished_at=timezone.now()
         )
         if attempt_id is not None:

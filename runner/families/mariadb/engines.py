@@ -37,6 +37,12 @@ class InnoDB(Engine):
     reachable_share_of_log = 0.75
     recovery_holds = "the redo scan and apply, 'Starting crash recovery' to the last batch applied"
     storage = "InnoDB"
+    # buf0lru.cc: MySQL's (buf_LRU_get_free_block) and MariaDB's (buf_pool.LRU_warn) words for
+    # a buffer pool with no block to give
+    stall_signs = (
+        "Difficult to find free blocks in the buffer pool",
+        "Could not free any blocks in the buffer pool",
+    )
     options = {
         "innodb_flush_log_at_trx_commit": (0, 1, 2),
         "innodb_doublewrite": (0, 1),
