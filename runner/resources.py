@@ -12,9 +12,11 @@ process reads its last WAL and exits, and a CI run counted 12 of the 17 MB it re
 also holds a row (tid 0, ENDED) for what ended unseen: the server process's own I/O, which the kernel
 keeps for its ended threads and the children it reaped, less what its live threads and every thread
 seen to end were last read at. (Their CPU is not recovered this way: 50 ms at most per thread.)
-Counters are kept raw, as they grow; the dashboard turns them into shares of the recovery and the
-rest of start-up (experiments/ingest/resources.py). A thread that cannot be read is left out; a
-reader that fails says why in the file's last line. Reading it never fails a run.
+Under a storage class, each reading also holds the class's group's counts ("group": requests and
+bytes read and written, throttle.Throttle.served), so the dashboard can set the recovery's own rates
+against the class's caps. Counters are kept raw, as they grow; the dashboard turns them into shares
+of the recovery and the rest of start-up (experiments/ingest/resources.py). A thread that cannot be
+read is left out; a reader that fails says why in the file's last line. Reading it never fails a run.
 """
 
 import contextlib
@@ -22,6 +24,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .events import Clock
@@ -43,9 +46,10 @@ ENDED = "I/O after a thread's last reading"
 class Resources(threading.Thread):
     """Reads the server's process tree every INTERVAL_S into `target` until stopped."""
 
-    def __init__(self, pid: int, clock: Clock, target: Path):
+    def __init__(self, pid: int, clock: Clock, target: Path, group: Callable[[], dict] | None = None):
         super().__init__(daemon=True, name="resources")
         self.pid, self.clock, self.target = pid, clock, target
+        self.group = group  # a storage class's counts (throttle.Throttle.served), kept with each reading
         self._stopping = threading.Event()
         self._labels: dict[tuple, str] = {}
         self.pids: set[int] = set()  # every process of the server's seen
@@ -79,7 +83,10 @@ class Resources(threading.Thread):
             # read_bytes + rchar + wchar
             self._io_of.update({(row[0], row[1]): row[-4] + row[-2] + row[-1] for row in tasks})
             self.io_total = sum(self._io_of.values())
-            out.write(json.dumps({"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}) + "\n")
+            reading = {"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}
+            if self.group is not None:
+                reading["group"] = self.group()
+            out.write(json.dumps(reading) + "\n")
             self.taken += 1
             if self._stopping.is_set():
                 return

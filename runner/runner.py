@@ -173,7 +173,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         times["cache_settled"] = clock.now()
         restart_mark = noise.mark()
         times["recovery_spawned"] = server.start()
-        watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE)
+        group = throttle.served if throttle is not None else None  # the class's counts, each reading
+        watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE, group)
         watcher.start()
         signs, after_s = server.engine.stall_signs, spec["stall_after_s"]
         stall = StallWatch(lambda: watcher.io_total, stamper, signs, after_s)

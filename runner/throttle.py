@@ -32,6 +32,9 @@ LIMIT_FILES = {
     "write_iops": "blkio.throttle.write_iops_device",
 }
 HOW = "cgroup v1 blkio throttle"
+# what served() counts: the group's requests and bytes, read and written
+SERVED = ("read_requests", "write_requests", "read_bytes", "write_bytes")
+COUNTED_IN = {"blkio.throttle.io_serviced": "requests", "blkio.throttle.io_service_bytes": "bytes"}
 # How a process joins the group before it runs anything: a shell as root, given the group's file
 # as its $0 and the command to exec as its arguments (nothing of a user's reaches it).
 JOIN = ("/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"')
@@ -100,6 +103,21 @@ class Throttle:
                     (int(line.split()[1]) for line in lines if line.startswith(f"{self.device} ")), 0
                 )
         return {"device": self.device, "how": HOW, **held}
+
+    def served(self) -> dict:
+        """What the group's processes have asked of the disk so far: reads and writes, requests
+        (`io_serviced`) and bytes (`io_service_bytes`); the kernel counts a request when it is
+        submitted, before the cap holds it. Zeros where the group is gone."""
+        counted = dict.fromkeys(SERVED, 0)
+        for file, unit in COUNTED_IN.items():
+            with contextlib.suppress(OSError):
+                for line in (self.group / file).read_text().splitlines():
+                    device, _, rest = line.partition(" ")
+                    kind, _, value = rest.partition(" ")
+                    key = f"{kind.lower()}_{unit}"
+                    if device == self.device and key in counted and value.isdigit():
+                        counted[key] = int(value)
+        return counted
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):  # busy: a process still in it; remove_stale takes it later

@@ -369,6 +369,7 @@ def test_a_cold_restart_reads_its_wal_from_the_disk_and_a_storage_class_caps_it_
         read[mode] = (held, recovery, analysis.metrics["redo_bytes"], analysis.resources.get("storage"))
         verdict, bound = analysis.resources["verdict"]["sentence"], analysis.resources["verdict"]["bound"]
         shares = thread_shares(analysis.resources["recovery"]["threads"][0])
+        asked = analysis.resources.get("floor", {}).get("recovery_io")
     (warm, warm_rec, warm_redo, _), (cold, capped, cold_redo, storage) = read["warm"], read["cold"]
     assert cold["resident_bytes"] == 0 and capped["read_bytes"] >= 0.9 * cold_redo, read
     assert warm["resident_bytes"] >= 0.9 * warm_redo and warm_rec["read_bytes"] < 0.5 * warm_redo, read
@@ -381,4 +382,8 @@ def test_a_cold_restart_reads_its_wal_from_the_disk_and_a_storage_class_caps_it_
     # it also waits for a core (24% of the recovery in one CI run, 14.3 MB/s); quiet, it reads at 18-20.
     assert 0.9 * 20 * shares["disk"] <= capped["read_mb_s"] <= 23 and bound == "disk", (capped, shares)
     assert " of storage class slow-test's sequential read (fio in its cap: " in verdict
+    # the class's group counted the recovery's reads, and the verdict names the cap where they reached it
+    assert asked["read_bytes"] >= 0.9 * capped["read_bytes"] and asked["write_requests"] >= 0, asked
+    reached = asked["read_bytes"] / asked["seconds"] >= 0.9 * 20_000_000
+    assert ("slow-test's cap on reads (" in verdict) == reached, (asked, verdict)
     assert not list(Path("/sys/fs/cgroup/blkio").glob("recovery-lab-*-3311")), "its group was left behind"

@@ -22,7 +22,7 @@ from experiments.analysis.sentences import (
 )
 from experiments.analysis.stats import compare
 from experiments.analysis.where import HELD_BACK, resource_sentence
-from experiments.ingest.verdict import thread_shares, verdict
+from experiments.ingest.verdict import CAP_WORDS, thread_shares, verdict
 from experiments.metrics import NUMERIC_METRICS
 from experiments.pages.context import compared_value
 from experiments.prediction import Fit, Prediction, rto_outcome, stall_risk
@@ -227,6 +227,35 @@ def test_a_verdict_names_the_largest_share_and_says_every_share(found):
     if said["bound"] == "waiting":
         assert largest == "other"
     assert "bound by one core" not in said["sentence"] or said["bound"] == "cpu_one_core"
+
+
+@QUICK
+@given(
+    read_recoveries(),
+    st.dictionaries(st.sampled_from(list(CAP_WORDS)), st.integers(1, 10**9)),
+    st.fixed_dictionaries({count: st.integers(0, 10**9) for count, _, _ in CAP_WORDS.values()}),
+    st.floats(0.05, 100.0),
+)
+def test_a_verdict_names_a_storage_class_s_cap_only_where_the_recovery_reached_it(
+    found, caps, counts, seconds
+):
+    """Rule: under a storage class, a cap is named only where the recovery's own rate (the group's
+    counts over the seconds between the readings around it) reached 90% of it, with the rate and
+    the cap beside it; with no class, no cap is named."""
+    assert "storage class" not in verdict(found, None)["sentence"]
+    found["floor"].update(storage="hdd-raid10", caps=caps, recovery_io={"seconds": seconds, **counts})
+    said = verdict(found, None)["sentence"]
+    named = said.partition("the recovery reached storage class hdd-raid10's cap on ")[2]
+    for cap, (count, words, unit) in CAP_WORDS.items():
+        scale = 1e6 if cap.endswith("_bps") else 1
+        rate, limit = counts[count] / seconds, caps.get(cap, 0)
+        clause = (
+            f"{words} ({unit.format(rate / scale)} over the recovery; its cap {unit.format(limit / scale)})"
+        )
+        assert (clause in named) == (cap in caps and rate >= 0.9 * limit), (cap, caps, counts, seconds, said)
+    assert bool(named) == any(
+        counts[CAP_WORDS[cap][0]] / seconds >= 0.9 * limit for cap, limit in caps.items()
+    ), said
 
 
 @QUICK

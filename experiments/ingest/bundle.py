@@ -15,6 +15,7 @@ from experiments.ingest.doubts import checkpoint_moved, cross_check_crash_lsn, r
 from experiments.ingest.profile import FOLDED_FILE, profile_summary
 from experiments.ingest.resources import RESOURCES_FILE, restart_resources
 from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
+from experiments.ingest.verdict import CAP_NAMES
 from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION
 from runner.processes import POLL_S
@@ -63,7 +64,9 @@ def restart_disk(facts: dict, result: dict) -> dict | None:
     disk, storage = facts.get("disk"), result.get("storage") or {}
     if not storage:
         return disk
-    return {**(disk or {}), "floor": storage.get("floor") or {"storage": storage.get("name")}}
+    caps = {name: storage.get(name) for name in CAP_NAMES}
+    floor = {**(storage.get("floor") or {"storage": storage.get("name")}), "caps": caps}
+    return {**(disk or {}), "floor": floor}
 
 
 def _crash_episode(parsed: ParsedFile | None, index: int = 0) -> Episode | None:

@@ -14,7 +14,7 @@ import math
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from experiments.ingest.verdict import verdict
+from experiments.ingest.verdict import CAP_NAMES, verdict
 from experiments.parsers import Episode
 from runner.floor import MEMORY_FILE_SYSTEMS
 
@@ -123,6 +123,9 @@ def read_resources(content: bytes, zero: float) -> tuple[dict, list[Thread], lis
             stopped = f"{RESOURCES_FILE}: the runner's reader stopped early ({str(row['error'])[:200]})"
         elif _number(row.get("t")) and isinstance(row.get("tasks"), list):
             took.append(row["took_ms"] if _number(row.get("took_ms")) else 0)
+            if isinstance(row.get("group"), dict):  # a storage class's counts at this reading
+                counts = {k: v for k, v in row["group"].items() if k in GROUP_COUNTS and _number(v)}
+                header.setdefault("group", []).append((row["t"] - zero, counts))
             for task in row["tasks"]:
                 if _task(task):
                     thread = by_tid.setdefault(task[TID], Thread(task[PID], task[TID], "", [], []))
@@ -294,8 +297,29 @@ def restart_resources(
         for key in ("device", "storage"):  # storage: a class's floor, fio's in its cap
             if isinstance(floor.get(key), str):
                 found["floor"][key] = floor[key][:200]
+        if isinstance(floor.get("caps"), dict):  # a class's caps, and what the recovery asked of them
+            found["floor"]["caps"] = {k: v for k, v in floor["caps"].items() if k in CAP_NAMES and _number(v)}
+            if asked := group_use(header.get("group") or [], found.get("recovery", {}).get("window")):
+                found["floor"]["recovery_io"] = asked
     found["verdict"] = verdict(found, crash)
     return found, warnings
 
 
+# a storage class's group's counts, as the runner keeps them with each reading (throttle.SERVED)
+GROUP_COUNTS = ("read_requests", "write_requests", "read_bytes", "write_bytes")
 FLOOR_KEYS = ("seq_read_mb_s", "rand_read_qd1_iops", "rand_read_qd32_iops", "fsync_per_s", "device")
+
+
+def group_use(readings: list[tuple[float, dict]], window: list[float] | None) -> dict | None:
+    """What a storage class's group asked of the disk over the recovery: its counts from the last
+    reading at or before the window's start to the first at or after its end, and those seconds.
+    None without two such readings."""
+    if window is None or len(readings) < 2:
+        return None
+    before = [r for r in readings if r[0] <= window[0]] or readings[:1]
+    after = [r for r in readings if r[0] >= window[1]] or readings[-1:]
+    (start, first), (end, last) = before[-1], after[0]
+    if end <= start:
+        return None
+    counted = {k: last[k] - first[k] for k in GROUP_COUNTS if k in first and k in last}
+    return {"seconds": round(end - start, 4), **counted}

@@ -3,6 +3,7 @@
 it (docs/resources.md, docs/sentences.md). No Django."""
 
 from experiments.parsers import Episode
+from runner.throttle import LIMIT_FILES
 
 # Below this the readings are too few to say what bound a recovery.
 MIN_READINGS = 4
@@ -15,6 +16,16 @@ ALL_CORES_SHARE = 0.8
 # Said beside "one core": its thread waited for a core this share of the recovery or more.
 CONTENDED_SHARE = 0.1
 DISK_SHARE = 0.5
+# A storage class's cap is said to be reached where the restart asked this share of it or more.
+CAP_SHARE = 0.9
+CAP_NAMES = tuple(LIMIT_FILES)  # read_bps, write_bps, read_iops, write_iops
+# each cap: what the restart's counts divide into, over its seconds, and how the rate is said
+CAP_WORDS = {
+    "read_iops": ("read_requests", "read requests", "{:,.0f}/s"),
+    "write_iops": ("write_requests", "write requests", "{:,.0f}/s"),
+    "read_bps": ("read_bytes", "reads", "{:,.1f} MB/s"),
+    "write_bps": ("write_bytes", "writes", "{:,.1f} MB/s"),
+}
 
 
 def _percent(share: float) -> str:
@@ -100,6 +111,8 @@ def verdict(found: dict, crash: Episode | None) -> dict:
         else:  # on a core more than anything else, but not most of the time
             bound = "mixed"
             said = f"no one resource held it back{during}: {thread} {spent}"
+    if reached := caps_reached(floor):
+        said += f"; the recovery reached storage class {floor.get('storage')}'s cap on " + ", ".join(reached)
     if not floor.get("seq_read_mb_s") and not in_memory:
         what = f"storage class {floor['storage']}" if floor.get("storage") else "this host's disk"
         said += f"; {what} was not measured, so its reads are not set against its floor"
@@ -160,3 +173,22 @@ def _longest_phase(crash: Episode | None) -> str | None:
         if phase.name in PHASE_WORDS and phase.seconds is not None
     ]
     return f"mostly {max(timed)[1]}" if timed else None
+
+
+def caps_reached(floor: dict) -> list[str]:
+    """Each cap of a storage class the recovery's own requests or bytes per second reached (90% of
+    it or more, counted by the kernel in the class's group between the readings around the
+    recovery), with the rate and the cap: ["read requests (318/s over the recovery; its cap
+    320/s)"]. None where the run had no class, or no counts."""
+    caps, io = floor.get("caps") or {}, floor.get("recovery_io") or {}
+    seconds = io.get("seconds") or 0
+    reached = []
+    for cap, (count, words, unit) in CAP_WORDS.items():
+        if seconds <= 0 or not caps.get(cap) or count not in io:
+            continue
+        rate, limit = io[count] / seconds, caps[cap]
+        if rate >= CAP_SHARE * limit:
+            scale = 1e6 if cap.endswith("_bps") else 1
+            said = unit.format(rate / scale), unit.format(limit / scale)
+            reached.append(f"{words} ({said[0]} over the recovery; its cap {said[1]})")
+    return reached
