@@ -404,3 +404,16 @@ def test_a_process_that_ends_between_two_readings_keeps_its_io_in_them(tmp_path)
     assert len(ended) == 1 and ended[0][0] == parent.pid, last
     # rchar: bytes read through system calls, whether the page cache or the disk served them
     assert sum(row[10] for row in last["tasks"]) >= 32 << 20, last
+
+
+def test_a_storage_class_s_counts_are_taken_over_the_recovery_s_own_window():
+    """The group's counts at the recovery's two ends are drawn straight between the readings around
+    them: a 1 s recovery read every 50 ms is not widened to the readings' 1.1 s."""
+    from experiments.ingest.resources import group_use
+
+    readings = [(t / 20, {"read_requests": 320 * t // 20, "read_bytes": 2**20 * t, "write_requests": 0,
+                          "write_bytes": 0}) for t in range(0, 41)]  # fmt: skip
+    asked = group_use(readings, [0.525, 1.525])
+    assert asked["seconds"] == 1.0 and asked["read_requests"] == 320, asked
+    assert asked["read_bytes"] == 20 * 2**20 and asked["write_requests"] == 0, asked
+    assert group_use(readings[:1], [0.5, 1.5]) is None and group_use(readings, None) is None

@@ -311,15 +311,19 @@ FLOOR_KEYS = ("seq_read_mb_s", "rand_read_qd1_iops", "rand_read_qd32_iops", "fsy
 
 
 def group_use(readings: list[tuple[float, dict]], window: list[float] | None) -> dict | None:
-    """What a storage class's group asked of the disk over the recovery: its counts from the last
-    reading at or before the window's start to the first at or after its end, and those seconds.
-    None without two such readings."""
-    if window is None or len(readings) < 2:
+    """What a storage class's group asked of the disk over the recovery: its counts at the
+    window's two ends, each drawn straight between the readings around it (a reading every 50 ms
+    would widen a 1 s window by up to a tenth), and the window's seconds. None without two
+    readings or a window."""
+    if window is None or len(readings) < 2 or window[1] <= window[0]:
         return None
-    before = [r for r in readings if r[0] <= window[0]] or readings[:1]
-    after = [r for r in readings if r[0] >= window[1]] or readings[-1:]
-    (start, first), (end, last) = before[-1], after[0]
-    if end <= start:
-        return None
-    counted = {k: last[k] - first[k] for k in GROUP_COUNTS if k in first and k in last}
-    return {"seconds": round(end - start, 4), **counted}
+
+    def at(moment: float, key: str) -> float:
+        earlier = [r for r in readings if r[0] <= moment] or readings[:1]
+        later = [r for r in readings if r[0] >= moment] or readings[-1:]
+        (t0, a), (t1, b) = earlier[-1], later[0]
+        return a[key] if t1 <= t0 else a[key] + (b[key] - a[key]) * (moment - t0) / (t1 - t0)
+
+    keys = [k for k in GROUP_COUNTS if all(k in counts for _, counts in readings)]
+    counted = {k: round(at(window[1], k) - at(window[0], k)) for k in keys}
+    return {"seconds": round(window[1] - window[0], 4), **counted}
