@@ -9,6 +9,7 @@ lists as a second line of defence).
 """
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -194,6 +195,9 @@ class CrashPlan:
     after_seconds: int | list[int] | None = None
     redo_bytes: str | list[str] | None = None
     open_rows: int | None = None  # during_transaction
+    # One crash recovered many ways (runner/image.py): the runs alike in all but the restart's
+    # parameters (contract.RESTART_PARAMETERS) and their repetition restart copies of one crash.
+    one_crash: bool | None = None
 
 
 # Which crash plan takes which extra value.
@@ -227,6 +231,7 @@ CRASH_CHECKS: dict[str, Callable[[object], object]] = {
     "after_seconds": int_between(1, 86_400),
     "redo_bytes": _size_between("1M", "1T"),
     "open_rows": int_between(1, 10_000_000),
+    "one_crash": _boolean(),
 }
 # What a run's parameters may hold: the definition's parameters and its swept crash values.
 RUN_PARAMETER_CHECKS: dict[str, Callable[[object], object]] = {
@@ -245,6 +250,8 @@ class RunSpec:
     parameters: dict
     server_options: dict
     repetition: int
+    # crash.one_crash: the runs of one key restart copies of one crash, made by the first of them
+    image_key: str = ""
 
 
 @dataclass
@@ -333,8 +340,24 @@ class ExperimentDefinition:
                     },
                     server_options=dict(zip(option_names, option_values, strict=True)),
                     repetition=repetition,
+                    image_key=self._image_key(
+                        host,
+                        engine,
+                        dict(zip(param_names, param_values, strict=True)),
+                        dict(zip(option_names, option_values, strict=True)),
+                    ),
                 )
                 index += 1
+
+    def _image_key(self, host: str, engine: str, parameters: dict, options: dict) -> str:
+        """The crash a run restarts from under crash.one_crash: its host, engine, server options and
+        every parameter but the restart's own; "" where each run makes its own crash."""
+        if not self.crash.one_crash:
+            return ""
+        shaping = {
+            name: value for name, value in parameters.items() if name not in contract.RESTART_PARAMETERS
+        }
+        return json.dumps([host, engine, shaping, options], sort_keys=True)
 
 
 class _Collector:
@@ -467,8 +490,14 @@ def _check_crash(errors: _Collector, raw: object, workload: Workload) -> CrashPl
             plan[key] = CRASH_CHECKS[key](value)
         except ValueError as exc:
             errors.add(f"crash.{key}", str(exc))
+    if plan.get("one_crash") is False:
+        del plan["one_crash"]  # unsaid, as definitions made before it say nothing
     crash = CrashPlan(**plan)
     planned = whens(crash)
+    if crash.one_crash and crash.method != "sigkill":
+        errors.add(
+            "crash.one_crash", "a power cut's crash image is not kept yet: one_crash takes method sigkill"
+        )
     for when, key in CRASH_VALUES.items():
         if when in planned and getattr(crash, key) is None:
             errors.add(f"crash.{key}", f"required with when: {when}")
@@ -691,6 +720,8 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     _check_redo_target(errors, crash, engines, parameters)
     _check_engines_fit(errors, engines, parameters, server_options, workload, crash)
     _check_insert_rate(errors, workload, parameters)
+    if crash.one_crash and max(parameters.get("binlog_files") or [0]):
+        errors.add("crash.one_crash", "a crash image does not keep binary log files yet: binlog_files 0 only")
     repetitions = 1
     try:
         repetitions = int_between(1, MAX_REPETITIONS)(raw.get("repetitions", 1))

@@ -342,6 +342,11 @@ class Run(RunMetrics):
     noise = models.JSONField(default=dict, db_default={}, blank=True)
     disturbed = models.BooleanField(default=False, db_default=False)
     disturbed_reason = models.CharField(max_length=500, blank=True, db_default="")
+    # crash.one_crash: the run whose crash this run restarts a copy of (runner/image.py); it waits
+    # for that run, and fails with it where the crash was never kept.
+    image_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restarts_from_image"
+    )
     # A user's decision to leave a run out of analysis, with the reason; reversible.
     excluded = models.BooleanField(default=False)
     excluded_reason = models.CharField(max_length=500, blank=True)

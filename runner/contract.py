@@ -24,6 +24,7 @@ SIZE = re.compile(r"^[1-9][0-9]{0,6}[KMGT]$")
 # The storage a run's restart reads and writes: the host's disk as it is, or a class whose limits
 # the runner applies (throttle.py); the dashboard names the classes (experiments/storage.py).
 LOCAL_STORAGE = "local"
+IMAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 STORAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 DEFAULT_RESTART_CACHE = "warm"
 # Parameters a run names only when its definition did, and what their absence means (runs made
@@ -36,6 +37,10 @@ UNSAID_DEFAULTS = {
     "restart_cache": DEFAULT_RESTART_CACHE,
     "storage": LOCAL_STORAGE,
 }
+# What a restart from a crash image (crash.one_crash, image.py) may change: the rest of a run's
+# parameters and its server options shape the workload and the redo it wrote, so runs that differ
+# in them need a workload of their own (each group of runs alike in them gets its own image).
+RESTART_PARAMETERS = ("buffer_pool_size", "restart_cache", "storage", "profile")
 # The server variables a definition may set, with the values each takes: a tuple lists them, a
 # range bounds a whole number. The one allow-list, made of each engine's own in every family
 # (families/): the dashboard's definition checks read it, and the runner checks every spec
@@ -168,6 +173,9 @@ class RunSpec:
     # them, applied to the restart (throttle.py): {"name", "read_bps", "write_bps", "read_iops",
     # "write_iops"}, 0 or absent for none.
     storage: dict = field(default_factory=dict)
+    # One crash recovered many ways (image.py): {"keep": NAME} keeps the state the kill left;
+    # {"restore": NAME, "remove": bool} restarts a copy of it instead of loading and crashing.
+    image: dict = field(default_factory=dict)
     version: int = CONTRACT_VERSION
 
     def to_json(self) -> str:
@@ -249,6 +257,7 @@ class RunSpec:
         ):
             raise RunFailed(f"crash.open_rows must be a whole number from 1 to {MAX_OPEN_ROWS}")
         self._check_storage()
+        self._check_image(method, files)
         if not isinstance(self.reuse_dataset, bool):
             raise RunFailed("reuse_dataset must be true or false")
         if not WORK_DIR.match(self.work_dir):
@@ -271,3 +280,19 @@ class RunSpec:
                 raise RunFailed(f"storage.{key} is not a limit ({', '.join(LIMIT_FILES)})")
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**12:
                 raise RunFailed(f"storage.{key} must be a whole number from 0 (none) to 10^12 per second")
+
+    def _check_image(self, method: str, binlog_files: int) -> None:
+        image = self.image
+        if not image:
+            return
+        if not isinstance(image, dict) or set(image) - {"keep", "restore", "remove"}:
+            raise RunFailed("image takes keep, restore and remove only")
+        named = [image[key] for key in ("keep", "restore") if key in image]
+        if len(named) != 1 or not isinstance(named[0], str) or not IMAGE_NAME.match(named[0]):
+            raise RunFailed("image names one crash image to keep or to restore, like run-42")
+        if not isinstance(image.get("remove", False), bool) or ("remove" in image and "keep" in image):
+            raise RunFailed("image.remove is true or false, and only for a restore")
+        if method != "sigkill":
+            raise RunFailed("a crash image is kept after a kill -9 only (a power cut's is not built)")
+        if binlog_files:
+            raise RunFailed("a crash image does not keep binary log files yet: binlog_files must be 0")

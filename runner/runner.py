@@ -31,19 +31,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import floor, noise, page_cache
+from . import image as crash_image
+from .before_restart import load_and_crash, storage_class
 from .builds import SYSTEM_BUILD, folder_programs
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
 from .crash import (
     OPEN_TRX_TABLE,
     Ledger,
-    PowerCutLayer,
-    crash_server,
-    hold_binlog_files,
-    open_transaction,
-    wait_for_redo,
 )
-from .dataset import prepare_dataset
 from .events import Clock, emit, progress
 from .families import FAMILY_ENGINES, families_running, family_for, server_class, system_programs
 from .files import REFUSED, UnsafeFolder, own_folder, runner_folder, server_home
@@ -59,11 +55,10 @@ from .processes import (
 )
 from .profile import Profile
 from .resources import RESOURCES_FILE, Resources
-from .sampler import SAMPLES_FILE, Sampler, read_counters, snapshot
+from .sampler import snapshot
 from .server import Server
 from .stall import RecoveryStalled, StallWatch
 from .stamper import LogStamper
-from .throttle import Throttle
 from .throttle import remove_stale as remove_stale_groups
 from .workload import Sysbench, workload_tables
 
@@ -84,86 +79,21 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     oom_kills_before = oom_kills()
     stamper.start()
     try:
-        result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
-        if spec.get("storage"):  # its group made and its floor measured before the workload
-            throttle = storage_class(spec, server, result)
-        layer = None
-        if crash.get("method") == "power_loss":
-            progress("mounting the power-cut layer over the datadir", 21)
-            layer = PowerCutLayer(server.datadir, work / "powercut.log", server.os_user)
-        progress("starting the server on the loaded dataset", 22)
-        times["server_spawned"] = server.start()
-        times["server_ready"] = server.wait_until_ready(timeout)
-        result["server_version"] = server.version()
-        result["effective_settings"] = server.effective_settings()
-        hold_binlog_files(server, spec["parameters"].get("binlog_files", 0))
-        snapshot(server, engine, "before_run", work)
-        counters_before = read_counters(server, engine)
-
-        workload = spec["workload"]["name"]
-        progress(f"running {workload}", 25)
-
-        said = {"percent": -1}
-
-        def workload_progress(share: float) -> None:
-            # Once per whole percent: the redo target is polled every few ms, and each event is
-            # a row written by the dashboard (4,000 a run at 24 MB of redo, before this).
-            percent = int(100 * min(share, 1.0))
-            if percent != said["percent"]:
-                said["percent"] = percent
-                progress(f"running {workload}: {percent}%", 25 + 0.45 * percent)
-
-        ledger = Ledger(server, engine) if layer is not None else None
-        sampler = Sampler(server, engine, clock, work / SAMPLES_FILE)
-        result["noise"] = {"calibration": noise.calibrate(work)}
-        workload_mark = noise.mark()
-        times["workload_started"] = clock.now()
-        sampler.start()
-        sysbench.start_run()
-        checksums = None
-        if crash["when"] == "during_workload":
-            exit_code = sysbench.follow(float(crash["after_seconds"]), workload_progress)
-            if exit_code is not None:
-                # the workload ended because its server did (a failed client: wait for its end)
-                if server.exited_unasked(grace_s=2 if exit_code else 0):
-                    raise RunFailed("the workload ended before the planned crash")
-                result["warning"] = "the workload ended before the planned crash"
-        elif crash["when"] == "at_redo_bytes":
-            result["crash_plan"] = wait_for_redo(
-                server, sysbench, engine, crash["redo_bytes"], workload_progress
-            )
-        else:  # after_workload, during_transaction: the whole workload, then a consistent state
-            exit_code = sysbench.follow(None, workload_progress)
-            if exit_code != 0:
-                tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
-                raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
-            checksums = server.checksums(workload_tables(spec["workload"]))
-        times["workload_ended"] = clock.now()
-        result["noise"]["workload"] = noise.window(workload_mark)
-        if crash["when"] == "during_transaction":
-            progress(f"opening a transaction that changes {crash['open_rows']:,} rows", 70)
-            result["crash_plan"] = open_transaction(server, engine, crash["open_rows"], timeout)
-        snapshot(server, engine, "at_crash", work)
-        counters_after = read_counters(server, engine)
-        result["counters"] = {k: counters_after[k] - counters_before.get(k, 0) for k in counters_after}
-
-        # set up before the kill, so its start costs the downtime nothing; it keeps the samples of
-        # the restarted server's processes only
-        profile = Profile(work, clock) if spec["parameters"].get("profile") else None
-        if profile is not None:
-            profile.start()
-        progress(f"crashing the server ({crash.get('method', 'sigkill')})", 72)
-        times["killed"] = crash_server(server, crash.get("method", "sigkill"), layer)
-        if layer is not None:
-            times["power_restored"] = clock.now()  # what a disk holds is ready: downtime starts
-        acknowledged = ledger.stop() if ledger is not None else None
-        result["samples_taken"] = sampler.stop()
-        if server.engine.binary_log:
-            result["binlog_files_at_crash"] = len(list(server.binlog_dir.glob("binlog.[0-9]*")))
-        sysbench.wait(60)
-        sysbench.stop_if_running()
-        result.update(server.engine.at_crash(server))
-
+        base, image = Path(spec["work_dir"]), spec.get("image") or {}
+        if image.get("restore"):  # one crash recovered many ways: this restart's copy of it
+            progress(f"restoring crash image {image['restore']}: the kill's state, no workload of its own", 5)
+            checksums = crash_image.restore(base, image["restore"], server, work, result, clock)
+            acknowledged = None
+            throttle = storage_class(spec, server, result) if spec.get("storage") else None
+            profile = Profile(work, clock) if spec["parameters"].get("profile") else None
+            if profile is not None:
+                profile.start()
+        else:
+            made = load_and_crash(spec, server, sysbench, work, result, timeout)
+            throttle, checksums, acknowledged, profile = made
+            if image.get("keep"):
+                progress(f"keeping crash image {image['keep']} for the restarts from it", 74)
+                result["image"] = crash_image.keep(base, image["keep"], server, work, result, checksums)
         if throttle is not None:  # from the restart on, the server reads and writes through its class
             server.cgroup = throttle.procs
         cache = spec["parameters"].get("restart_cache", "warm")
@@ -184,6 +114,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             result["resource_readings"] = watcher.stop()
             if profile is not None:
                 result["profile"] = profile.stop(watcher.pids, watcher.program)
+        if image.get("restore"):  # its server was first started now, on the image
+            result.update(server_version=server.version(), effective_settings=server.effective_settings())
         result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
         server.engine.keep_recovery_log(server.datadir, work)
@@ -216,6 +148,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         times["clean_spawned"] = server.start()
         times["clean_first_query"] = server.wait_until_ready(timeout)
         server.shutdown(timeout)
+        if image.get("remove"):  # the last restart from it (a failed one leaves it for its retry)
+            crash_image.remove(base, image["restore"])
     except (RunFailed, subprocess.SubprocessError, OSError) as exc:
         gone = server.exited_unasked(grace_s=2) if "killed" not in times else None
         if gone:  # a server that died before the planned crash explains what failed after it
@@ -230,23 +164,6 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         stamper.stop()
         collect(work, out)
     return result
-
-
-def storage_class(spec: dict, server: Server, result: dict) -> Throttle:
-    """The storage class's group for the restart (throttle.py), its floor measured in it (kept
-    per class), before the workload: neither noise to it nor downtime. What it applied goes in
-    the result."""
-    storage = spec["storage"]
-    if floor.file_system(server.home) in floor.MEMORY_FILE_SYSTEMS:
-        raise RunFailed(f"storage class {storage['name']}: the run's files are in memory, no disk to cap")
-    progress(f"measuring storage class {storage['name']}, which the restart will read through", 21)
-    throttle = Throttle(floor.device_of(server.home), storage, spec["run_id"]).make()
-    result["storage"] = {"name": storage["name"], **throttle.applied()}
-    try:
-        result["storage"]["floor"] = floor.class_floor(Path(spec["work_dir"]), storage["name"], throttle)
-    except (floor.NotMeasured, OSError, subprocess.SubprocessError) as exc:
-        result["storage"]["floor_error"] = str(exc)[:300]
-    return throttle
 
 
 def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Server:

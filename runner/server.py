@@ -105,6 +105,14 @@ class Server:
             os.chown(staged, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
         os.rename(staged, self.datadir)
 
+    def take_log(self, staged: Path) -> None:
+        """An error log root wrote in the run's own folder (a crash image's) becomes the server's,
+        then moves into its folder as its error log, before the server appends to it."""
+        if self.os_user:
+            entry = pwd.getpwnam(self.os_user)
+            os.chown(staged, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+        os.rename(staged, self.error_log)
+
     def spawn_server(self, args: list[str], output) -> float:
         """Start the server's process as its OS user, in a session of its own; its moment."""
         spawned = self.clock.now()

@@ -16,6 +16,7 @@ from experiments.analysis.predict import SETTINGS, like_the_server
 from experiments.analysis.sentences import (
     COMPARED_METRICS,
     RESOURCE_METRICS,
+    crash_image_sentence,
     finding_sentence,
     restart_cache_sentence,
     storage_sentence,
@@ -728,3 +729,29 @@ def test_a_storage_class_is_said_with_its_caps_and_what_held_its_reads(read_bps,
     assert (f"its cap of {iops:,} requests/s" in said) == (under and not disk_slower and iops > 0)
     assert ("not measured uncapped" in said) == (under and disk is None)
     assert storage_sentence(None) == "" and storage_sentence({}) == ""
+
+
+@QUICK
+@given(
+    st.one_of(st.none(), st.integers(1, 10**6)),
+    st.sampled_from(["", "128M", "1G", "8G"]),
+    st.sampled_from(["128M", "1G", "8G"]),
+    st.integers(0, 100),
+)
+def test_a_restart_from_a_crash_image_names_its_crash_and_the_pool_the_workload_had(
+    lead, lead_pool, pool, restarts
+):
+    """Rule (docs/sentences.md, "One crash recovered many ways"): a restart from an image names the
+    run that made the crash and says the redo was the same; the workload's pool is said only where
+    it differs from the restart's; the run that made it says how many restarted copies."""
+    said = crash_image_sentence(lead, lead_pool, pool, restarts)
+    if lead is None:
+        assert (said == "") == (restarts == 0)
+        assert not restarts or f"{restarts} run{'s' if restarts != 1 else ''} restarted copies of it" in said
+        return
+    assert (
+        said.startswith(f"Restarted from a copy of run {lead}'s crash")
+        and "the same redo to the byte" in said
+    )
+    differs = bool(lead_pool) and lead_pool != pool
+    assert (f"the workload ran with a {lead_pool} buffer pool, this restart had {pool}" in said) == differs

@@ -232,3 +232,21 @@ def storage_sentence(storage: dict | None, label: str = "", disk_mb_s: float | N
     return (
         said + f" Under the class's {limit:,.0f} MB/s: {held} held fio's 1 MiB reads to {measured:,.0f} MB/s."
     )
+
+
+def crash_image_sentence(lead: int | None, lead_pool: str, own_pool: str, restarts: int = 0) -> str:
+    """crash.one_crash on the run page. A restart from a crash image names the run that made the
+    crash and says it replayed that crash's redo; the buffer pool the workload ran with is said
+    where it is not the restart's own. The run that made it says how many restarted copies of it."""
+    if lead is None:
+        if not restarts:
+            return ""
+        runs = "1 run" if restarts == 1 else f"{restarts} runs"
+        return f"Its crash was kept as an image: {runs} restarted copies of it, replaying the same redo."
+    said = (
+        f"Restarted from a copy of run {lead}'s crash (crash.one_crash): no workload of its own, "
+        "the same redo to the byte, from the same checkpoint to the same crash LSN"
+    )
+    if lead_pool and lead_pool != own_pool:
+        said += f"; the workload ran with a {lead_pool} buffer pool, this restart had {own_pool}"
+    return said + "."

@@ -10,7 +10,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from experiments import services, storage
-from experiments.analysis.sentences import restart_cache_sentence, storage_sentence
+from experiments.analysis.sentences import crash_image_sentence, restart_cache_sentence, storage_sentence
 from experiments.charts.profile import flame_chart
 from experiments.charts.resources import with_resources
 from experiments.charts.run import live_samples_chart, progress_chart, samples_chart, timeline_chart
@@ -57,6 +57,12 @@ def _run_context(run: Run) -> dict:
         ),
         "page_cache": restart_cache_sentence((run.resources or {}).get("restart_cache")),
         "storage": _storage_said(run),
+        "crash_image": crash_image_sentence(
+            run.image_of_id,
+            run.image_of.parameters.get("buffer_pool_size", "") if run.image_of_id else "",
+            run.parameters.get("buffer_pool_size", ""),
+            run.restarts_from_image.count(),
+        ),
         "files": run.files.defer("content"),
         "attempts": run.attempt_rows.select_related("host"),
     }

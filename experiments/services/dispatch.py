@@ -50,10 +50,18 @@ def wake_hosts(host_ids: Iterable[int], countdown: float = 0) -> list[int]:
 
 
 def _ready(now, prefix: str = "") -> Q:
-    """A queued run out of its retry pause; `prefix` ("runs__") asks it of a host's runs."""
-    return Q(**{f"{prefix}status": RunStatus.QUEUED, f"{prefix}imported": False}) & (
-        Q(**{f"{prefix}not_before__isnull": True}) | Q(**{f"{prefix}not_before__lte": now})
+    """A queued run out of its retry pause, and where it restarts another run's crash image
+    (crash.one_crash), that run kept it (done, or stalled after keeping it); `prefix` ("runs__")
+    asks it of a host's runs."""
+    return (
+        Q(**{f"{prefix}status": RunStatus.QUEUED, f"{prefix}imported": False})
+        & (Q(**{f"{prefix}not_before__isnull": True}) | Q(**{f"{prefix}not_before__lte": now}))
+        & (Q(**{f"{prefix}image_of__isnull": True}) | Q(**{f"{prefix}image_of__status__in": IMAGE_KEPT}))
     )
+
+
+# the statuses of a run whose crash image its restarts can use: it was kept before its own restart
+IMAGE_KEPT = (RunStatus.DONE, RunStatus.STALLED)
 
 
 def _unconfirmed(prefix: str = "") -> Q:

@@ -195,7 +195,8 @@ def _check_hosts_have_builds(
 
 def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> list[Run]:
     hosts = {h.name: h for h in Host.objects.filter(name__in=definition.hosts)}
-    return Run.objects.bulk_create(
+    specs = list(definition.expand())
+    runs = Run.objects.bulk_create(
         Run(
             experiment=experiment,
             matrix_index=spec.matrix_index,
@@ -210,8 +211,15 @@ def _create_runs(experiment: Experiment, definition: ExperimentDefinition) -> li
             insert_rate=spec.parameters["insert_rate"],
             crash_method=definition.crash.method,
         )
-        for spec in definition.expand()
+        for spec in specs
     )
+    # crash.one_crash: the first run of each image key makes the crash, the others restart copies of it
+    leads: dict[str, Run] = {}
+    for spec, run in zip(specs, runs, strict=True):
+        if spec.image_key and leads.setdefault(spec.image_key, run) is not run:
+            run.image_of = leads[spec.image_key]
+    Run.objects.bulk_update([run for run in runs if run.image_of_id], ["image_of"])
+    return runs
 
 
 class AnnotationRejected(ValueError):

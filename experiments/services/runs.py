@@ -41,6 +41,7 @@ from experiments.models import (
     without_nul,
 )
 from experiments.services.audit import audit, audited_by
+from experiments.services.images import crash_image, fail_orphaned_restarts
 from runner.contract import RunSpec
 
 TRUNCATION_MARKER = b"\n[... Recovery Lab kept the head and tail of this file ...]\n"
@@ -59,10 +60,10 @@ ANALYSE_SERIES_TASK = "workers.tasks.analyse_series_task"
 
 
 def refresh_experiment_status(experiment_id: int) -> None:
-    """Derive the experiment's status from its runs' rows. Idempotent. Imported runs are records
-    of crashes elsewhere (one whose server failed to start is a fact about that server, not a run
-    of this experiment that failed): they never change its status; an experiment of imports only
-    is done."""
+    """Derive the experiment's status from its runs' rows. Idempotent. Imported runs (records of
+    crashes elsewhere, not runs of this experiment) never change it: imports alone are done.
+    Restarts waiting for a crash image never kept fail first (services/images.py)."""
+    fail_orphaned_restarts(experiment_id)
     counts = Run.objects.filter(experiment_id=experiment_id, imported=False).aggregate(
         total=Count("id"),
         queued=Count("id", filter=Q(status=RunStatus.QUEUED)),
@@ -181,6 +182,7 @@ def run_spec(run: Run) -> RunSpec:
         stall_after_s=settings.RUNNER_STALL_AFTER_S,
         reuse_dataset=settings.RUNNER_REUSE_DATASETS,
         storage=storage.limits_of(run.parameters),
+        image=crash_image(run),
     )
     spec.check()
     return spec

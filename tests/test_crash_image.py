@@ -1,0 +1,199 @@
+"""One crash, recovered many ways (issue 55, runner/image.py), on a real MariaDB: a run crashes at
+its redo target and keeps the state the kill left; two more restart copies of it, one with a
+larger buffer pool and a cold page cache. Each replays the same redo, to the byte, from the same
+checkpoint to the same crash LSN; nothing is loaded or run for them; the last removes the image."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from experiments import services
+from experiments.definition import DefinitionError, validate_definition
+from experiments.ingest.bundle import analyse_run
+from experiments.models import Run, RunStatus
+from experiments.services.runs import run_spec
+from runner.contract import RunFailed, RunSpec
+
+from .test_end_to_end import runner_command
+from .test_postgresql_runs import run_to_the_end
+
+
+def run_runner(folder: Path, spec: dict) -> dict:
+    """The runner zip as a transport runs it; its result.json, whatever the run's outcome."""
+    (folder / "spec.json").write_text(json.dumps(spec))
+    subprocess.run(runner_command(folder, "b"), capture_output=True, timeout=300)
+    return json.loads((folder / "b" / "result.json").read_text())
+
+
+def spec(run_id: int, pool: str, cache: str, image: dict) -> dict:
+    return {
+        "run_id": run_id,
+        "engine": "innodb",
+        "parameters": {"buffer_pool_size": pool, "redo_log_size": "256M", "restart_cache": cache},
+        "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 5000, "threads": 2,
+                     "events": 0, "time_seconds": 120},
+        "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "24M"},
+        "work_dir": str(settings.RUNNER_DISK_WORK_DIR),  # on a disk: a cold restart evicts
+        "start_timeout_s": 120,
+        "image": image,
+    }  # fmt: skip
+
+
+@pytest.mark.mariadb
+def test_one_crash_kept_then_restarted_twice_replays_the_same_redo_under_each_restart_s_settings(tmp_path):
+    name = f"test-{os.getpid()}"
+    images = Path(settings.RUNNER_DISK_WORK_DIR) / "images"
+    read = {}
+    for run_id, pool, cache, image in (
+        (4101, "128M", "warm", {"keep": name}),
+        (4102, "128M", "warm", {"restore": name}),
+        (4103, "512M", "cold", {"restore": name, "remove": True}),
+    ):
+        folder = tmp_path / str(run_id)
+        folder.mkdir()
+        result = run_runner(folder, spec(run_id, pool, cache, image))
+        assert result["status"] == "done", result.get("error")
+        files = {p.name: p.read_bytes() for p in (folder / "b").iterdir() if p.is_file()}
+        read[run_id] = (result, analyse_run(result, files, "innodb", 256 << 20))
+        if run_id == 4101:  # kept whole, root's alone, before its own restart
+            assert result["image"]["kept"] == name and (images / name / "MANIFEST.json").is_file()
+            assert (images / name).stat().st_mode & 0o077 == 0 and (
+                images / name
+            ).stat().st_uid == os.geteuid()
+    kept, restored = read[4101], [read[4102], read[4103]]
+    for result, analysis in restored:
+        # nothing of its own before the restart: the kill's state, the image's files and facts
+        assert result["image"]["restored"] == name and "workload_ended" in result["times"]
+        assert result["dataset"] == kept[0]["dataset"] and result["crash_plan"] == kept[0]["crash_plan"]
+        for metric in ("redo_bytes", "checkpoint_lsn", "crash_lsn"):
+            assert analysis.metrics[metric] == kept[1].metrics[metric] and analysis.metrics[metric], metric
+        assert analysis.metrics["recovery_seconds"] > 0 and analysis.metrics["verified"] is True
+        # its moments on its own clock: the workload's before its kill, its restart after
+        times = result["times"]
+        assert (
+            times["workload_started"] < times["workload_ended"] <= times["killed"] < times["recovery_spawned"]
+        )
+        assert analysis.metrics["downtime_seconds"] > 0
+    # each restart under its own settings: the pool it was given, the page cache it asked for
+    assert restored[1][0]["effective_settings"]["innodb_buffer_pool_size"] == str(512 << 20)
+    assert kept[0]["effective_settings"]["innodb_buffer_pool_size"] == str(128 << 20)
+    assert (
+        restored[1][0]["restart_cache"]["mode"] == "cold"
+        and restored[1][0]["restart_cache"]["resident_bytes"] == 0
+    )
+    assert (
+        restored[0][0]["image"]["buffer_pool_size"] == "128M" == restored[1][0]["image"]["buffer_pool_size"]
+    )
+    assert not (images / name).exists(), "the last restart removes the image"
+
+
+@pytest.mark.mariadb
+def test_a_missing_image_fails_its_restart_for_good_and_the_spec_says_what_an_image_takes(tmp_path):
+    folder = tmp_path / "r"
+    folder.mkdir()
+    result = run_runner(folder, spec(4104, "128M", "warm", {"restore": "never-kept"}))
+    assert result["status"] == "failed" and result["permanent"] is True
+    assert "crash image never-kept is not on this host" in result["error"]
+    for image, said in (
+        ({"keep": "a", "restore": "b"}, "names one crash image"),
+        ({"keep": "../x"}, "names one crash image"),
+        ({"keep": "a", "remove": True}, "only for a restore"),
+        ({"keep": "a", "other": 1}, "takes keep, restore and remove only"),
+    ):
+        with pytest.raises(RunFailed, match=said):
+            RunSpec.from_dict(spec(1, "128M", "warm", image))
+    with pytest.raises(RunFailed, match="after a kill -9 only"):
+        RunSpec.from_dict(
+            {
+                **spec(1, "128M", "warm", {"keep": "a"}),
+                "crash": {"method": "power_loss", "when": "after_workload"},
+            }
+        )
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+ONE_CRASH = {
+    "name": "One crash, two pools",
+    "hosts": ["local"],
+    "engines": ["innodb"],
+    "parameters": {"buffer_pool_size": ["128M", "512M"], "redo_log_size": ["256M"]},
+    "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 5000, "threads": 2,
+                 "time_seconds": 120},
+    "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "16M", "one_crash": True},
+    "repetitions": 2,
+}  # fmt: skip
+
+
+def test_a_definition_s_one_crash_groups_the_runs_alike_in_all_but_the_restart_s_settings():
+    """The runs that differ only in the restart's own parameters (pool, page cache, storage,
+    profile) and their repetition restart one crash; a parameter that shapes the workload (the redo
+    log) makes a crash of its own; what an image does not keep yet is refused with why."""
+    body = {**ONE_CRASH, "parameters": {**ONE_CRASH["parameters"], "redo_log_size": ["256M", "512M"],
+                                         "restart_cache": ["warm", "cold"]}}  # fmt: skip
+    specs = list(validate_definition(body, ["local"]).expand())
+    keys = {spec.image_key for spec in specs}
+    assert len(specs) == 16 and len(keys) == 2, keys
+    for key in keys:
+        alike = [spec for spec in specs if spec.image_key == key]
+        assert len({spec.parameters["redo_log_size"] for spec in alike}) == 1 and len(alike) == 8
+    each_its_own = {**body, "crash": {**body["crash"], "one_crash": False}}
+    assert {spec.image_key for spec in validate_definition(each_its_own, ["local"]).expand()} == {""}
+    for crash, parameters, said in (
+        ({"method": "power_loss", "when": "after_workload", "one_crash": True}, {}, "takes method sigkill"),
+        (ONE_CRASH["crash"], {"binlog_files": [10]}, "binary log files"),
+    ):
+        with pytest.raises(DefinitionError) as refused:
+            asked = {**ONE_CRASH, "crash": crash, "parameters": {**ONE_CRASH["parameters"], **parameters}}
+            validate_definition(asked, ["local"])
+        assert any(said in message for message in refused.value.errors["crash.one_crash"]), (
+            refused.value.errors
+        )
+
+
+@pytest.mark.django_db
+def test_the_restarts_of_a_crash_never_kept_fail_saying_whose_crash(local_host):
+    experiment, _ = services.create_experiment(ONE_CRASH)
+    lead, *restarts = experiment.runs.order_by("id")
+    assert lead.image_of_id is None and [run.image_of_id for run in restarts] == [lead.id] * 3
+    assert run_spec(lead).image == {"keep": f"run-{lead.id}"}
+    assert run_spec(restarts[0]).image == {"restore": f"run-{lead.id}", "remove": False}
+    assert (
+        not services.has_claimable_run(local_host.id)
+        or services.claim_next_run(local_host.id, "w")[0] == lead
+    )
+    services.mark_run_failed(lead.id, "the server never started")
+    for run in experiment.runs.exclude(id=lead.id):
+        assert run.status == RunStatus.FAILED, run.status
+        assert run.error == f"its crash image was never kept: run {lead.id}, which makes the crash, failed"
+
+
+@pytest.mark.mariadb
+@pytest.mark.django_db(transaction=True)
+def test_one_crash_restarted_by_the_dashboard_s_runs_each_replays_it_under_its_own_pool(
+    api, client, user, local_host, celery_worker_process
+):
+    experiment = run_to_the_end(api, ONE_CRASH)
+    runs = list(Run.objects.filter(experiment_id=experiment).order_by("id"))
+    assert [run.status for run in runs] == ["done"] * 4, [run.error for run in runs]
+    lead = runs[0]
+    assert [run.image_of_id for run in runs] == [None, lead.id, lead.id, lead.id]
+    for run in runs:  # the same crash, to the byte; each restart under its own pool
+        assert (run.redo_bytes, run.checkpoint_lsn, run.crash_lsn) == (
+            lead.redo_bytes, lead.checkpoint_lsn, lead.crash_lsn
+        ) and lead.crash_lsn, run.id  # fmt: skip
+        assert run.effective_settings["innodb_buffer_pool_size"] == str(run.buffer_pool_bytes)
+        assert run.recovery_seconds is not None and run.verified is True
+    client.force_login(user)
+    page = client.get(f"/runs/{runs[1].id}/").content.decode()
+    assert (
+        f"Restarted from a copy of run {lead.id}&#x27;s crash (crash.one_crash): no workload of its own"
+        in page
+        and "the workload ran with a 128M buffer pool, this restart had 512M" in page
+    ), page[:3000]
+    assert "3 runs restarted copies of it" in client.get(f"/runs/{lead.id}/").content.decode()
+    assert not (Path(settings.RUNNER_WORK_DIR) / "images" / f"run-{lead.id}").exists(), "left behind"
