@@ -399,6 +399,10 @@ def test_a_redo_finding_on_runs_held_equal_says_the_design_fixed_it():
     assert "as the design held it (the same 20,000 events each run, crashed after the workload)" in said
     (said,) = redo_findings(rows, {**design, "workload": {"time_seconds": 60}})
     assert "held it" not in said  # a timed workload writes what it gets through: not held
+    # or copies of one crash, restarted (crash.one_crash, runner/image.py)
+    one_crash = {"when": "at_redo_bytes", "redo_bytes": "384M", "one_crash": True}
+    (said,) = redo_findings(rows, {"crash": one_crash})
+    assert "as the design held it (crash.one_crash: copies of one crash, the same redo to the byte)" in said
 
 
 def row_of(**values) -> dict:

@@ -19,10 +19,13 @@ def engine_where(engine: str, host: str, several_hosts: bool) -> str:
 
 
 def held_by_design(design: dict | None) -> str:
-    """How the definition held the redo equal, where it did: ', as the crash plan held it
-    (crash.redo_bytes 384M)' (every run crashed at one redo target), ', as the design held it (the
-    same 5,000 events each run, crashed after the workload)'; '' otherwise."""
+    """How the definition held the redo equal, where it did: restarts of one crash (one_crash);
+    ', as the crash plan held it (crash.redo_bytes 384M)' (every run crashed at one redo target),
+    ', as the design held it (the same 5,000 events each run, crashed after the workload)'; ''
+    otherwise."""
     crash, workload = (design or {}).get("crash") or {}, (design or {}).get("workload") or {}
+    if crash.get("one_crash"):  # runner/image.py: the same crash restarted, to the byte
+        return ", as the design held it (crash.one_crash: copies of one crash, the same redo to the byte)"
     target = crash.get("redo_bytes")
     if isinstance(target, list):
         target = target[0] if len(target) == 1 else None
