@@ -37,7 +37,7 @@ def spec(run_id: int, pool: str, cache: str, image: dict) -> dict:
         "parameters": {"buffer_pool_size": pool, "redo_log_size": "256M", "restart_cache": cache},
         "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 5000, "threads": 2,
                      "events": 0, "time_seconds": 120},
-        "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "24M"},
+        "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "8M"},
         "work_dir": str(settings.RUNNER_DISK_WORK_DIR),  # on a disk: a cold restart evicts
         "start_timeout_s": 120,
         "image": image,
@@ -124,7 +124,7 @@ ONE_CRASH = {
     "parameters": {"buffer_pool_size": ["128M", "512M"], "redo_log_size": ["256M"]},
     "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 5000, "threads": 2,
                  "time_seconds": 120},
-    "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "16M", "one_crash": True},
+    "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "8M", "one_crash": True},
     "repetitions": 2,
 }  # fmt: skip
 

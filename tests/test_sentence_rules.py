@@ -30,6 +30,7 @@ from experiments.prediction import Fit, Prediction, rto_outcome, stall_risk
 from experiments.production import _outcome_text
 from experiments.reports.answers import repeat_answers, startup_answers, tradeoff_answers
 from experiments.reports.findings import parameter_findings, redo_findings
+from experiments.reports.moved import what_moved
 from experiments.reports.planner import plan_sentences
 from experiments.reports.stalled import stall_findings
 from experiments.units import binary_bytes, parse_size
@@ -759,3 +760,32 @@ def test_a_restart_from_a_crash_image_names_its_crash_and_the_pool_the_workload_
     )
     differs = bool(lead_pool) and lead_pool != pool
     assert (f"the workload ran with a {lead_pool} buffer pool, this restart had {pool}" in said) == differs
+
+
+@QUICK
+@given(
+    st.lists(st.sampled_from(["disk", "cpu_one_core", "waiting", "mixed"]), min_size=1, max_size=6),
+    st.lists(st.sampled_from(["disk", "cpu_one_core", "waiting", "mixed"]), min_size=1, max_size=6),
+    st.floats(1.3, 4.0),
+)
+def test_a_finding_says_the_slower_side_waited_on_the_disk_only_where_its_verdicts_say_so(slow, fast, ratio):
+    """Rule: a difference in neither CPU time nor the bytes read is put on the disk only where most
+    of the slower side's runs were bound by the disk, and a larger share than the other side's
+    (seed 000's RAID10 class: "the slower side waited" had said nothing of where)."""
+
+    def rows(bounds, seconds):
+        return [{"recovery_seconds": seconds, "recovery_cpu_seconds": 0.4, "recovery_disk_read_bytes": 5e7,
+                 "recovery_core_wait_share": 0.02, "recovery_bound": bound,
+                 "phases": {"redo_scan": seconds / 2}} for bound in bounds]  # fmt: skip
+
+    said = what_moved("storage", (rows(fast, 0.4), rows(slow, 0.4 * ratio)), True, ("local", "hdd-raid10"))
+    share = [bounds.count("disk") / len(bounds) for bounds in (slow, fast)]
+    named = share[0] > 0.5 and share[0] > share[1]
+    assert ("hdd-raid10 waited on the disk (bound by the disk in " in said) == named, said
+    if named:
+        assert (
+            f"in {slow.count('disk')} of its {len(slow)} runs, local in {fast.count('disk')} of {len(fast)}"
+            in said
+        )
+    else:
+        assert "the slower side waited" in said, said

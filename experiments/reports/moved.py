@@ -90,11 +90,28 @@ def _resource_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str])
         if held_back(waits[slow], waits[1 - slow]):
             waited = core_wait_text(names[slow], waits[slow], waits[1 - slow], names[1 - slow])
             return f"; the difference is in neither CPU time nor reads ({cpu}, medians): {waited}"
+        if on_disk := _disk_wait_text(sides, names, slow, cpu):
+            return on_disk
         return (
             "; the difference is in neither CPU time, reads nor a wait for a core: the slower side waited "
             f"({cpu}, medians)"
         )
     return ""
+
+
+def _disk_wait_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str], slow: int, cpu: str) -> str:
+    """Where the slower side's own verdicts say it waited on the disk (most of its runs bound by
+    the disk, a larger share than the other side's: a storage class's cap, say), that sentence."""
+    on_disk = [sum(row.get("recovery_bound") == "disk" for row in rows) for rows in sides]
+    share = [count / len(rows) for count, rows in zip(on_disk, sides, strict=True)]
+    if share[slow] <= 0.5 or share[slow] <= share[1 - slow]:
+        return ""
+    fast = 1 - slow
+    return (
+        f"; the difference is in neither CPU time nor the bytes read: {names[slow]} waited on the disk "
+        f"(bound by the disk in {on_disk[slow]} of its {len(sides[slow])} runs, {names[fast]} in "
+        f"{on_disk[fast]} of {len(sides[fast])}; {cpu}, medians)"
+    )
 
 
 def _redo_text(sides: tuple[list[dict], list[dict]], names: tuple[str, str]) -> str:
