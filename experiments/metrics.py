@@ -38,6 +38,18 @@ FLOAT_METRICS = (
     "recovery_core_wait_share",
 )
 METRIC_NAMES = (*INTEGER_METRICS, *FLOAT_METRICS, "verified")
+# What the workload measured: a run restarted from another's crash image (crash.one_crash) ran
+# none, and leaves them to the run that made the crash.
+WORKLOAD_METRICS = (
+    "pages_written",
+    "log_bytes_written",
+    "data_bytes_written",
+    "rows_inserted",
+    "workload_tps",
+    "workload_qps",
+    "latency_p95_ms",
+    "achieved_insert_rate",
+)
 
 LABELS = {
     "checkpoint_lsn": "checkpoint LSN",

@@ -16,6 +16,7 @@ from experiments.ingest.profile import FOLDED_FILE, profile_summary
 from experiments.ingest.resources import RESOURCES_FILE, restart_resources
 from experiments.ingest.seconds import SAMPLES_FILE, restart_timeline, sample_series
 from experiments.ingest.verdict import CAP_NAMES
+from experiments.metrics import WORKLOAD_METRICS
 from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION
 from runner.processes import POLL_S
@@ -239,6 +240,9 @@ def analyse_run(
     analysis.suspect_reasons += impossible_values(metrics, crash, same_clock=same_clock)
     if kind.redo_bounded_by_log:
         analysis.suspect_reasons += more_redo_than_logs_hold(metrics.get("redo_bytes"), redo_log_bytes)
+    if (result.get("image") or {}).get("restored"):  # its workload is the run that made the crash's
+        for name in WORKLOAD_METRICS:  # measured once: a copy counted again would be no new sample
+            metrics.pop(name, None)
     return analysis
 
 
