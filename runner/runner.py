@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         hold_work_dir(base)
         unmount_stale(base)
         remove_stale_groups()
-        stale = remove_stale_runs(base)
+        stale = remove_stale_runs(base) + [f"crash image {name}" for name in crash_image.remove_stale(base)]
         if stale:
             result["stale_runs_removed"] = stale
             progress(f"removed what a stopped runner had left: {', '.join(stale)}", 0)

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,33 @@ def test_one_crash_restarted_by_the_dashboard_s_runs_each_replays_it_under_its_o
     ), page[:3000]
     assert "3 runs restarted copies of it" in client.get(f"/runs/{lead.id}/").content.decode()
     assert not (Path(settings.RUNNER_WORK_DIR) / "images" / f"run-{lead.id}").exists(), "left behind"
+
+
+def test_an_image_its_runs_left_behind_is_removed_by_a_later_run_after_a_day(tmp_path):
+    """Images whose restarts were cancelled or failed are not kept for ever: a run's runner removes
+    those older than IMAGE_HOURS, and leaves a fresh one (another experiment's, still in use)."""
+    from runner import image
+
+    old, fresh = image.images_root(tmp_path) / "run-1", image.images_root(tmp_path) / "run-2"
+    for entry in (old, fresh):
+        (entry / "data").mkdir(parents=True)
+    long_ago = time.time() - (image.IMAGE_HOURS + 1) * 3600
+    os.utime(old, (long_ago, long_ago))
+    assert image.remove_stale(tmp_path) == ["run-1"] and not old.exists() and fresh.is_dir()
+
+
+def test_the_form_offers_one_crash_and_run_again_keeps_it():
+    """The new-experiment form's checkbox sets crash.one_crash; the form filled from a definition
+    that has it ("run again") has it ticked, and gives it back."""
+    from experiments.pages.forms import ExperimentForm
+
+    definition = validate_definition(ONE_CRASH, ["local"]).as_dict()
+    filled = {"events": 0, **ExperimentForm.initial_from(definition)}
+    assert filled["one_crash"] is True
+    sent = {key: value for key, value in filled.items() if value is not None and value is not False}
+    form = ExperimentForm(data=sent, host_names=["local"])
+    assert form.is_valid(), form.errors
+    assert form.definition()["crash"]["one_crash"] is True
+    unticked = ExperimentForm(data={k: v for k, v in sent.items() if k != "one_crash"}, host_names=["local"])
+    assert unticked.is_valid(), unticked.errors
+    assert "one_crash" not in unticked.definition()["crash"]

@@ -181,6 +181,12 @@ class ExperimentForm(forms.Form):
         required=False,
         help_text="with 'a transaction open' or the long_transaction workload: rows it changes",
     )
+    one_crash = forms.BooleanField(
+        required=False,
+        label="One crash, recovered many ways",
+        help_text="the runs that differ only in buffer pool, page cache, storage or repetition restart "
+        "copies of one crash: the same redo to the byte (kill -9, no binary log files)",
+    )
     repetitions = forms.IntegerField(initial=1)
 
     # definition path -> form field, for putting validation messages where the user typed
@@ -203,6 +209,7 @@ class ExperimentForm(forms.Form):
         "crash.after_seconds": "after_seconds",
         "crash.redo_bytes": "redo_bytes",
         "crash.open_rows": "open_rows",
+        "crash.one_crash": "one_crash",
     }
 
     def __init__(self, *args, host_names=(), **kwargs):
@@ -228,6 +235,8 @@ class ExperimentForm(forms.Form):
                 crash[key] = values[0] if len(values) == 1 else values  # two or more: a sweep
         if not long_transaction and data.get("open_rows") not in (None, ""):
             crash["open_rows"] = data["open_rows"]
+        if data.get("one_crash"):
+            crash["one_crash"] = True
         parameters = {
             "buffer_pool_size": _split(data["buffer_pool_size"]),
             "redo_log_size": _split(data["redo_log_size"]),
@@ -312,6 +321,7 @@ class ExperimentForm(forms.Form):
             "crash_when": whens if isinstance(whens, list) else [whens],
             **{key: listed(crash[key]) for key in ("after_seconds", "redo_bytes") if key in crash},
             **({"open_rows": open_rows} if open_rows else {}),
+            "one_crash": bool(crash.get("one_crash")),
             "repetitions": definition.get("repetitions", 1),
         }
 
