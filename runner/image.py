@@ -17,7 +17,8 @@ the image once the run has restored it.
 Images are root's (WORK_DIR/images/, 700), like the dataset cache: the server's OS user, who owned
 the datadir they were copied from, can change no later restart's starting state. Before keeping
 one, the runner checks the disk holds it twice over (the image and a restore's copy) with a margin.
-An image left behind (its runs cancelled) is removed by the next run after IMAGE_HOURS.
+An image left behind (its runs cancelled) is removed by the next run IMAGE_HOURS after it was last
+kept or restored.
 """
 
 import json
@@ -58,7 +59,8 @@ def images_root(base: Path) -> Path:
 
 
 def remove_stale(base: Path) -> list[str]:
-    """Images older than IMAGE_HOURS (their runs were cancelled or failed): removed; their names."""
+    """Images not kept or restored for IMAGE_HOURS (their runs were cancelled or failed): removed;
+    their names."""
     root = base / IMAGES
     if not root.is_dir():
         return []
@@ -133,6 +135,7 @@ def restore(base: Path, name: str, server, work: Path, result: dict, clock) -> d
     except (CacheChanged, OSError, ValueError) as exc:
         shutil.rmtree(entry, ignore_errors=True)
         raise RunFailed(f"crash image {name} is not as it was kept ({exc}): removed") from None
+    os.utime(entry)  # in use: remove_stale counts a day from its last restore, not from its making
     log = work / "error.log.image"  # the crashed server's log, the restart's first lines after it
     log.write_bytes(read_regular(entry / "error.log"))
     server.take_log(log)
