@@ -1,7 +1,8 @@
 """Everything before the restart of a run that makes its own crash: the dataset loaded (or copied
-from the cache), the storage class's group and floor, the server started, the workload run to the
-crash plan's moment, the engine's state snapshotted, the kill. runner.py is the whole sequence;
-image.py replaces this part for a restart from a kept crash image."""
+from the cache), the server started, the workload run to the crash plan's moment, the engine's
+state snapshotted, the kill. Also a storage class's group and floor (storage_class), which
+runner.py makes first, before this or a restore. runner.py is the whole sequence; image.py
+replaces this part for a restart from a kept crash image."""
 
 import subprocess
 from pathlib import Path
@@ -20,15 +21,12 @@ from .workload import Sysbench, workload_tables
 
 def load_and_crash(
     spec: dict, server: Server, sysbench: Sysbench, work: Path, result: dict, timeout: float
-) -> tuple[Throttle | None, dict | None, int | None, Profile | None]:
-    """The run up to its kill, measured into `result` as it goes. Returns the storage class's group
-    (None: local), the tables' checksums before the kill (None: crashed mid-workload), the commits
-    a power cut's ledger saw acknowledged, and the profiler started before the kill."""
+) -> tuple[dict | None, int | None, Profile | None]:
+    """The run up to its kill, measured into `result` as it goes. Returns the tables' checksums
+    before the kill (None: crashed mid-workload), the commits a power cut's ledger saw
+    acknowledged, and the profiler started before the kill."""
     clock, engine, crash, times = server.clock, spec["engine"], spec["crash"], result["times"]
     result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
-    throttle = None
-    if spec.get("storage"):  # its group made and its floor measured before the workload
-        throttle = storage_class(spec, server, result)
     layer = None
     if crash.get("method") == "power_loss":
         progress("mounting the power-cut layer over the datadir", 21)
@@ -104,7 +102,7 @@ def load_and_crash(
     sysbench.stop_if_running()
     result.update(server.engine.at_crash(server))
 
-    return throttle, checksums, acknowledged, profile
+    return checksums, acknowledged, profile
 
 
 def storage_class(spec: dict, server: Server, result: dict) -> Throttle:

@@ -80,17 +80,17 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     stamper.start()
     try:
         base, image = Path(spec["work_dir"]), spec.get("image") or {}
+        if spec.get("storage"):  # its group made and its floor measured before the workload
+            throttle = storage_class(spec, server, result)
         if image.get("restore"):  # one crash recovered many ways: this restart's copy of it
             progress(f"restoring crash image {image['restore']}: the kill's state, no workload of its own", 5)
             checksums = crash_image.restore(base, image["restore"], server, work, result, clock)
             acknowledged = None
-            throttle = storage_class(spec, server, result) if spec.get("storage") else None
             profile = Profile(work, clock) if spec["parameters"].get("profile") else None
             if profile is not None:
                 profile.start()
         else:
-            made = load_and_crash(spec, server, sysbench, work, result, timeout)
-            throttle, checksums, acknowledged, profile = made
+            checksums, acknowledged, profile = load_and_crash(spec, server, sysbench, work, result, timeout)
             if image.get("keep"):
                 progress(f"keeping crash image {image['keep']} for the restarts from it", 74)
                 result["image"] = crash_image.keep(base, image["keep"], server, work, result, checksums)

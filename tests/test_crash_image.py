@@ -1,7 +1,7 @@
 """One crash, recovered many ways (issue 55, runner/image.py), on a real MariaDB: a run crashes at
-its redo target and keeps the state the kill left; two more restart copies of it, one with a
-larger buffer pool and a cold page cache. Each replays the same redo, to the byte, from the same
-checkpoint to the same crash LSN; nothing is loaded or run for them; the last removes the image."""
+its redo target and keeps the state the kill left; another restarts a copy of it with a larger
+buffer pool and a cold page cache. It replays the same redo, to the byte, from the same
+checkpoint to the same crash LSN; nothing is loaded or run for it; it removes the image."""
 
 import json
 import os
@@ -46,13 +46,12 @@ def spec(run_id: int, pool: str, cache: str, image: dict) -> dict:
 
 
 @pytest.mark.mariadb
-def test_one_crash_kept_then_restarted_twice_replays_the_same_redo_under_each_restart_s_settings(tmp_path):
+def test_one_crash_kept_then_restarted_cold_with_a_larger_pool_replays_the_same_redo(tmp_path):
     name = f"test-{os.getpid()}"
     images = Path(settings.RUNNER_DISK_WORK_DIR) / "images"
     read = {}
     for run_id, pool, cache, image in (
         (4101, "128M", "warm", {"keep": name}),
-        (4102, "128M", "warm", {"restore": name}),
         (4103, "512M", "cold", {"restore": name, "remove": True}),
     ):
         folder = tmp_path / str(run_id)
@@ -66,7 +65,7 @@ def test_one_crash_kept_then_restarted_twice_replays_the_same_redo_under_each_re
             assert (images / name).stat().st_mode & 0o077 == 0 and (
                 images / name
             ).stat().st_uid == os.geteuid()
-    kept, restored = read[4101], [read[4102], read[4103]]
+    kept, restored = read[4101], [read[4103]]
     for result, analysis in restored:
         # nothing of its own before the restart: the kill's state, the image's files and facts
         assert result["image"]["restored"] == name and "workload_ended" in result["times"]
@@ -81,15 +80,13 @@ def test_one_crash_kept_then_restarted_twice_replays_the_same_redo_under_each_re
         )
         assert analysis.metrics["downtime_seconds"] > 0
     # each restart under its own settings: the pool it was given, the page cache it asked for
-    assert restored[1][0]["effective_settings"]["innodb_buffer_pool_size"] == str(512 << 20)
+    assert restored[0][0]["effective_settings"]["innodb_buffer_pool_size"] == str(512 << 20)
     assert kept[0]["effective_settings"]["innodb_buffer_pool_size"] == str(128 << 20)
     assert (
-        restored[1][0]["restart_cache"]["mode"] == "cold"
-        and restored[1][0]["restart_cache"]["resident_bytes"] == 0
+        restored[0][0]["restart_cache"]["mode"] == "cold"
+        and restored[0][0]["restart_cache"]["resident_bytes"] == 0
     )
-    assert (
-        restored[0][0]["image"]["buffer_pool_size"] == "128M" == restored[1][0]["image"]["buffer_pool_size"]
-    )
+    assert restored[0][0]["image"]["buffer_pool_size"] == "128M"  # the workload's, said on its page
     assert not (images / name).exists(), "the last restart removes the image"
 
 

@@ -246,7 +246,14 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
             "threads": 2,
             "events": 6000,
         },
-        "crash": {"method": "sigkill", "when": ["after_workload", "during_workload"], "after_seconds": 1},
+        # each cell's second repetition restarts a copy of its first one's crash (crash.one_crash):
+        # the crash image on every engine's files, and half the workloads
+        "crash": {
+            "method": "sigkill",
+            "when": ["after_workload", "during_workload"],
+            "after_seconds": 1,
+            "one_crash": True,
+        },
         "repetitions": 2,
     }
     experiment = run_to_the_end(api, body)
@@ -266,6 +273,14 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
         assert metrics["verified"] is True, run
     postgres = Run.objects.filter(experiment_id=experiment, engine="postgresql")
     assert all(run.server_version.startswith("PostgreSQL 15.") for run in postgres)
+    for second in Run.objects.filter(experiment_id=experiment, repetition=2):  # the first one's crash
+        first = second.image_of
+        assert first.repetition == 1 and first.engine == second.engine, (first.id, second.id)
+        assert (second.redo_bytes, second.checkpoint_lsn, second.crash_lsn) == (
+            first.redo_bytes,
+            first.checkpoint_lsn,
+            first.crash_lsn,
+        ), second.engine
     # the apply rate is the log replay's, not the whole recovery's (issue 42)
     for run in Run.objects.filter(experiment_id=experiment, engine__in=("postgresql", "rocksdb")):
         if run.phases.get("wal_replay"):
