@@ -197,6 +197,11 @@ def test_one_crash_restarted_by_the_dashboard_s_runs_each_replays_it_under_its_o
         and "the workload ran with a 128M buffer pool, this restart had 512M" in page
     ), page[:3000]
     assert "3 runs restarted copies of it" in client.get(f"/runs/{lead.id}/").content.decode()
+    experiment_page = client.get(f"/experiments/{experiment}/").content.decode()
+    assert (
+        "All 4 runs restart one crash (crash.one_crash): they differ by their restart alone."
+        in experiment_page
+    )
     assert not (Path(settings.RUNNER_WORK_DIR) / "images" / f"run-{lead.id}").exists(), "left behind"
 
 

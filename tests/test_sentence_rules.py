@@ -789,3 +789,30 @@ def test_a_finding_says_the_slower_side_waited_on_the_disk_only_where_its_verdic
         )
     else:
         assert "the slower side waited" in said, said
+
+
+@QUICK
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=12))
+def test_a_one_crash_caveat_counts_the_crashes_and_says_what_a_repetition_repeats(groups):
+    """Rule (docs/sentences.md): runs that restart crash images are said to; one crash: they differ
+    by their restart alone; more: a repetition repeats the restart, and cells from different
+    crashes stand on one crash a side. Runs that each made their own crash get no such caveat."""
+    from types import SimpleNamespace
+
+    from experiments.reports.findings import one_crash_caveat
+
+    # group g > 0: the runs restart the crash of the first run of that group; 0: a crash of its own
+    runs, leads = [], {}
+    for pk, group in enumerate(groups, start=1):
+        lead = leads.setdefault(group, pk) if group else pk
+        runs.append(SimpleNamespace(pk=pk, image_of_id=None if lead == pk else lead))
+    said = " ".join(one_crash_caveat(runs))
+    crashes = len({r.image_of_id or r.pk for r in runs})
+    if not any(r.image_of_id for r in runs):
+        assert said == ""
+    elif crashes == 1:
+        alone = "(crash.one_crash): they differ by their restart alone."
+        assert said == f"All {len(runs)} runs restart one crash {alone}"
+    else:
+        assert f"The {len(runs)} runs restart {crashes} crashes (crash.one_crash)" in said
+        assert "a repetition repeats the restart, not the workload" in said and "one crash a side" in said

@@ -210,6 +210,25 @@ def _listed(lines: list[str]) -> list[str]:
     return [*lines[:MAX_LISTED], f"... and {len(lines) - MAX_LISTED} more (see the runs table)."]
 
 
+def one_crash_caveat(runs: list) -> list[str]:
+    """crash.one_crash: repetitions that restart one crash repeat the restart, not the workload.
+    Where the runs restart more than one crash, cells from different crashes stand on one crash a
+    side, and their intervals leave out how much crashes vary: said, with the counts."""
+    if not any(getattr(r, "image_of_id", None) for r in runs):
+        return []
+    crashes = {r.image_of_id or r.pk for r in runs}
+    if len(crashes) < 2:
+        return [
+            f"All {len(runs)} runs restart one crash (crash.one_crash): they differ by their restart alone."
+        ]
+    return [
+        f"The {len(runs)} runs restart {len(crashes)} crashes (crash.one_crash): a repetition repeats the "
+        "restart, not the workload. Cells from one crash differ by their restart alone; cells from "
+        "different crashes stand on one crash a side, and their intervals leave out how much crashes "
+        "vary (run repetitions without one_crash to compare those)."
+    ]
+
+
 def caveats(runs: list, cells: list[Cell]) -> list[str]:
     """What a reader must know before trusting a number: runs that failed or were left out, cells
     with too few runs or a rate not reached, imported runs, work still going."""
@@ -229,6 +248,7 @@ def caveats(runs: list, cells: list[Cell]) -> list[str]:
     cancelled = [r for r in runs if r.status == "cancelled"]
     if cancelled:
         found.append(f"{len(cancelled)} runs were cancelled before they finished.")
+    found += one_crash_caveat(runs)
     found += _listed(
         [
             f"Run {r.pk} is suspect and left out of the statistics: {r.suspect_reason}"
