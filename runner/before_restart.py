@@ -87,9 +87,7 @@ def load_and_crash(
 
     # set up before the kill, so its start costs the downtime nothing; it keeps the samples of
     # the restarted server's processes only
-    profile = Profile(work, clock) if spec["parameters"].get("profile") else None
-    if profile is not None:
-        profile.start()
+    profile = start_profile(spec, work, clock)
     progress(f"crashing the server ({crash.get('method', 'sigkill')})", 72)
     times["killed"] = crash_server(server, crash.get("method", "sigkill"), layer)
     if layer is not None:
@@ -103,6 +101,15 @@ def load_and_crash(
     result.update(server.engine.at_crash(server))
 
     return checksums, acknowledged, profile
+
+
+def start_profile(spec: dict, work: Path, clock) -> Profile | None:
+    """The restart's CPU profile where the run asks for one, started before the kill or the
+    restore, so its start costs the downtime nothing."""
+    profile = Profile(work, clock) if spec["parameters"].get("profile") else None
+    if profile is not None:
+        profile.start()
+    return profile
 
 
 def storage_class(spec: dict, server: Server, result: dict) -> Throttle:

@@ -31,6 +31,7 @@ from pathlib import Path
 from .dataset import CacheChanged, NotCached, keep_copy, restore_copy
 from .errors import RunFailed
 from .files import copy_regular, read_regular
+from .processes import folder_bytes
 from .sampler import SAMPLES_FILE
 
 IMAGES = "images"
@@ -72,19 +73,16 @@ def remove_stale(base: Path) -> list[str]:
     return removed
 
 
-def _size(folder: Path) -> int:
-    return sum(
-        os.lstat(os.path.join(top, name)).st_size
-        for top, _folders, files in os.walk(folder)
-        for name in files
-    )
+def _carried(key: str) -> bool:
+    """A key of the keeping run's result that a restore's result takes."""
+    return key in CARRIED_RESULT or key.endswith("_at_crash")
 
 
 def keep(base: Path, name: str, server, work: Path, result: dict, checksums: dict | None) -> dict:
     """The state the kill left kept as image `name`; what was kept, for the result. RunFailed where
     the disk cannot hold it (before anything is written) or the datadir holds what is not a file."""
     root = images_root(base)
-    needed, free = int(_size(server.datadir) * ROOM_FACTOR), shutil.disk_usage(root).free
+    needed, free = int(folder_bytes(server.datadir) * ROOM_FACTOR), shutil.disk_usage(root).free
     if needed > free:
         raise RunFailed(
             f"no room to keep the crash image: it needs {needed / 2**20:,.0f} MiB "
@@ -106,7 +104,7 @@ def keep(base: Path, name: str, server, work: Path, result: dict, checksums: dic
     for file in CARRIED_FILES:
         if (work / file).is_file():
             shutil.copy2(work / file, partial / "work" / file)
-    about = {key: result[key] for key in result if key in CARRIED_RESULT or key.endswith("_at_crash")}
+    about = {key: value for key, value in result.items() if _carried(key)}
     times = result["times"]
     about["times"] = {key: times[key] - times["killed"] for key in WORKLOAD_TIMES if key in times}
     about["killed"] = times["killed"]  # the keeping run's clock: a restore's samples move by the difference
@@ -114,7 +112,7 @@ def keep(base: Path, name: str, server, work: Path, result: dict, checksums: dic
     (partial / MANIFEST).write_text(json.dumps(manifest))
     (partial / ABOUT).write_text(json.dumps(about))
     partial.rename(root / name)
-    return {"kept": name, "bytes": _size(root / name)}
+    return {"kept": name, "bytes": folder_bytes(root / name)}
 
 
 def restore(base: Path, name: str, server, work: Path, result: dict, clock) -> dict | None:
@@ -145,7 +143,7 @@ def restore(base: Path, name: str, server, work: Path, result: dict, clock) -> d
     killed = clock.now()
     shift = round(killed - about["killed"], 6)
     _move(work / SAMPLES_FILE, shift)
-    result.update({key: about[key] for key in about if key in CARRIED_RESULT or key.endswith("_at_crash")})
+    result.update({key: value for key, value in about.items() if _carried(key)})
     result["times"].update({key: killed + offset for key, offset in about["times"].items()})
     result["times"]["killed"] = killed
     result["image"] = {"restored": name, "buffer_pool_size": about.get("buffer_pool_size"), "shift_s": shift}

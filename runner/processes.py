@@ -93,6 +93,13 @@ def unmount_stale(base: Path) -> None:
 KEPT_MARKER = "KEPT"
 
 
+def folder_bytes(folder: Path) -> int:
+    """The bytes of the files under a folder, no link followed."""
+    return sum(
+        os.lstat(os.path.join(root, name)).st_size for root, _, names in os.walk(folder) for name in names
+    )
+
+
 def remove_stale_runs(base: Path) -> list[str]:
     """Run folders left by a runner that was killed mid-run (kill -9, a reboot): this runner holds
     the work directory now, so no runner works in any of them. Each said with its size; one
@@ -101,9 +108,7 @@ def remove_stale_runs(base: Path) -> list[str]:
     for folder in sorted(base.glob("run-*")):
         if folder.is_symlink() or not folder.is_dir() or (folder / KEPT_MARKER).exists():
             continue
-        size = sum(
-            os.lstat(os.path.join(root, name)).st_size for root, _, names in os.walk(folder) for name in names
-        )
+        size = folder_bytes(folder)
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(f"{folder.name} ({size / 2**20:.1f} MiB)")
     return removed

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import floor, noise, page_cache
 from . import image as crash_image
-from .before_restart import load_and_crash, storage_class
+from .before_restart import load_and_crash, start_profile, storage_class
 from .builds import SYSTEM_BUILD, folder_programs
 from .bundle import collect
 from .contract import CONTRACT_VERSION, RunFailed, RunSpec
@@ -53,7 +53,6 @@ from .processes import (
     unmount_stale,
     watch_stdin,
 )
-from .profile import Profile
 from .resources import RESOURCES_FILE, Resources
 from .sampler import snapshot
 from .server import Server
@@ -86,9 +85,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             progress(f"restoring crash image {image['restore']}: the kill's state, no workload of its own", 5)
             checksums = crash_image.restore(base, image["restore"], server, work, result, clock)
             acknowledged = None
-            profile = Profile(work, clock) if spec["parameters"].get("profile") else None
-            if profile is not None:
-                profile.start()
+            profile = start_profile(spec, work, clock)
         else:
             checksums, acknowledged, profile = load_and_crash(spec, server, sysbench, work, result, timeout)
             if image.get("keep"):
