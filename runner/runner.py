@@ -54,6 +54,7 @@ from .processes import (
     watch_stdin,
 )
 from .resources import RESOURCES_FILE, Resources
+from .room import check_room
 from .sampler import snapshot
 from .server import Server
 from .stall import RecoveryStalled, StallWatch
@@ -79,6 +80,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     stamper.start()
     try:
         base, image = Path(spec["work_dir"]), spec.get("image") or {}
+        result["room"] = check_room(spec, base, server.build)  # before anything is written
         if spec.get("storage"):  # its group made and its floor measured before the workload
             throttle = storage_class(spec, server, result)
         if image.get("restore"):  # one crash recovered many ways: this restart's copy of it

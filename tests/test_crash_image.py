@@ -97,6 +97,13 @@ def test_a_missing_image_fails_its_restart_for_good_and_the_spec_says_what_an_im
     result = run_runner(folder, spec(4104, "128M", "warm", {"restore": "never-kept"}))
     assert result["status"] == "failed" and result["permanent"] is True
     assert "crash image never-kept is not on this host" in result["error"]
+    # a run the disk cannot hold fails for good before it loads anything (issue 55, item 5)
+    huge = spec(4105, "128M", "warm", {"keep": "too-big"})
+    huge["workload"] = {**huge["workload"], "tables": 64, "table_size": 10**9}
+    result = run_runner(folder, huge)
+    assert result["status"] == "failed" and result["permanent"] is True, result.get("error")
+    assert "disk is too small for this run: it needs about" in result["error"]
+    assert "the crash image and a restore's copy" in result["error"] and "dataset" not in result
     for image, said in (
         ({"keep": "a", "restore": "b"}, "names one crash image"),
         ({"keep": "../x"}, "names one crash image"),
