@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from . import floor, noise
-from .contract import RunFailed
+from .contract import RunFailed, size_bytes
 from .crash import Ledger, PowerCutLayer, crash_server, hold_binlog_files, open_transaction, wait_for_redo
 from .dataset import prepare_dataset
 from .events import progress
@@ -51,7 +51,10 @@ def load_and_crash(
         percent = int(100 * min(share, 1.0))
         if percent != said["percent"]:
             said["percent"] = percent
-            progress(f"running {workload}: {percent}%", 25 + 0.45 * percent)
+            of_what = f"{percent}%"
+            if crash["when"] == "at_redo_bytes":  # minutes of it, at 8 GiB: said in bytes
+                of_what = f"{redo_said(share, size_bytes(crash['redo_bytes']))} ({percent}%)"
+            progress(f"running {workload}: {of_what}", 25 + 0.45 * percent)
 
     ledger = Ledger(server, engine) if layer is not None else None
     sampler = Sampler(server, engine, clock, work / SAMPLES_FILE)
@@ -127,3 +130,9 @@ def storage_class(spec: dict, server: Server, result: dict) -> Throttle:
     except (floor.NotMeasured, OSError, subprocess.SubprocessError) as exc:
         result["storage"]["floor_error"] = str(exc)[:300]
     return throttle
+
+
+def redo_said(share: float, goal: int) -> str:
+    """'1.8 of 8 GiB of redo to replay': the redo an at_redo_bytes crash waits for, so far."""
+    unit, name = (2**30, "GiB") if goal >= 2**30 else (2**20, "MiB")
+    return f"{share * goal / unit:.1f} of {goal / unit:g} {name} of redo to replay"

@@ -5,6 +5,7 @@ checkpoint to the same crash LSN; nothing is loaded or run for it; it removes th
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -27,7 +28,8 @@ from .test_postgresql_runs import run_to_the_end
 def run_runner(folder: Path, spec: dict) -> dict:
     """The runner zip as a transport runs it; its result.json, whatever the run's outcome."""
     (folder / "spec.json").write_text(json.dumps(spec))
-    subprocess.run(runner_command(folder, "b"), capture_output=True, timeout=300)
+    done = subprocess.run(runner_command(folder, "b"), capture_output=True, text=True, timeout=300)
+    (folder / "events.jsonl").write_text(done.stdout)  # its progress, as the worker reads it
     return json.loads((folder / "b" / "result.json").read_text())
 
 
@@ -61,6 +63,9 @@ def test_one_crash_kept_then_restarted_cold_with_a_larger_pool_replays_the_same_
         files = {p.name: p.read_bytes() for p in (folder / "b").iterdir() if p.is_file()}
         read[run_id] = (result, analyse_run(result, files, "innodb", 256 << 20))
         if run_id == 4101:  # kept whole, root's alone, before its own restart
+            said = [json.loads(line).get("message", "") for line in (folder / "events.jsonl").open()]
+            assert any(re.fullmatch(r"running oltp_write_only: \d\.\d of 8 MiB of redo to replay \(\d+%\)", m)
+                       for m in said), said  # fmt: skip
             assert result["image"]["kept"] == name and (images / name / "MANIFEST.json").is_file()
             assert (images / name).stat().st_mode & 0o077 == 0 and (
                 images / name
@@ -201,7 +206,7 @@ def test_one_crash_restarted_by_the_dashboard_s_runs_each_replays_it_under_its_o
     assert (
         f"Restarted from a copy of run {lead.id}&#x27;s crash (crash.one_crash): no workload of its own"
         in page
-        and "the workload ran with a 128M buffer pool, this restart had 512M" in page
+        and "the workload&#x27;s buffer pool is 128M, this restart&#x27;s 512M" in page
     ), page[:3000]
     assert "3 runs restarted copies of it" in client.get(f"/runs/{lead.id}/").content.decode()
     experiment_page = client.get(f"/experiments/{experiment}/").content.decode()

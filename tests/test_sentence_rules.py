@@ -749,25 +749,40 @@ def test_a_storage_class_is_said_with_its_caps_and_what_held_its_reads(read_bps,
     st.one_of(st.none(), st.integers(1, 10**6)),
     st.sampled_from(["", "128M", "1G", "8G"]),
     st.sampled_from(["128M", "1G", "8G"]),
+    st.sampled_from(["to come", "done", "failed"]),
+    st.integers(0, 100),
     st.integers(0, 100),
 )
 def test_a_restart_from_a_crash_image_names_its_crash_and_the_pool_the_workload_had(
-    lead, lead_pool, pool, restarts
+    lead, lead_pool, pool, state, restarted, to_come
 ):
     """Rule (docs/sentences.md, "One crash recovered many ways"): a restart from an image names the
-    run that made the crash and says the redo was the same; the workload's pool is said only where
-    it differs from the restart's; the run that made it says how many restarted copies."""
-    said = crash_image_sentence(lead, lead_pool, pool, restarts)
+    run that makes the crash and says the redo is the same; the workload's pool is said only where
+    it differs from the restart's; the run that makes it counts the restarts done and to come; every
+    sentence in the tense of what has happened (a queued restart had read "Restarted")."""
+    said = crash_image_sentence(lead, lead_pool, pool, state, restarted, to_come)
+    past = {"to come": False, "done": True, "failed": None}[state]
     if lead is None:
-        assert (said == "") == (restarts == 0)
-        assert not restarts or f"{restarts} run{'s' if restarts != 1 else ''} restarted copies of it" in said
+        assert (said == "") == (restarted + to_come == 0)
+        if not said:
+            return
+        assert ("was kept as an image" in said) == (state == "done")
+        if state == "done":
+            assert f"{restarted} run{'s' if restarted != 1 else ''} restarted copies of it" in said
+            assert (f", {to_come} still to," in said) == (to_come > 0)
+        else:
+            total = restarted + to_come
+            assert (
+                f"for {total} run{'s' if total != 1 else ''} to restart" in said
+                and "restarted copies" not in said
+            )
         return
+    start = {True: "Restarted", False: "Restarts", None: "Was to restart"}[past]
     assert (
-        said.startswith(f"Restarted from a copy of run {lead}'s crash")
-        and "the same redo to the byte" in said
+        said.startswith(f"{start} from a copy of run {lead}'s crash") and "the same redo to the byte" in said
     )
     differs = bool(lead_pool) and lead_pool != pool
-    assert (f"the workload ran with a {lead_pool} buffer pool, this restart had {pool}" in said) == differs
+    assert (f"the workload's buffer pool is {lead_pool}, this restart's {pool}" in said) == differs
 
 
 @QUICK

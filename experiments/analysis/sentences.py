@@ -234,19 +234,39 @@ def storage_sentence(storage: dict | None, label: str = "", disk_mb_s: float | N
     )
 
 
-def crash_image_sentence(lead: int | None, lead_pool: str, own_pool: str, restarts: int = 0) -> str:
-    """crash.one_crash on the run page. A restart from a crash image names the run that made the
-    crash and says it replayed that crash's redo; the buffer pool the workload ran with is said
-    where it is not the restart's own. The run that made it says how many restarted copies of it."""
+def _runs(count: int) -> str:
+    return "1 run" if count == 1 else f"{count} runs"
+
+
+def crash_image_sentence(
+    lead: int | None, lead_pool: str, own_pool: str, state: str = "done", restarted: int = 0, to_come: int = 0
+) -> str:
+    """crash.one_crash on the run page, in the tense of what has happened: `state` is this run's,
+    "to come" (queued or running), "done" (done or stalled) or "failed" (failed or cancelled).
+    A restart from a crash image names the run that makes the crash, and says it has no workload
+    of its own and the same redo; the two pools are said where they differ. The run that makes the
+    crash says how many restarted copies of it (`restarted`) and how many are still to (`to_come`)."""
     if lead is None:
-        if not restarts:
+        total = restarted + to_come
+        if not total:
             return ""
-        runs = "1 run" if restarts == 1 else f"{restarts} runs"
-        return f"Its crash was kept as an image: {runs} restarted copies of it, replaying the same redo."
+        if state == "to come":
+            return (
+                f"Its crash is to be kept as an image for {_runs(total)} to restart, "
+                "each replaying the same redo."
+            )
+        if state == "failed":
+            return (
+                f"Its crash was to be kept as an image for {_runs(total)} to restart; this run failed, "
+                "and their pages say whether they restarted it."
+            )
+        said = f"Its crash was kept as an image: {_runs(restarted)} restarted copies of it"
+        return said + (f", {to_come} still to" if to_come else "") + ", each replaying the same redo."
+    verb = {"to come": "Restarts", "done": "Restarted", "failed": "Was to restart"}[state]
     said = (
-        f"Restarted from a copy of run {lead}'s crash (crash.one_crash): no workload of its own, "
+        f"{verb} from a copy of run {lead}'s crash (crash.one_crash): no workload of its own, "
         "the same redo to the byte, from the same checkpoint to the same crash LSN"
     )
     if lead_pool and lead_pool != own_pool:
-        said += f"; the workload ran with a {lead_pool} buffer pool, this restart had {own_pool}"
+        said += f"; the workload's buffer pool is {lead_pool}, this restart's {own_pool}"
     return said + "."

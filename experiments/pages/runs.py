@@ -57,15 +57,29 @@ def _run_context(run: Run) -> dict:
         ),
         "page_cache": restart_cache_sentence((run.resources or {}).get("restart_cache")),
         "storage": _storage_said(run),
-        "crash_image": crash_image_sentence(
-            run.image_of_id,
-            run.image_of.parameters.get("buffer_pool_size", "") if run.image_of_id else "",
-            run.parameters.get("buffer_pool_size", ""),
-            run.restarts_from_image.count(),
-        ),
+        "crash_image": _crash_image_said(run),
         "files": run.files.defer("content"),
         "attempts": run.attempt_rows.select_related("host"),
     }
+
+
+def _image_state(status: str) -> str:
+    if status in (RunStatus.DONE, RunStatus.STALLED):
+        return "done"
+    return "failed" if status in (RunStatus.FAILED, RunStatus.CANCELLED) else "to come"
+
+
+def _crash_image_said(run: Run) -> str:
+    """crash.one_crash: the crash this run restarts, or the restarts of its own, as they stand."""
+    states = [_image_state(status) for status in run.restarts_from_image.values_list("status", flat=True)]
+    return crash_image_sentence(
+        run.image_of_id,
+        run.image_of.parameters.get("buffer_pool_size", "") if run.image_of_id else "",
+        run.parameters.get("buffer_pool_size", ""),
+        _image_state(run.status),
+        restarted=states.count("done"),
+        to_come=states.count("to come"),
+    )
 
 
 def _storage_said(run: Run) -> str:
