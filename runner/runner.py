@@ -92,7 +92,9 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             checksums, acknowledged, profile = load_and_crash(spec, server, sysbench, work, result, timeout)
             if image.get("keep"):
                 progress(f"keeping crash image {image['keep']} for the restarts from it", 74)
+                times["image_started"] = clock.now()  # the lab's own step: the downtime leaves it out
                 result["image"] = crash_image.keep(base, image["keep"], server, work, result, checksums)
+                times["image_kept"] = clock.now()
         if throttle is not None:  # from the restart on, the server reads and writes through its class
             server.cgroup = throttle.procs
         cache = spec["parameters"].get("restart_cache", "warm")

@@ -67,6 +67,19 @@ def test_one_crash_kept_then_restarted_cold_with_a_larger_pool_replays_the_same_
             assert any(re.fullmatch(r"running oltp_write_only: \d\.\d of 8 MiB of redo to replay \(\d+%\)", m)
                        for m in said), said  # fmt: skip
             assert result["image"]["kept"] == name and (images / name / "MANIFEST.json").is_file()
+            # keeping the image is the lab's step, not downtime (seed 000's keeper had counted 43 s)
+            times, analysis = result["times"], read[run_id][1]
+            steps = (("image_started", "image_kept"), ("cache_started", "cache_settled"))
+            lab = sum(times[end] - times[start] for start, end in steps)
+            assert (
+                times["killed"] <= times["image_started"] < times["image_kept"] <= times["recovery_spawned"]
+            )
+            assert analysis.metrics["downtime_seconds"] == pytest.approx(
+                times["recovery_first_query"] - times["killed"] - lab, abs=1e-5
+            )
+            assert any(
+                bar["name"].startswith("the lab's copy of the crash") for bar in analysis.timeline["bars"]
+            )
             assert (images / name).stat().st_mode & 0o077 == 0 and (
                 images / name
             ).stat().st_uid == os.geteuid()

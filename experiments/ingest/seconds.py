@@ -197,6 +197,23 @@ class Timeline:
         return found
 
 
+# The runner's own steps between the kill and the restart: not downtime (a production server
+# restarts without them), drawn on the timeline by name. (start, end, what the bar says)
+LAB_STEPS = (
+    ("image_started", "image_kept", "the lab's copy of the crash, kept as an image (not downtime)"),
+    ("cache_started", "cache_settled", "the lab's page-cache step (not downtime)"),
+)
+
+
+def lab_steps(times: dict) -> list[tuple[str, float, float]]:
+    """(what, start, end) of each of LAB_STEPS the run's moments hold."""
+    return [
+        (name, times[start], times[end])
+        for start, end, name in LAB_STEPS
+        if isinstance(times.get(start), int | float) and isinstance(times.get(end), int | float)
+    ]
+
+
 def restart_timeline(
     crash: Episode | None, clean: Episode | None, times: dict, wal: Episode | None = None
 ) -> Timeline:
@@ -211,11 +228,12 @@ def restart_timeline(
         restored, spawned = times.get("power_restored"), times.get("recovery_spawned")
         if killed is not None and restored is not None:
             timeline.bar(AFTER_CRASH, "power cut: unsynced writes dropped", 0.0, restored - zero)
-        if killed is not None and spawned is not None:
-            timeline.bar(AFTER_CRASH, "nothing running", (restored or killed) - zero, spawned - zero)
-        cache = (times.get("cache_started"), times.get("cache_settled"))
-        if killed is not None and None not in cache and cache[1] - cache[0] >= 0.005:  # counted, or evicted
-            timeline.bar(AFTER_CRASH, "the lab's page-cache step (not downtime)", *(t - zero for t in cache))
+        steps = [step for step in lab_steps(times) if killed is not None and step[2] - step[1] >= 0.005]
+        if killed is not None and spawned is not None:  # from the lab's last step, drawn on its own
+            idle_from = max([restored or killed, *(end for _name, _start, end in steps)])
+            timeline.bar(AFTER_CRASH, "nothing running", idle_from - zero, spawned - zero)
+        for name, start, end in steps:
+            timeline.bar(AFTER_CRASH, name, start - zero, end - zero)
         _episode_bars(timeline, AFTER_CRASH, crash, zero, spawned, times.get("recovery_first_query"))
         timeline.progress = _progress(crash, zero)
         timeline.batches = len(crash.batches)
