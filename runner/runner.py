@@ -145,9 +145,13 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
             result["warmup"] = sysbench.measure_warmup(warmup_max, before)
 
         progress("clean shutdown and restart for the baseline", 88)
+        if throttle is not None:  # the shutdown is not measured; the clean start is, in the class
+            throttle.release()
         server.shutdown(timeout)
         times["clean_spawned"] = server.start()
         times["clean_first_query"] = server.wait_until_ready(timeout)
+        if throttle is not None:
+            throttle.release()
         server.shutdown(timeout)
         if image.get("remove"):  # the last restart from it (a failed one leaves it for its retry)
             crash_image.remove(base, image["restore"])

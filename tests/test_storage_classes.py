@@ -1,6 +1,8 @@
 """Storage classes (issue 55): named in a definition, resolved to the runner's caps, refused where
 a host cannot cap, and the classes' file checked. The caps on real runs: test_postgresql_runs.py."""
 
+import subprocess
+
 import pytest
 
 from experiments import storage
@@ -8,13 +10,35 @@ from experiments.definition import DefinitionError, validate_definition
 from experiments.models import Experiment, Host, Run
 from experiments.services.runs import run_spec
 from runner.contract import RunFailed, RunSpec
-from runner.throttle import io_control
+from runner.throttle import BLKIO, JOIN, Throttle, io_control
 
+from .conftest import wait_for
 from .test_roles import DEFINITION
 
 
 def test_this_host_can_cap_a_restart_and_its_probe_says_how():
     assert io_control() == {"ready": True, "how": "cgroup v1 blkio throttle"}
+
+
+def test_a_released_process_leaves_the_class_and_a_later_start_joins_it_again():
+    """The clean shutdown after a capped recovery runs outside the class (runner.execute): the
+    kernel moves the process, and a process started with the group's file joins it again."""
+    throttle = Throttle("254:0", {"read_iops": 320}, 4999).make()
+    started = []
+    try:
+        for _ in range(2):
+            started.append(subprocess.Popen([*JOIN, str(throttle.procs), "sleep", "60"]))
+            pid = str(started[-1].pid)
+            wait_for(lambda: pid in throttle.procs.read_text().split(), 10, "the process to join", 0.01)
+            throttle.release()
+            assert throttle.procs.read_text().split() == []
+            assert str(started[-1].pid) in (BLKIO / "cgroup.procs").read_text().split()
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+        throttle.remove()
+    assert not throttle.group.exists()
 
 
 def test_a_class_is_a_dimension_its_runs_carry_and_the_runner_gets_its_caps():
