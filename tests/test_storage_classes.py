@@ -29,7 +29,9 @@ def test_a_released_process_leaves_the_class_and_a_later_start_joins_it_again():
         for _ in range(2):
             started.append(subprocess.Popen([*JOIN, str(throttle.procs), "sleep", "60"]))
             pid = str(started[-1].pid)
-            wait_for(lambda: pid in throttle.procs.read_text().split(), 10, "the process to join", 0.01)
+            wait_for(
+                lambda pid=pid: pid in throttle.procs.read_text().split(), 10, "the process to join", 0.01
+            )
             throttle.release()
             assert throttle.procs.read_text().split() == []
             assert str(started[-1].pid) in (BLKIO / "cgroup.procs").read_text().split()
