@@ -55,8 +55,9 @@ class Resources(threading.Thread):
         self.pids: set[int] = set()  # every process of the server's seen
         self.taken = 0
         # bytes each thread of the server's read and wrote through system calls, and read from
-        # the disk (a log read through mmap faults its pages in: no system call counts them), as
-        # last read (those gone keep theirs), and their sum: stall.py reads it as progress
+        # and wrote to the disk (a log read through mmap faults its pages in; asynchronous I/O
+        # makes no read or write call), as last read (those gone keep theirs), and their sum:
+        # stall.py reads it as progress
         self._io_of: dict[tuple[int, int], int] = {}
         self.io_total = 0
         self._last_io: dict[tuple[int, int], list[int]] = {}  # each thread's IO_FIELDS as last read
@@ -80,8 +81,10 @@ class Resources(threading.Thread):
                 return  # the server is gone
             tasks += self._ended_row(tasks)
             took_ms = round((time.monotonic() - asked) * 1000, 3)
-            # read_bytes + rchar + wchar
-            self._io_of.update({(row[0], row[1]): row[-4] + row[-2] + row[-1] for row in tasks})
+            # read_bytes + write_bytes + rchar + wchar: asynchronous direct I/O (InnoDB's page
+            # writes through libaio or io_uring) passes no read() or write() call, and seed 000's
+            # recovery under a class's caps wrote pages for 90 s and read none: "stalled"
+            self._io_of.update({(row[0], row[1]): sum(row[-4:]) for row in tasks})
             self.io_total = sum(self._io_of.values())
             reading = {"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}
             if self.group is not None:

@@ -19,6 +19,9 @@ from .errors import RunFailed
 # Bytes the server's processes read or wrote (less its error log's growth) that count as moving:
 # a recovery reads its redo and pages by the megabyte; a stuck one writes only its warnings.
 PROGRESS_BYTES = 1 << 20
+# How often the server's I/O counts each byte of its error log: its write() calls (wchar) and
+# the pages they dirty (write_bytes, counted when dirtied, before the kernel writes them back).
+LOG_COUNTED = 2
 # The server's own words quoted as evidence (its last sign of a stall), at most.
 QUOTED_CHARS = 400
 
@@ -44,7 +47,8 @@ class StallWatch:
         self.last_sign = self.last_line = ""
 
     def _io_less_log(self) -> int:
-        return self.io() - self.stamper.bytes_read
+        # the log counts twice: its write() calls, and the page-cache pages they dirty
+        return self.io() - LOG_COUNTED * self.stamper.bytes_read
 
     def check(self) -> None:
         """Raise RecoveryStalled where nothing moved for after_s; else note what moved."""
