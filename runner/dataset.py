@@ -83,6 +83,7 @@ def _copy_file(source_fd: int, target: Path) -> None:
         for start, end in _data_ranges(source_fd, size):
             _copy_range(source_fd, out, start, end)
         os.ftruncate(out, size)
+        os.fsync(out)  # on the disk before a restart reads it: no write-back of the lab's copy beside it
     finally:
         os.close(out)
 
@@ -161,8 +162,14 @@ def restore_copy(entry: Path, manifest: dict, target: Path) -> None:
     )
     if done.returncode != 0:
         raise RunFailed(f"copying the cached dataset to {target} failed: {done.stderr.strip()[:300]}")
-    for path, (_kind, mode, *_about) in manifest.items():
+    for path, (kind, mode, *_about) in manifest.items():
         os.chmod(target / path, mode)
+        if kind == "file":  # written out now: seed 000's keeper recovered beside 14 GiB of its copy
+            fd = os.open(target / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
     os.chmod(target, 0o700)
 
 
