@@ -418,6 +418,13 @@ def test_a_storage_class_s_counts_are_taken_over_the_recovery_s_own_window():
     assert asked["seconds"] == 1.0 and asked["read_requests"] == 320, asked
     assert asked["read_bytes"] == 20 * 2**20 and asked["write_requests"] == 0, asked
     assert group_use(readings[:1], [0.5, 1.5]) is None and group_use(readings, None) is None
+    # by the second, against the class's caps: reads at the 320/s cap, writes never
+    held = group_use(readings, [0.0, 2.0], {"read_iops": 320, "write_iops": 160})
+    assert held["whole_s"] == 2 and held["held_s"] == 2, held
+    assert held["at_cap_s"] == {"read_iops": 2, "write_iops": 0}, held
+    # reads at the cap the first second only, then none: half the recovery held
+    stopped = [(t, counts if t <= 1 else {**counts, "read_requests": 320}) for t, counts in readings]
+    assert group_use(stopped, [0.0, 2.0], {"read_iops": 320})["at_cap_s"] == {"read_iops": 1}
 
 
 def test_asynchronous_direct_writes_count_as_a_restart_moving(tmp_path):

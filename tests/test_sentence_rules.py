@@ -237,27 +237,44 @@ def test_a_verdict_names_the_largest_share_and_says_every_share(found):
     st.dictionaries(st.sampled_from(list(CAP_WORDS)), st.integers(1, 10**9)),
     st.fixed_dictionaries({count: st.integers(0, 10**9) for count, _, _ in CAP_WORDS.values()}),
     st.floats(0.05, 100.0),
+    st.one_of(st.none(), st.fixed_dictionaries({cap: share for cap in CAP_WORDS})),
+    share,
 )
 def test_a_verdict_names_a_storage_class_s_cap_only_where_the_recovery_reached_it(
-    found, caps, counts, seconds
+    found, caps, counts, seconds, at_cap, held
 ):
     """Rule: under a storage class, a cap is named only where the recovery's own rate (the group's
-    counts over the seconds between the readings around it) reached 90% of it, with the rate and
-    the cap beside it; with no class, no cap is named."""
+    counts over the seconds between the readings around it) reached 90% of it, or where it spent a
+    quarter of its whole seconds at 90% of it or more, with the rate, the cap and that share beside
+    it; the class bounds the recovery ("bound by storage class X's caps") only where it spent half
+    its seconds at one cap or another and no core held it; with no class, no cap is named."""
     assert "storage class" not in verdict(found, None)["sentence"]
-    found["floor"].update(storage="hdd-raid10", caps=caps, recovery_io={"seconds": seconds, **counts})
-    said = verdict(found, None)["sentence"]
+    whole = int(seconds)
+    io = {"seconds": seconds, **counts}
+    if at_cap is not None and whole:
+        io.update(whole_s=whole, at_cap_s={cap: round(part * whole) for cap, part in at_cap.items()},
+                  held_s=round(held * whole))  # fmt: skip
+    found["floor"].update(storage="hdd-raid10", caps=caps, recovery_io=io)
+    judged = verdict(found, None)
+    said = judged["sentence"]
     named = said.partition("the recovery reached storage class hdd-raid10's cap on ")[2]
+    at_share = {cap: io["at_cap_s"][cap] / whole for cap in CAP_WORDS} if "at_cap_s" in io else {}
     for cap, (count, words, unit) in CAP_WORDS.items():
         scale = 1e6 if cap.endswith("_bps") else 1
         rate, limit = counts[count] / seconds, caps.get(cap, 0)
         clause = (
-            f"{words} ({unit.format(rate / scale)} over the recovery; its cap {unit.format(limit / scale)})"
+            f"{words} ({unit.format(rate / scale)} over the recovery; its cap {unit.format(limit / scale)}"
         )
-        assert (clause in named) == (cap in caps and rate >= 0.9 * limit), (cap, caps, counts, seconds, said)
-    assert bool(named) == any(
-        counts[CAP_WORDS[cap][0]] / seconds >= 0.9 * limit for cap, limit in caps.items()
-    ), said
+        reached = cap in caps and (rate >= 0.9 * limit or at_share.get(cap, 0) >= 0.25)
+        assert (clause in named) == reached, (cap, caps, counts, seconds, said)
+        if reached and at_share:
+            assert f"{clause}; at it {at_share[cap]:.0%} of the recovery)" in named, said
+    class_bound = "bound by storage class hdd-raid10's caps" in said
+    if class_bound:
+        assert judged["bound"] == "disk" and io["held_s"] / whole >= 0.5, said
+        assert f"at one of them {io['held_s'] / whole:.0%} of the recovery" in said
+    elif "held_s" in io and io["held_s"] / whole >= 0.5:
+        assert judged["bound"] in ("cpu_all_cores", "cpu_one_core", "host_busy"), said
 
 
 @QUICK

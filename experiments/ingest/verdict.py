@@ -19,6 +19,10 @@ DISK_SHARE = 0.5
 # A storage class's cap is said to be reached where the restart asked this share of it or more.
 CAP_SHARE = 0.9
 CAP_NAMES = tuple(LIMIT_FILES)  # read_bps, write_bps, read_iops, write_iops
+# A cap is named where the recovery spent this share of its whole seconds at it, whatever its
+# average; the class bounds the recovery where it spent HELD_SHARE at one cap or another.
+AT_CAP_SHARE = 0.25
+HELD_SHARE = 0.5
 # each cap: what the restart's counts divide into, over its seconds, and how the rate is said
 CAP_WORDS = {
     "read_iops": ("read_requests", "read requests", "{:,.0f}/s"),
@@ -26,6 +30,7 @@ CAP_WORDS = {
     "read_bps": ("read_bytes", "reads", "{:,.1f} MB/s"),
     "write_bps": ("write_bytes", "writes", "{:,.1f} MB/s"),
 }
+CAP_COUNTS = {cap: count for cap, (count, _words, _unit) in CAP_WORDS.items()}
 
 
 def _percent(share: float) -> str:
@@ -111,6 +116,19 @@ def verdict(found: dict, crash: Episode | None) -> dict:
         else:  # on a core more than anything else, but not most of the time
             bound = "mixed"
             said = f"no one resource held it back{during}: {thread} {spent}"
+    held = held_by_class(floor)
+    if (
+        held is not None
+        and held >= HELD_SHARE
+        and busiest is not None
+        and bound in ("disk", "waiting", "mixed")
+    ):
+        # the class's throttle: a wait for asynchronous I/O it holds back reads "waiting otherwise"
+        bound = "disk"
+        said = (
+            f"bound by storage class {floor.get('storage')}'s caps{during}: at one of them "
+            f"{_percent(held)} of the recovery; {busiest['name']} {spent}"
+        )
     if reached := caps_reached(floor):
         said += f"; the recovery reached storage class {floor.get('storage')}'s cap on " + ", ".join(reached)
     if not floor.get("seq_read_mb_s") and not in_memory:
@@ -181,14 +199,23 @@ def caps_reached(floor: dict) -> list[str]:
     recovery), with the rate and the cap: ["read requests (318/s over the recovery; its cap
     320/s)"]. None where the run had no class, or no counts."""
     caps, io = floor.get("caps") or {}, floor.get("recovery_io") or {}
-    seconds = io.get("seconds") or 0
+    seconds, whole = io.get("seconds") or 0, io.get("whole_s") or 0
     reached = []
     for cap, (count, words, unit) in CAP_WORDS.items():
         if seconds <= 0 or not caps.get(cap) or count not in io:
             continue
         rate, limit = io[count] / seconds, caps[cap]
-        if rate >= CAP_SHARE * limit:
+        at_cap = (io.get("at_cap_s") or {}).get(cap, 0) / whole if whole else 0.0
+        if rate >= CAP_SHARE * limit or at_cap >= AT_CAP_SHARE:
             scale = 1e6 if cap.endswith("_bps") else 1
             said = unit.format(rate / scale), unit.format(limit / scale)
-            reached.append(f"{words} ({said[0]} over the recovery; its cap {said[1]})")
+            at_it = f"; at it {_percent(at_cap)} of the recovery" if whole else ""
+            reached.append(f"{words} ({said[0]} over the recovery; its cap {said[1]}{at_it})")
     return reached
+
+
+def held_by_class(floor: dict) -> float | None:
+    """The share of the recovery's whole seconds a storage class's group spent at one of its caps
+    or another; None without a class's counts by the second."""
+    io = floor.get("recovery_io") or {}
+    return io["held_s"] / io["whole_s"] if io.get("whole_s") and "held_s" in io else None
