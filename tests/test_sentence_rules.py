@@ -245,7 +245,7 @@ def test_a_verdict_names_a_storage_class_s_cap_only_where_the_recovery_reached_i
 ):
     """Rule: under a storage class, a cap is named only where the recovery's own rate (the group's
     counts over the seconds between the readings around it) reached 90% of it, or where it spent a
-    quarter of its whole seconds at 90% of it or more, with the rate, the cap and that share beside
+    quarter of its seconds at 90% of it or more, with the rate, the cap and that share beside
     it; the class bounds the recovery ("bound by storage class X's caps") only where it spent half
     its seconds at one cap or another and no core held it; with no class, no cap is named."""
     assert "storage class" not in verdict(found, None)["sentence"]
@@ -258,7 +258,7 @@ def test_a_verdict_names_a_storage_class_s_cap_only_where_the_recovery_reached_i
     judged = verdict(found, None)
     said = judged["sentence"]
     named = said.partition("the recovery reached storage class hdd-raid10's cap on ")[2]
-    at_share = {cap: io["at_cap_s"][cap] / whole for cap in CAP_WORDS} if "at_cap_s" in io else {}
+    at_share = {cap: io["at_cap_s"][cap] / seconds for cap in CAP_WORDS} if "at_cap_s" in io else {}
     for cap, (count, words, unit) in CAP_WORDS.items():
         scale = 1e6 if cap.endswith("_bps") else 1
         rate, limit = counts[count] / seconds, caps.get(cap, 0)
@@ -271,9 +271,9 @@ def test_a_verdict_names_a_storage_class_s_cap_only_where_the_recovery_reached_i
             assert f"{clause}; at it {at_share[cap]:.0%} of the recovery)" in named, said
     class_bound = "bound by storage class hdd-raid10's caps" in said
     if class_bound:
-        assert judged["bound"] == "disk" and io["held_s"] / whole >= 0.5, said
-        assert f"at one of them {io['held_s'] / whole:.0%} of the recovery" in said
-    elif "held_s" in io and io["held_s"] / whole >= 0.5:
+        assert judged["bound"] == "disk" and io["held_s"] / seconds >= 0.5, said
+        assert f"at one of them {io['held_s'] / seconds:.0%} of the recovery" in said
+    elif "held_s" in io and io["held_s"] / seconds >= 0.5:
         assert judged["bound"] in ("cpu_all_cores", "cpu_one_core", "host_busy"), said
 
 

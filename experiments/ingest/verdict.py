@@ -205,7 +205,8 @@ def caps_reached(floor: dict) -> list[str]:
         if seconds <= 0 or not caps.get(cap) or count not in io:
             continue
         rate, limit = io[count] / seconds, caps[cap]
-        at_cap = (io.get("at_cap_s") or {}).get(cap, 0) / whole if whole else 0.0
+        # over the recovery's seconds: its last part second is not judged, so this errs low
+        at_cap = (io.get("at_cap_s") or {}).get(cap, 0) / seconds if whole else 0.0
         if rate >= CAP_SHARE * limit or at_cap >= AT_CAP_SHARE:
             scale = 1e6 if cap.endswith("_bps") else 1
             said = unit.format(rate / scale), unit.format(limit / scale)
@@ -215,7 +216,7 @@ def caps_reached(floor: dict) -> list[str]:
 
 
 def held_by_class(floor: dict) -> float | None:
-    """The share of the recovery's whole seconds a storage class's group spent at one of its caps
-    or another; None without a class's counts by the second."""
+    """The share of the recovery a storage class's group spent at one of its caps or another (its
+    whole seconds judged, over all its seconds); None without a class's counts by the second."""
     io = floor.get("recovery_io") or {}
-    return io["held_s"] / io["whole_s"] if io.get("whole_s") and "held_s" in io else None
+    return io["held_s"] / io["seconds"] if io.get("whole_s") and "held_s" in io else None
