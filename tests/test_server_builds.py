@@ -139,6 +139,9 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
     body["parameters"]["redo_log_size"] = ["128M"]
     body["parameters"]["profile"] = [True]  # each restart profiled: the page draws what moved between servers
     body["repetitions"] = 2
+    # each build's second repetition restarts a copy of its first one's crash (crash.one_crash):
+    # no load and no workload of its own, on MariaDB's and MySQL's files alike
+    body["crash"]["one_crash"] = True
     created = api.post("/api/experiments/", body, format="json")
     assert created.status_code == 201, created.content
     runs = Run.objects.filter(experiment_id=created.json()["id"])
@@ -151,6 +154,10 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
         assert run.verified is True, build  # the tables' checksums after recovery
         assert run.server_version.startswith(release[build]), run.server_version
         assert run.recovery_seconds is not None and run.redo_bytes > 0, build
+        if run.image_of_id:  # the same crash, to the byte, under the same build
+            assert (
+                run.image_of.parameters["server_build"] == build and run.redo_bytes == run.image_of.redo_bytes
+            )
         result = json.loads(bytes(run.files.get(name="result.json").content))
         started[build] = result["server_args"]
         if build == mysql:  # every batch's pages ("N redo log records" counts pages), as its log says
