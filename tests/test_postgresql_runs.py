@@ -258,7 +258,8 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     }
     experiment = run_to_the_end(api, body)
     runs = api.get(f"/api/experiments/{experiment}/").json()["runs"]
-    assert len(runs) == 12 and [r["status"] for r in runs] == ["done"] * 12, [r["error"] for r in runs]
+    failed = [(r["id"], r["engine"], r["status"], r["error"]) for r in runs if r["status"] != "done"]
+    assert len(runs) == 12 and not failed, failed
     cells = sorted((r["engine"], r["parameters"]["crash_when"]) for r in runs)
     engines = ("innodb", "rocksdb", "postgresql")
     assert cells == sorted([(e, w) for e in engines for w in ("after_workload", "during_workload")] * 2)
