@@ -129,6 +129,10 @@ class Throttle:
                 with contextlib.suppress(OSError):  # gone meanwhile
                     (BLKIO / "cgroup.procs").write_text(pid)
 
+    def join(self, pid: int) -> None:
+        """A running process (with its threads) moved into the group."""
+        self.procs.write_text(str(pid))
+
     def remove(self) -> None:
         with contextlib.suppress(OSError):  # busy: a process still in it; remove_stale takes it later
             self.group.rmdir()

@@ -35,6 +35,9 @@ def test_a_released_process_leaves_the_class_and_a_later_start_joins_it_again():
             throttle.release()
             assert throttle.procs.read_text().split() == []
             assert str(started[-1].pid) in (BLKIO / "cgroup.procs").read_text().split()
+            throttle.join(started[-1].pid)  # and back, as for a measured warm-up
+            assert throttle.procs.read_text().split() == [pid]
+            throttle.release()
     finally:
         for process in started:
             process.kill()
