@@ -14,7 +14,7 @@ import math
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from experiments.ingest.verdict import CAP_COUNTS, CAP_NAMES, CAP_SHARE, verdict
+from experiments.ingest.verdict import CAP_COUNTS, CAP_NAMES, SECOND_AT_CAP, verdict
 from experiments.parsers import Episode
 from runner.floor import MEMORY_FILE_SYSTEMS
 
@@ -317,7 +317,7 @@ def group_use(
     """What a storage class's group asked of the disk over the recovery: its counts at the
     window's two ends, each drawn straight between the readings around it (a reading every 50 ms
     would widen a 1 s window by up to a tenth), and the window's seconds. With the class's `caps`,
-    also each whole second of the window the group spent at a cap (CAP_SHARE of it or more):
+    also each whole second of the window the group spent at a cap (SECOND_AT_CAP of it or more):
     `at_cap_s` per cap, `held_s` at any, over `whole_s` seconds. A recovery under two caps
     alternates: seed 000's read at the class's 320 requests/s, then wrote at its 160/s, 87 and
     105 a second on average. None without two readings or a window."""
@@ -343,7 +343,7 @@ def group_use(
             reached = [
                 cap
                 for cap, limit in limits.items()
-                if at(start + 1, CAP_COUNTS[cap]) - at(start, CAP_COUNTS[cap]) >= CAP_SHARE * limit
+                if at(start + 1, CAP_COUNTS[cap]) - at(start, CAP_COUNTS[cap]) >= SECOND_AT_CAP * limit
             ]
             held += bool(reached)
             for cap in reached:

@@ -23,6 +23,9 @@ CAP_NAMES = tuple(LIMIT_FILES)  # read_bps, write_bps, read_iops, write_iops
 # average; the class bounds the recovery where it spent HELD_SHARE at one cap or another.
 AT_CAP_SHARE = 0.25
 HELD_SHARE = 0.5
+# A second counts as at a cap from this share of it: the kernel's throttle gave seed 000's RAID10
+# restarts 133 of the class's 160 write requests/s in the seconds they wrote and nothing else.
+SECOND_AT_CAP = 0.75
 # each cap: what the restart's counts divide into, over its seconds, and how the rate is said
 CAP_WORDS = {
     "read_iops": ("read_requests", "read requests", "{:,.0f}/s"),
