@@ -291,6 +291,11 @@ def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_says_why_
     recovery = next(trace for trace in figure["data"] if trace["yaxis"] == "y")
     assert recovery["x"] == ["64M", "512M", "1G"] and all(v > 0 for v in recovery["error_y"]["array"])
     assert recovery["y"][0] == pytest.approx(0.15)  # the median of 64M's three
+    # one log size trades nothing: no chart (seed 000's 12G drew three lone points)
+    assert (
+        tradeoff_chart(build_cells([r for r in rows if r["parameters"]["redo_log_size"] == "1G"]))["data"]
+        == []
+    )
 
 
 def test_byte_ticks_are_in_one_unit_and_never_count_past_1000_of_it():

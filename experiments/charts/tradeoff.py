@@ -1,8 +1,8 @@
 """The trade-off of a bigger redo log (seed 004's question): against the log size, what it
 costs at recovery and what it buys while running (fewer page writes, more TPS), each a median
-with its 95% interval; a series per engine and per other setting that differs. A panel that
-cannot say anything (pages written all zero: flushing held back) is left out with the reason
-and what to change said under the chart."""
+with its 95% interval; a series per engine and per other setting that differs. No chart for one
+log size; a panel that cannot say anything (pages written all zero: flushing held back) is left
+out with the reason and what to change said under the chart."""
 
 from experiments.analysis.cells import ENGINE_NAMES, Cell, log_bytes, settings_text
 from experiments.analysis.stats import MIN_REPETITIONS
@@ -53,6 +53,8 @@ def tradeoff_chart(cells: list[Cell]) -> dict:
     if not measured:
         return {"data": [], "layout": {}}
     sizes = sorted({str(c.parameters.get("redo_log_size", "?")) for c in measured}, key=_sized)
+    if len(sizes) < 2:  # one log size trades nothing (seed 000's 12G drew three lone points)
+        return {"data": [], "layout": {}}
     notes, shown = [], []
     for metric, title, scale in PANELS:
         values = [c.median(metric) for c in measured]
