@@ -337,16 +337,15 @@ def group_use(
     limits = {cap: caps[cap] for cap in CAP_COUNTS if (caps or {}).get(cap) and CAP_COUNTS[cap] in keys}
     if limits:
         whole = int(window[1] - window[0])
-        at_cap, held = dict.fromkeys(limits, 0), 0
-        for second in range(whole):
-            start = window[0] + second
-            reached = [
-                cap
-                for cap, limit in limits.items()
-                if at(start + 1, CAP_COUNTS[cap]) - at(start, CAP_COUNTS[cap]) >= SECOND_AT_CAP * limit
-            ]
-            held += bool(reached)
-            for cap in reached:
-                at_cap[cap] += 1
-        asked.update(whole_s=whole, at_cap_s=at_cap, held_s=held)
+        # each cap's count at every whole second's boundary, read once; a second at it or not
+        counts = {cap: [at(window[0] + s, CAP_COUNTS[cap]) for s in range(whole + 1)] for cap in limits}
+        reached = {
+            cap: [b - a >= SECOND_AT_CAP * limits[cap] for a, b in zip(c, c[1:], strict=False)]
+            for cap, c in counts.items()
+        }
+        asked.update(
+            whole_s=whole,
+            at_cap_s={cap: sum(seconds) for cap, seconds in reached.items()},
+            held_s=sum(map(any, zip(*reached.values(), strict=True))),
+        )
     return asked
