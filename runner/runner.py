@@ -101,6 +101,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         progress(f"restarting after the crash ({cache} page cache)", 75)
         times["cache_started"] = clock.now()  # the lab's own step: the downtime leaves it out
         result["restart_cache"] = page_cache.before_restart(server.home, cache)
+        stamper.settle()  # a crash image's log lines stamped now, before the restart's moment
         times["cache_settled"] = clock.now()
         restart_mark = noise.mark()
         times["recovery_spawned"] = server.start()

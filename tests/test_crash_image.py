@@ -97,6 +97,29 @@ def test_one_crash_kept_then_restarted_cold_with_a_larger_pool_replays_the_same_
             times["workload_started"] < times["workload_ended"] <= times["killed"] < times["recovery_spawned"]
         )
         assert analysis.metrics["downtime_seconds"] > 0
+        assert (
+            0 < analysis.metrics["ready_seconds"] <= times["recovery_first_query"] - times["recovery_spawned"]
+        )
+    # the image's log lines were read before the restart's moment, its own lines after it; and the
+    # restart is read from its own lines even where the image's were stamped 0.85 ms before its spawn
+    # (a slack of a millisecond had read the image's start as the restart's: ready at -0.00085 s)
+    result, analysis = restored[0]
+    spawned, folder = result["times"]["recovery_spawned"], tmp_path / "4103" / "b"
+    files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    stamped = files["error.log.stamped"].decode().splitlines()
+    moments = [float(re.match(r"\[runner ([0-9.]+)\]", line).group(1)) for line in stamped]
+    image_lines = sum(moment < spawned for moment in moments)
+    assert 0 < image_lines < len(stamped) and moments[image_lines - 1] <= result["times"]["cache_settled"]
+    assert all(moment >= spawned for moment in moments[image_lines:])
+    late = [
+        re.sub(r"^\[runner [0-9.]+\]", f"[runner {spawned - 0.00085:.6f}]", line)
+        for line in stamped[:image_lines]
+    ]
+    files["error.log.stamped"] = "\n".join(late + stamped[image_lines:]).encode() + b"\n"
+    assert (
+        analyse_run(result, files, "innodb", 256 << 20).metrics["ready_seconds"]
+        == analysis.metrics["ready_seconds"]
+    )
     # each restart under its own settings: the pool it was given, the page cache it asked for
     assert restored[0][0]["effective_settings"]["innodb_buffer_pool_size"] == str(512 << 20)
     assert kept[0]["effective_settings"]["innodb_buffer_pool_size"] == str(128 << 20)

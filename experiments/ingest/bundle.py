@@ -90,12 +90,18 @@ def _seconds(times: dict, start: str, end: str) -> float | None:
     return None
 
 
-def _after(episodes: list[Episode], moment: float | None) -> Episode | None:
-    """The first episode that started at or after a runner timestamp."""
+# How early a spawn's first line may read: runner's stamps print µs; PostgreSQL's %m truncates to ms
+STAMPED_SLACK_S, OWN_STAMP_SLACK_S = 1e-6, 0.001
+
+
+def _after(episodes: list[Episode], moment: float | None, slack_s: float) -> Episode | None:
+    """The first episode that started at or after a runner timestamp, read within `slack_s`. A
+    crash image's lines, stamped when the runner read them just before the restart, are not it
+    (a slack of a millisecond had taken them for it: a start to ready of -0.00085 s)."""
     if moment is None:
         return None
     for episode in episodes:
-        if episode.started_at and episode.started_at.timestamp() >= moment - 0.001:
+        if episode.started_at and episode.started_at.timestamp() >= moment - slack_s:
             return episode
     return None
 
@@ -125,7 +131,8 @@ def analyse_run(
         analysis.server_version = error_log.server_version or ""
         analysis.warnings += [f"error log: {w}" for w in error_log.warnings]
         crash = _crash_episode(error_log, crash_index)
-        recovery_start = _after(error_log.episodes, times.get("recovery_spawned")) or crash
+        slack = STAMPED_SLACK_S if log_name == "error.log.stamped" else OWN_STAMP_SLACK_S
+        recovery_start = _after(error_log.episodes, times.get("recovery_spawned"), slack) or crash
         if crash is not None:
             _keep_phases(analysis, crash, stamp_resolution(log_name, crash))
             analysis.xa_prepared = crash.xa_prepared
@@ -141,7 +148,7 @@ def analyse_run(
                 recovery_seconds=crash.recovery_seconds,
                 rollback_seconds=crash.rollback_seconds,
             )
-        clean = _after(error_log.episodes, times.get("clean_spawned"))
+        clean = _after(error_log.episodes, times.get("clean_spawned"), slack)
         own_log = kind.own_log_file
         wal = _crash_episode(analysis.parsed.get(own_log), crash_index) if own_log else None
         analysis.timeline = restart_timeline(recovery_start, clean, times, wal).to_dict()
