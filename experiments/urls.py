@@ -26,6 +26,7 @@ from experiments.pages.hosts import host_aa_check, host_list, host_measure, host
 from experiments.pages.imports import import_new
 from experiments.pages.runs import (
     run_annotate,
+    run_cancel,
     run_detail,
     run_exclude,
     run_file,
@@ -55,6 +56,7 @@ urlpatterns = [
     path("runs/<int:pk>/annotate/", run_annotate, name="run-annotate"),
     path("runs/<int:pk>/live/", run_live, name="run-live"),
     path("runs/<int:pk>/exclude/", run_exclude, name="run-exclude"),
+    path("runs/<int:pk>/cancel/", run_cancel, name="run-cancel"),
     path("runs/<int:pk>/include/", run_include, name="run-include"),
     path("explore/", explore_page, name="explore"),
     path("compare/", compare_page, name="compare"),

@@ -45,6 +45,43 @@ def test_cancel_stops_queued_and_running_runs_and_leaves_finished_ones(local_hos
     assert Run.objects.get(id=running.id).status == RunStatus.CANCELLED
 
 
+def test_one_run_cancelled_alone_and_the_restarts_of_the_crash_it_was_to_keep_fail_saying_so(local_host):
+    """A run page's cancel: that run only. The restarts waiting for the crash it was to keep
+    (crash.one_crash) fail at once, naming it; the experiment's other runs go on."""
+    author = UserFactory(username="author")
+    experiment = ExperimentFactory(created_by=author)
+    keeper = RunFactory(experiment=experiment, host=local_host)
+    restart = RunFactory(experiment=experiment, host=local_host, image_of=keeper)
+    other = RunFactory(experiment=experiment, host=local_host)
+    services.claim_next_run(local_host.id, "w")  # the keeper is claimed: running
+
+    assert services.cancel_experiment(experiment.id, user=author, run_id=keeper.id) == 1
+    assert services.cancel_experiment(experiment.id, user=author, run_id=keeper.id) == 0
+    keeper.refresh_from_db(), restart.refresh_from_db(), other.refresh_from_db()
+    assert keeper.status == RunStatus.CANCELLED and keeper.error.startswith("cancelled by author at ")
+    assert restart.status == RunStatus.FAILED
+    assert (
+        restart.error == f"its crash image was never kept: run {keeper.id}, which makes the crash, cancelled"
+    )
+    assert other.status == RunStatus.QUEUED and services.claim_next_run(local_host.id, "w")[0].id == other.id
+    experiment.refresh_from_db()
+    assert experiment.status == ExperimentStatus.RUNNING
+
+
+def test_a_run_page_cancels_its_run_for_the_experiment_s_author(client, local_host):
+    author = UserFactory(username="author")
+    run = RunFactory(experiment=ExperimentFactory(created_by=author), host=local_host)
+    client.force_login(UserFactory(username="bystander"))
+    assert f'action="/runs/{run.id}/cancel/"' not in client.get(f"/runs/{run.id}/").content.decode()
+    assert client.post(f"/runs/{run.id}/cancel/").status_code == 403
+    client.force_login(author)
+    assert f'action="/runs/{run.id}/cancel/"' in client.get(f"/runs/{run.id}/").content.decode()
+    assert "Cancelled this run." in client.post(f"/runs/{run.id}/cancel/", follow=True).content.decode()
+    assert Run.objects.get(id=run.id).status == RunStatus.CANCELLED
+    page = client.get(f"/runs/{run.id}/").content.decode()
+    assert "/cancel/" not in page and "cancelled by author at " in page
+
+
 def test_only_the_author_or_staff_cancel(api, staff_api, local_host):
     experiment = ExperimentFactory(created_by=UserFactory(username="someone-else"))
     RunFactory(experiment=experiment, host=local_host)
@@ -85,8 +122,15 @@ def test_cancelling_a_running_run_kills_its_processes_and_the_next_run_never_sta
         timeout_s=300,
         what="the first run's workload",
     )
-    response = staff_api.post(f"/api/experiments/{created.json()['id']}/cancel/")
-    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    if where == "local":  # run by run, from the runs' own cancel: the queued one, then the running one
+        queued = staff_api.post(f"/api/runs/{second_id}/cancel/").json()
+        assert queued["status"] == "cancelled" and Run.objects.get(id=first_id).status == RunStatus.RUNNING
+        assert staff_api.post(f"/api/runs/{first_id}/cancel/").json()["status"] == "cancelled"
+        experiment = staff_api.get(f"/api/experiments/{created.json()['id']}/").json()
+        assert experiment["status"] == "cancelled", experiment["status"]
+    else:
+        response = staff_api.post(f"/api/experiments/{created.json()['id']}/cancel/")
+        assert response.status_code == 200 and response.json()["status"] == "cancelled"
 
     first = Run.objects.get(id=first_id)
     attempt = wait_for(

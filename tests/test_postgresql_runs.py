@@ -263,6 +263,13 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
     cells = sorted((r["engine"], r["parameters"]["crash_when"]) for r in runs)
     engines = ("innodb", "rocksdb", "postgresql")
     assert cells == sorted([(e, w) for e in engines for w in ("after_workload", "during_workload")] * 2)
+    # the API says which runs restarted which crash: each second repetition its cell's first run's
+    first_of = {(r["engine"], r["parameters"]["crash_when"]): r["id"] for r in runs if r["repetition"] == 1}
+    assert all(
+        r["image_of"]
+        == (first_of[(r["engine"], r["parameters"]["crash_when"])] if r["repetition"] == 2 else None)
+        for r in runs
+    ), [(r["id"], r["repetition"], r["image_of"]) for r in runs]
     for run in runs:
         metrics = run["metrics"]
         assert "ended before the planned crash" not in (run["error"] or ""), run  # its warnings

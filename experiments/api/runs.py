@@ -42,6 +42,7 @@ class RunSerializer(serializers.ModelSerializer):
             "parameters",
             "server_options",
             "repetition",
+            "image_of",  # crash.one_crash: the run whose crash this one restarted, else null
             "metrics",
             "error",
             "progress",
@@ -133,6 +134,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         except ValueError as exc:
             return Response({"reason": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(RunSerializer(run).data)
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """This run only: queued, it never starts; running, it is stopped on its host, every process
+        of its killed. It ends `cancelled`; runs waiting to restart the crash it was to keep fail,
+        saying so. A finished run stays. The experiment's author or an admin only."""
+        run = self.get_object()
+        roles.require_change(request.user, run.experiment)
+        services.cancel_experiment(run.experiment_id, user=request.user, run_id=run.pk)
+        return Response(RunSerializer(Run.objects.get(pk=run.pk)).data)
 
     @extend_schema(request=None, responses={200: RunSerializer})
     @action(detail=True, methods=["post"])

@@ -146,6 +146,16 @@ def run_exclude(request, pk: int):
 
 @login_required
 @require_POST
+def run_cancel(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
+    require_change(request.user, run.experiment)
+    cancelled = services.cancel_experiment(run.experiment_id, user=request.user, run_id=run.pk)
+    messages.info(request, "Cancelled this run." if cancelled else "This run had already ended.")
+    return redirect(run)
+
+
+@login_required
+@require_POST
 def run_include(request, pk: int):
     run = get_object_or_404(Run.objects.select_related("experiment"), pk=pk)
     require_change(request.user, run.experiment)

@@ -379,15 +379,14 @@ def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> N
         refresh_experiment_status(experiment_id)
 
 
-def cancel_experiment(experiment_id: int, user=None) -> int:
-    """Queued runs will never start; running ones are stopped on their hosts by their driver
-    (workers/driver.py watches for this), every process of theirs killed. All end cancelled.
-    Finished runs stay as they are. Running it twice changes nothing. Returns the runs cancelled."""
-    who = getattr(user, "username", "") or "someone"
+def cancel_experiment(experiment_id: int, user=None, run_id: int | None = None) -> int:
+    """Queued runs never start; running ones are stopped on their hosts by their driver (workers/
+    driver.py), every process killed; all end cancelled (`run_id`: that run only, and restarts
+    waiting for its crash fail). Finished runs stay. Idempotent. Returns the runs cancelled."""
+    who, said = getattr(user, "username", "") or "someone", f"cancelled run {run_id}" if run_id else ""
+    runs = Run.objects.filter(experiment_id=experiment_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
     with transaction.atomic():
-        cancelled = Run.objects.filter(
-            experiment_id=experiment_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
-        ).update(
+        cancelled = runs.filter(**({} if run_id is None else {"id": run_id})).update(
             status=RunStatus.CANCELLED,
             error=f"cancelled by {who} at {timezone.now():%Y-%m-%d %H:%M:%S} UTC",
             progress="",
@@ -395,6 +394,7 @@ def cancel_experiment(experiment_id: int, user=None) -> int:
             finished_at=timezone.now(),
         )
         if cancelled:
-            audit(Experiment.objects.get(id=experiment_id), user, f"cancelled {cancelled} runs")
+            audit(Experiment.objects.get(id=experiment_id), user, said or f"cancelled {cancelled} runs")
+    fail_orphaned_restarts(experiment_id)
     refresh_experiment_status(experiment_id)
     return cancelled
