@@ -57,6 +57,12 @@ class Engine:
     # Whether the server's clock stamps its recovery lines (the error log) or a log of its own.
     own_recovery_log: str | None = None
 
+    def redo_read_direct(self, settings: dict) -> bool | None:
+        """Whether its recovery reads its redo with O_DIRECT, past the page cache, under the server
+        settings in effect (a warm restart then reads it from the disk all the same); None where
+        that is not known. The base: through the page cache (PostgreSQL's WAL, RocksDB's)."""
+        return False
+
     def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
         """buffer_pool_size and redo_log_size as this engine's options on `build` (what
         `mariadbd --version` printed)."""

@@ -118,6 +118,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
                 result["profile"] = profile.stop(watcher.pids, watcher.program)
         if image.get("restore"):  # its server was first started now, on the image
             result.update(server_version=server.version(), effective_settings=server.effective_settings())
+        direct = server.engine.redo_read_direct(result.get("effective_settings") or {})
+        result["restart_cache"]["redo_direct"] = direct  # a warm restart's redo: from memory or not
         result["noise"]["restart"] = noise.window(restart_mark)
         snapshot(server, engine, "after_recovery", work)
         server.engine.keep_recovery_log(server.datadir, work)

@@ -41,6 +41,8 @@ def spec(run_id: int, pool: str, cache: str, image: dict) -> dict:
         "workload": {"name": "oltp_write_only", "tables": 2, "table_size": 5000, "threads": 2,
                      "events": 0, "time_seconds": 120},
         "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "8M"},
+        # as seed 000: the log written at each commit, synced each second, read through the cache
+        "server_options": {"innodb_flush_log_at_trx_commit": 2},
         "work_dir": str(settings.RUNNER_DISK_WORK_DIR),  # on a disk: a cold restart evicts
         "start_timeout_s": 120,
         "image": image,
@@ -128,6 +130,9 @@ def test_one_crash_kept_then_restarted_cold_with_a_larger_pool_replays_the_same_
         and restored[0][0]["restart_cache"]["resident_bytes"] == 0
     )
     assert restored[0][0]["image"]["buffer_pool_size"] == "128M"  # the workload's, said on its page
+    for result, _ in (kept, *restored):  # MDEV-28766: innodb_flush_log_at_trx_commit=2 buffers the log
+        assert result["effective_settings"]["innodb_log_file_buffering"] == "ON"
+        assert result["restart_cache"]["redo_direct"] is False
     assert not (images / name).exists(), "the last restart removes the image"
 
 

@@ -112,6 +112,12 @@ FORMS = [
         lambda w: not Run.objects.get(id=w.done.id).excluded,
     ),
     Form(
+        "runs/<pk>/cancel/",
+        lambda w: f"/runs/{w.run.id}/cancel/",
+        lambda w: {},
+        lambda w: Run.objects.get(id=w.run.id).status == RunStatus.CANCELLED,
+    ),
+    Form(
         "runs/<pk>/reparse/",
         lambda w: f"/runs/{w.done.id}/reparse/",
         lambda w: {},

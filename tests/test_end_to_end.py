@@ -112,6 +112,15 @@ def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, local_host, celery_wor
     assert all(r["metrics"]["redo_bytes"] > 1_000_000 for r in innodb)
     assert all(r["metrics"]["checkpoint_lsn"] < r["metrics"]["crash_lsn"] for r in innodb)
     assert Run.objects.get(id=runs[0]["id"]).files.filter(name="error.log.stamped").exists()
+    # a warm restart's page says whether its redo could come from memory: InnoDB's log (buffering
+    # OFF, the default) is read with O_DIRECT, RocksDB's WAL through the cache
+    for run in Run.objects.filter(id__in=[r["id"] for r in runs]):
+        direct = run.engine == "innodb"
+        assert run.resources["restart_cache"]["redo_direct"] is direct, (
+            run.engine,
+            run.resources["restart_cache"],
+        )
+        assert run.effective_settings["innodb_log_file_buffering"] == "OFF"  # InnoDB's, on MyRocks runs too
     assert runner_processes() == []
 
 

@@ -713,17 +713,31 @@ def test_a_fit_says_it_stands_on_the_server_s_settings_only_where_every_run_of_i
 
 
 @QUICK
-@given(st.sampled_from(["warm", "cold"]), st.integers(0, 2**40), st.integers(0, 2**40), st.integers(0, 10**5))
-def test_the_restart_s_page_cache_is_said_as_it_was_counted(mode, held, total, files):
+@given(
+    st.sampled_from(["warm", "cold"]),
+    st.integers(0, 2**40),
+    st.integers(0, 2**40),
+    st.integers(0, 10**5),
+    st.sampled_from([True, False, None]),
+)
+def test_the_restart_s_page_cache_is_said_as_it_was_counted(mode, held, total, files, direct):
     """Rule (docs/sentences.md, "The page cache at the restart"): the mode is said as recorded;
     "what the recovery read came from the disk" only for a cold restart with nothing left
-    resident; otherwise the bytes still cached are said, beside the server's whole."""
+    resident; otherwise the bytes still cached are said, beside the server's whole. A warm
+    restart says its redo log could come from memory only where the engine read it through the
+    cache, and says it could not where it read it with O_DIRECT; unknown, nothing of it."""
     held = min(held, total)
-    said = restart_cache_sentence({"mode": mode, "resident_bytes": held, "bytes": total, "files": files})
+    cache = {"mode": mode, "resident_bytes": held, "bytes": total, "files": files, "redo_direct": direct}
+    said = restart_cache_sentence(cache)
     assert said.startswith(f"Restarted {mode}")
     assert f"{binary_bytes(total)} in {files:,} files" in said
     assert ("came from the disk" in said) == (mode == "cold" and held == 0)
-    assert "came from memory" not in said  # O_DIRECT reads go to the disk, cached or not
+    assert "came from memory" not in said  # "could", never "did": the run cannot tell
+    assert ("its redo log included" in said) == (mode == "warm" and direct is False)
+    assert ("not its redo log, which the engine read with O_DIRECT" in said) == (
+        mode == "warm" and direct is True
+    )
+    assert ("redo" in said) == (mode == "warm" and direct is not None)
     if held or mode == "warm":
         assert f"{binary_bytes(held)} of the server's" in said
     assert restart_cache_sentence(None) == "" and restart_cache_sentence({"mode": "hot"}) == ""

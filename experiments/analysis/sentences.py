@@ -180,11 +180,14 @@ def restart_cache_sentence(cache: dict | None) -> str:
             f"Restarted cold, but {binary_bytes(held)} of the server's {whole} stayed in the page cache "
             "after the eviction: that much could be read from memory."
         )
+    redo = {
+        True: ", but not its redo log, which the engine read with O_DIRECT, from the disk either way",
+        False: ", its redo log included (read through the cache)",
+    }.get(cache.get("redo_direct"), "")
     return (
         f"Restarted warm: {binary_bytes(held)} of the server's {whole} were still in the page cache, "
         "as for a crashed process on a machine that keeps running; what the recovery read of them "
-        "through the cache could come from memory (a read with O_DIRECT, as InnoDB's of its redo, "
-        "goes to the disk either way)."
+        f"through the cache could come from memory{redo}."
     )
 
 

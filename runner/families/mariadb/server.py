@@ -34,6 +34,7 @@ EFFECTIVE_VARIABLES = (
     "innodb_redo_log_capacity",
     "innodb_flush_log_at_trx_commit",
     "innodb_flush_method",
+    "innodb_log_file_buffering",
     "innodb_doublewrite",
     "innodb_io_capacity",
     "innodb_max_dirty_pages_pct",
