@@ -10,12 +10,11 @@ the engine's own checkpoint might never be reached), so the fit's line spans mos
 crash of it would replay, and a prediction at its worst case stays within what the fit reaches.
 """
 
-import re
-
 from experiments.live import ServerState
 from experiments.prediction import release_of, server_named
 from experiments.units import MIB
 from runner.contract import SYSTEM_BUILD, engine_workloads, largest_redo_target, server_option_allowed
+from runner.families import DECLARED
 
 SHARES = (0.1, 0.4, 0.75)  # of the most a run can build up: three redo volumes for the line
 UNBOUNDED_TARGET = 64 * MIB  # where nothing bounds the redo (MyRocks without a WAL limit)
@@ -29,19 +28,19 @@ class RequestRefused(Exception):
 def build_for(host: dict, version: str) -> tuple[str, str]:
     """The build of the lab host (its probed facts) that runs `version`: (name, what it is) where
     one reports that very version, else one of its release series; RequestRefused names what
-    the host has."""
+    the host has. A build's servers are named by the families that claim their version lines."""
     builds = [b for b in (host.get("facts") or {}).get("server_builds") or [] if not b.get("error")]
     wanted, release = server_named(version), release_of(version)
-    described = {b["name"]: [_as_server_names(line) for line in _version_lines(b)] for b in builds}
-    for name, lines in described.items():
-        if wanted and wanted in map(server_named, lines):
+    described = {b["name"]: list(filter(None, map(_build_named, _version_lines(b)))) for b in builds}
+    for name, servers in described.items():
+        if wanted and wanted in [named for named, _ in servers]:
             return name, wanted
-    for name, lines in described.items():
-        for line in lines:
-            if release and release_of(line) == release:
-                return name, f"{server_named(line)}, of {version}'s release series {release[0]} {release[1]}"
+    for name, servers in described.items():
+        for named, series in servers:
+            if release and series == release:
+                return name, f"{named}, of {version}'s release series {release[0]} {release[1]}"
     has = "; ".join(
-        f"{name}: {', '.join(filter(None, map(server_named, lines)))}" for name, lines in described.items()
+        f"{name}: {', '.join(named for named, _ in servers)}" for name, servers in described.items()
     )
     raise RequestRefused(
         f"the lab host {host.get('name')} has no build of {wanted or version} or its release series "
@@ -49,16 +48,21 @@ def build_for(host: dict, version: str) -> tuple[str, str]:
     )
 
 
-def _version_lines(build: dict) -> list[str]:
-    return list((build.get("versions") or {}).values()) or [build.get("version") or ""]
+def _version_lines(build: dict) -> list[tuple[str, str]]:
+    """(family, --version line) of each server a build holds (family '' where the probe that
+    listed it did not say)."""
+    return list((build.get("versions") or {}).items()) or [("", build.get("version") or "")]
 
 
-def _as_server_names(line: str) -> str:
-    """A program's --version as a server names its version: 'Ver 10.11.19-MariaDB-0+deb12u1 for
-    ...' -> '10.11.19-MariaDB-0+deb12u1 for ...'; 'postgres (PostgreSQL) 15.20 (Debian ...)' ->
-    'PostgreSQL 15.20 (Debian ...)'."""
-    text = re.sub(r"^\s*Ver\s+", "", line or "")
-    return re.sub(r"^postgres \(PostgreSQL\)", "PostgreSQL", text)
+def _build_named(entry: tuple[str, str]) -> tuple[str, tuple[str, str]] | None:
+    """('MySQL 9.7.4', ('MySQL', '9.7')) for a build's server, as the family that claims its
+    --version line names it; None where no family does."""
+    family, line = entry
+    claiming = [DECLARED[family]] if family in DECLARED else DECLARED.values()
+    for declared in claiming:
+        if declared.claims_build(line):
+            return declared.named(line, build=True), declared.series(line, build=True)
+    return None
 
 
 def redo_targets(state: ServerState) -> list[str]:

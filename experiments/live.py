@@ -321,7 +321,7 @@ class PostgreSQLKind:
 
 
 # How a server is reached and read, by the scheme of its address; each server family says which
-# scheme its servers speak (its LIVE, runner/families/NAME/__init__.py).
+# scheme its servers speak (its FAMILY.live, runner/families/NAME/__init__.py).
 KINDS = {"mysql": MySQLKind, "postgresql": PostgreSQLKind}
 READERS = {family: (scheme, KINDS[scheme]) for family in FAMILIES if (scheme := live_scheme(family)) in KINDS}
 

@@ -9,8 +9,9 @@ server release; a prediction is the line at the redo the live server would repla
 """
 
 import math
-import re
 from dataclasses import asdict, dataclass
+
+from runner.families import family_of_version
 
 # Beyond this many times the largest redo the lab replayed, a line says nothing: refused.
 EXTRAPOLATION_LIMIT = 2.0
@@ -122,28 +123,20 @@ class Fit:
         return cls(**fields)
 
 
-_MARIADB = re.compile(r"^(\d+\.\d+)\.\d+.*MariaDB", re.I)
-_POSTGRESQL = re.compile(r"^PostgreSQL (\d+)")
-_MYSQL = re.compile(r"^(\d+\.\d+)\.\d+")
-
-
 def release_of(version: str) -> tuple[str, str] | None:
-    """The server and release series a version string names, as the lab groups its runs:
+    """The server and release series a version string names, as the lab groups its runs and as
+    its family declares it (runner/families/NAME: `FAMILY.version`):
     '10.11.19-MariaDB-0+deb12u1' -> ('MariaDB', '10.11'); '8.0.36' -> ('MySQL', '8.0');
-    'PostgreSQL 15.20 (Debian ...)' -> ('PostgreSQL', '15') (the runner and predict both name
-    PostgreSQL's version so)."""
-    text = (version or "").strip()
-    for server, pattern in (("MariaDB", _MARIADB), ("PostgreSQL", _POSTGRESQL), ("MySQL", _MYSQL)):
-        if match := pattern.match(text):
-            return server, match.group(1)
-    return None
+    'PostgreSQL 15.20 (Debian ...)' -> ('PostgreSQL', '15')."""
+    family = family_of_version(version)
+    return family.series(version) if family else None
 
 
 def server_named(version: str) -> str | None:
     """The server and version number a version string names: '9.7.4-2' -> 'MySQL 9.7.4',
     '10.11.19-MariaDB-0+deb12u1' -> 'MariaDB 10.11.19'; None where it names none."""
-    named, number = release_of(version), re.search(r"[0-9]+\.[0-9.]+", version or "")
-    return f"{named[0]} {number.group(0)}" if named and number else None
+    family = family_of_version(version)
+    return family.named(version) if family else None
 
 
 # A prediction against the RTO: its 95% interval all under it, the RTO inside it, or all over it.

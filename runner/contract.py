@@ -15,7 +15,7 @@ from .builds import BUILD_NAME, SYSTEM_BUILD
 from .engine import DEFAULT_FLUSHING, FLUSHING
 from .errors import RunFailed
 from .families import ENGINES as RUNNER_ENGINES
-from .families import FAMILY_ENGINES, options_of
+from .families import FAMILY_ENGINES, REGISTRY, Registry, options_of
 from .page_cache import MODES as RESTART_CACHES
 from .throttle import LIMIT_FILES
 
@@ -59,10 +59,25 @@ def engine_options(engine: str) -> tuple[str, ...]:
     return tuple(options_of(engine))
 
 
-def engine_refuses(engine: str, workload: str, binlog_files: int, options: dict, method: str) -> list:
+def engine_refuses(
+    engine: str, workload: str, binlog_files: int, options: dict, method: str, registry: Registry = REGISTRY
+) -> list:
     """(field, why) for each thing of a run an engine cannot do; options given as a value or a
-    list of values (a definition's sweep)."""
-    kind = RUNNER_ENGINES[engine]
+    list of values (a definition's sweep). Each family's engine of that name is asked (the build,
+    and so the family, is a host's): what only some refuse says on whose server."""
+    running = registry.families_running(engine)
+    refusing: dict[tuple, list[str]] = {}
+    for family in running:
+        kind = registry.engines[family][engine]
+        for problem in _refused_by(kind, engine, workload, binlog_files, options, method):
+            refusing.setdefault(problem, []).append(registry.declared[family].label)
+    return [
+        (field, why if len(labels) == len(running) else f"{why} (on {' and '.join(labels)}'s server)")
+        for (field, why), labels in refusing.items()
+    ]
+
+
+def _refused_by(kind, engine: str, workload: str, binlog_files: int, options: dict, method: str) -> list:
     problems = []
     if kind.workloads is not None and workload not in kind.workloads:
         problems.append(

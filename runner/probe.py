@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, installed
-from .families import FAMILIES, FAMILY_ENGINES, server_class, system_programs
+from .families import FAMILIES, FAMILY_ENGINES, build_version, server_class, system_programs
 from .files import UnsafeFolder, own_folder
 from .floor import file_system, kept
 from .processes import first_line
@@ -96,7 +96,7 @@ def _described(name: str, programs: dict) -> dict | None:
         return None
     build = {"name": name, "path": next(iter(held.values())).build_path(programs)}
     try:
-        versions = {family: server.build_version(programs) for family, server in held.items()}
+        versions = {family: build_version(family, programs) for family in held}
     except BuildUnusable as exc:
         return {**build, "error": str(exc)}
     build["versions"] = {family: version for family, version in versions.items() if version}

@@ -53,9 +53,10 @@ class Server:
         raise NotImplementedError
 
     @classmethod
-    def build_version(cls, programs: dict) -> str | None:
-        """What the build's server says it is (builds.version_line); None: not this family's
-        server; BuildUnusable: it cannot start."""
+    def version_line(cls, programs: dict) -> str:
+        """What the build's server says it is (builds.version_line), whichever family's it is:
+        the family's declaration claims it or not (families.build_version). BuildUnusable: it
+        cannot start."""
         raise NotImplementedError
 
     def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper, engine: Engine):

@@ -1,7 +1,7 @@
 """Server builds from another Debian release's packages: a second real server version beside the
 host's own (MariaDB 11.8 from Debian 13 on a Debian 12 host, MySQL 9.7 from Debian unstable).
 Which packages, and where the server's files are in them, is each server family's own
-(`DEBIAN` in runner/families/NAME/__init__.py).
+(`FAMILY.debian` in runner/families/NAME/__init__.py).
 
 The packages are fetched with `apt-get download` from a sources list of their own (never the
 system's: nothing is installed over the host's packages), unpacked with `dpkg -x` into a folder
@@ -210,7 +210,7 @@ def verify_build(folder: Path) -> None:
 
 
 def make_debian_build(release: str, family: str, major: str | None = None) -> Path:
-    """A build folder made from Debian `release`'s packages of a server family (its `DEBIAN`
+    """A build folder made from Debian `release`'s packages of a server family (its `FAMILY.debian`
     recipe), under BUILDS_CACHE_DIR (one per release, family and major version: made once,
     installed on as many hosts as asked). `major`: the version a family's package names carry
     (PostgreSQL's "17")."""

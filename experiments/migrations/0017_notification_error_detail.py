@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0016_series_change_points_alerts'),
+        ("experiments", "0016_series_change_points_alerts"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='notification',
-            name='error_detail',
+            model_name="notification",
+            name="error_detail",
             field=models.TextField(blank=True),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0018_run_noise'),
+        ("experiments", "0018_run_noise"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='phase_resolution',
+            model_name="run",
+            name="phase_resolution",
             field=models.JSONField(blank=True, db_default={}, default=dict),
         ),
     ]

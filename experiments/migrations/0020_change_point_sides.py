@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0019_run_phase_resolution'),
+        ("experiments", "0019_run_phase_resolution"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='changepoint',
-            name='firings_after',
+            model_name="changepoint",
+            name="firings_after",
             field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='changepoint',
-            name='firings_before',
+            model_name="changepoint",
+            name="firings_before",
             field=models.PositiveIntegerField(db_default=0, default=0),
         ),
     ]

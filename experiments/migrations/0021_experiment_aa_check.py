@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0020_change_point_sides'),
+        ("experiments", "0020_change_point_sides"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='experiment',
-            name='aa_check',
+            model_name="experiment",
+            name="aa_check",
             field=models.BooleanField(db_default=False, default=False),
         ),
     ]

@@ -4,35 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0028_run_engine_choices_from_families'),
+        ("experiments", "0028_run_engine_choices_from_families"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='recovery_bound',
-            field=models.CharField(blank=True, db_default='', default='', max_length=20),
+            model_name="run",
+            name="recovery_bound",
+            field=models.CharField(blank=True, db_default="", default="", max_length=20),
         ),
         migrations.AddField(
-            model_name='run',
-            name='recovery_busiest_cpu_share',
+            model_name="run",
+            name="recovery_busiest_cpu_share",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='recovery_cpu_seconds',
+            model_name="run",
+            name="recovery_cpu_seconds",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='recovery_disk_read_bytes',
+            model_name="run",
+            name="recovery_disk_read_bytes",
             field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='resources',
+            model_name="run",
+            name="resources",
             field=models.JSONField(blank=True, db_default={}, default=dict),
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0031_run_core_wait_share'),
+        ("experiments", "0031_run_core_wait_share"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='recovery_batches',
+            model_name="run",
+            name="recovery_batches",
             field=models.IntegerField(blank=True, null=True),
         ),
     ]

@@ -5,21 +5,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0033_run_status_stalled'),
+        ("experiments", "0033_run_status_stalled"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='image_of',
+            model_name="run",
+            name="image_of",
             field=models.ForeignKey(
                 blank=True,
                 null=True,
                 on_delete=django.db.models.deletion.SET_NULL,
-                related_name='restarts_from_image',
-                to='experiments.run',
+                related_name="restarts_from_image",
+                to="experiments.run",
             ),
         ),
     ]

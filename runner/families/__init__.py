@@ -1,43 +1,119 @@
 """Server families, one folder each: a family is a server (MariaDB's mariadbd, Oracle's MySQL
 mysqld, PostgreSQL's postgres) with the storage engines it runs. Its folder holds
 
-- `__init__.py`: what the family is (its docstring), how a build of it is made from another
-  Debian release's packages (`DEBIAN`: the packages and the manifest; manage.py installbuild),
-  and the scheme `predict` reads a live server of it through (`LIVE`);
+- `__init__.py`: `FAMILY`, what the family says of itself once (`runner.family.Family`: its name
+  and label, how it knows its builds' version lines and names its releases, its live scheme,
+  how a build of it is made from a Debian release's packages);
 - `engines.py`: `ENGINES`, one `engine.Engine` subclass each (server options, method defaults,
   counters, the redo a crash leaves, how the probe finds it);
-- `server.py`: `SERVER`, its `server.Server` subclass (its builds and their versions, datadir,
-  command line, client, crash).
+- `server.py`: `SERVER`, its `server.Server` subclass (its builds and their version lines,
+  datadir, command line, client, crash).
 
-This module is the runner's one registry, found from the folders. An engine's name may be in
-two families (InnoDB runs on MariaDB and on MySQL): a run's family is the one whose server its
-build holds (`family_for`). Adding a family adds a folder and nothing here
-(docs/architecture.md). Standard library only (shipped in the runner's zip)."""
+This module is the runner's one registry, found from the folders and checked as it loads: each
+declaration's name is its folder's, each engine names its folder, and every example line a family
+gives is claimed by it and by no other (two families that would both claim a build are refused).
+An engine's name may be in two families (InnoDB runs on MariaDB and on MySQL): a run's family is
+the one that claims its build's version line (`family_for`). Adding a family adds a folder and
+nothing here (docs/architecture.md). Standard library only (shipped in the runner's zip)."""
 
 import pkgutil
 from importlib import import_module
+from pathlib import Path
 
 from ..builds import BuildUnusable, programs
 from ..engine import Engine
 from ..errors import RunFailed
-
-FAMILIES = tuple(sorted(found.name for found in pkgutil.iter_modules(__path__) if found.ispkg))
-
-
-def _engines() -> dict[str, dict[str, Engine]]:
-    engines: dict[str, dict[str, Engine]] = {}
-    for family in FAMILIES:
-        engines[family] = {}
-        for kind in import_module(f"{__name__}.{family}.engines").ENGINES:
-            if kind.server != family:
-                raise ImportError(f"engine {kind.name!r} in families/{family} names {kind.server!r}")
-            engines[family][kind.name] = kind
-    return engines
+from ..family import Family
 
 
+class Registry:
+    """The families found in folders: `sources`, each a package's name and its folder (the runner's
+    own; a test adds one of its own). Refuses to load a family that is not as it says."""
+
+    def __init__(self, sources: list[tuple[str, Path]]):
+        self.modules: dict[str, str] = {}  # family -> its package's module name
+        for package, folder in sources:
+            for found in sorted(pkgutil.iter_modules([str(folder)]), key=lambda m: m.name):
+                if found.ispkg:
+                    if found.name in self.modules:
+                        raise ImportError(f"two families are named {found.name!r}")
+                    self.modules[found.name] = f"{package}.{found.name}"
+        self.names = tuple(sorted(self.modules))
+        self.declared: dict[str, Family] = {name: self._declaration(name) for name in self.names}
+        self.engines: dict[str, dict[str, Engine]] = {name: self._engines(name) for name in self.names}
+        self._check_claims()
+
+    def _declaration(self, name: str) -> Family:
+        family = getattr(import_module(self.modules[name]), "FAMILY", None)
+        if not isinstance(family, Family) or family.name != name:
+            raise ImportError(f"families/{name} declares no FAMILY = Family(name={name!r}, ...)")
+        return family
+
+    def _engines(self, name: str) -> dict[str, Engine]:
+        engines = {}
+        for kind in import_module(f"{self.modules[name]}.engines").ENGINES:
+            if kind.server != name:
+                raise ImportError(f"engine {kind.name!r} in families/{name} names {kind.server!r}")
+            engines[kind.name] = kind
+        return engines
+
+    def _check_claims(self) -> None:
+        for name, family in self.declared.items():
+            for kind, examples, claims in (
+                ("build", family.build_examples, "claims_build"),
+                ("version", family.version_examples, "claims_version"),
+            ):
+                for example in examples:
+                    owners = [other for other in self.names if getattr(self.declared[other], claims)(example)]
+                    if owners != [name]:
+                        raise ImportError(
+                            f"family {name}'s {kind} example {example!r} is claimed by "
+                            f"{', '.join(owners) or 'no family'}: a {kind} must be one family's alone"
+                        )
+
+    def module(self, family: str, part: str = ""):
+        return import_module(self.modules[family] + (f".{part}" if part else ""))
+
+    def families_running(self, name: str) -> tuple[str, ...]:
+        """The families with an engine of that name."""
+        return tuple(family for family in self.names if name in self.engines[family])
+
+    def server_class(self, family: str) -> type:
+        """The `server.Server` subclass of a family (imported when it is needed: the servers
+        import modules that import this registry)."""
+        return self.module(family, "server").SERVER
+
+    def build_version(self, family: str, found: dict) -> str | None:
+        """The version line of the family's server in a build with these programs, where the
+        family claims it (None: the build's server is another's). BuildUnusable: it cannot start."""
+        line = self.server_class(family).version_line(found)
+        return line if self.declared[family].claims_build(line) else None
+
+    def family_of_version(self, version: str | None) -> Family | None:
+        """The family whose release a running server's version names (the checks keep it one)."""
+        return next((family for family in self.declared.values() if family.claims_version(version)), None)
+
+    def family_for(self, name: str, build: str, found: dict) -> str:
+        """The family that runs engine `name` on a build with these programs: the only family
+        with that engine, or the one that claims the build's version line."""
+        candidates = self.families_running(name)
+        if len(candidates) == 1:
+            return candidates[0]
+        for family in candidates:
+            try:
+                if self.build_version(family, found) is not None:
+                    return family
+            except BuildUnusable as exc:
+                raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
+        raise RunFailed(f"server build {build!r} holds no server that runs {name} ({', '.join(candidates)})")
+
+
+REGISTRY = Registry([(__name__, Path(__file__).parent)])
+FAMILIES = REGISTRY.names
+DECLARED: dict[str, Family] = REGISTRY.declared
 # Each family's engines by name, and every engine name with the first family's engine of that
 # name (what the contract checks a spec against: the options of every family's are allowed).
-FAMILY_ENGINES: dict[str, dict[str, Engine]] = _engines()
+FAMILY_ENGINES: dict[str, dict[str, Engine]] = REGISTRY.engines
 ENGINES: dict[str, Engine] = {}
 for _family in FAMILIES:
     for _name, _engine in FAMILY_ENGINES[_family].items():
@@ -49,8 +125,7 @@ def engine(name: str) -> Engine:
 
 
 def families_running(name: str) -> tuple[str, ...]:
-    """The families with an engine of that name."""
-    return tuple(family for family in FAMILIES if name in FAMILY_ENGINES[family])
+    return REGISTRY.families_running(name)
 
 
 def options_of(name: str) -> dict:
@@ -63,20 +138,26 @@ def options_of(name: str) -> dict:
 
 
 def server_class(family: str) -> type:
-    """The `server.Server` subclass of a family (imported when it is needed: the servers import
-    modules that import this registry)."""
-    return import_module(f"{__name__}.{family}.server").SERVER
+    return REGISTRY.server_class(family)
 
 
 def live_scheme(family: str) -> str | None:
-    """The address scheme `recovery-lab predict` reads a live server of the family through (its
-    `LIVE`: "mysql", "postgresql"); None for a family predict cannot read."""
-    return getattr(import_module(f"{__name__}.{family}"), "LIVE", None)
+    """The address scheme `recovery-lab predict` reads a live server of the family through
+    ("mysql", "postgresql"); None for a family predict cannot read."""
+    return DECLARED[family].live
 
 
 def debian_recipe(family: str) -> dict | None:
-    """How a build of the family is made from a Debian release's packages (its `DEBIAN`)."""
-    return getattr(import_module(f"{__name__}.{family}"), "DEBIAN", None)
+    """How a build of the family is made from a Debian release's packages."""
+    return DECLARED[family].debian
+
+
+def build_version(family: str, found: dict) -> str | None:
+    return REGISTRY.build_version(family, found)
+
+
+def family_of_version(version: str | None) -> Family | None:
+    return REGISTRY.family_of_version(version)
 
 
 def system_programs() -> dict:
@@ -91,15 +172,4 @@ def system_programs() -> dict:
 
 
 def family_for(name: str, build: str, found: dict) -> str:
-    """The family that runs engine `name` on a build with these programs: the only family with
-    that engine, or the one whose server the build holds (its version says which)."""
-    candidates = families_running(name)
-    if len(candidates) == 1:
-        return candidates[0]
-    for family in candidates:
-        try:
-            if server_class(family).build_version(found) is not None:
-                return family
-        except BuildUnusable as exc:
-            raise RunFailed(f"server build {build!r} cannot be started: {exc}") from None
-    raise RunFailed(f"server build {build!r} holds no server that runs {name} ({', '.join(candidates)})")
+    return REGISTRY.family_for(name, build, found)

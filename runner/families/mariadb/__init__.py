@@ -1,13 +1,12 @@
 """MariaDB's family: mariadbd, running InnoDB and MyRocks. engines.py: the two engines; server.py:
 the private mariadbd."""
 
-# predict reads a live server of this family through a mysql:// address (experiments/live.py).
-LIVE = "mysql"
+from ...family import Family
 
 # A build from a Debian release's packages (manage.py installbuild HOST mariadb-11.8 --debian
 # trixie): the server, its installer and SQL files, MyRocks, and that release's C and C++
 # runtimes and loader; where the manifest finds the server's files in them.
-DEBIAN = {
+_DEBIAN = {
     "packages": (
         "mariadb-server-core",
         "mariadb-server",
@@ -28,3 +27,17 @@ DEBIAN = {
         "character_sets_dir": "usr/share/mariadb/charsets",
     },
 }
+
+FAMILY = Family(
+    name="mariadb",
+    label="MariaDB",
+    build_line=r"Ver (?P<number>(?P<series>\d+\.\d+)\.\d+)-MariaDB",
+    version=r"^(?P<number>(?P<series>\d+\.\d+)\.\d+)-MariaDB",
+    build_examples=(
+        "Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64",
+        "Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu on x86_64",
+    ),
+    version_examples=("10.11.19-MariaDB-0+deb12u1", "11.8.9-MariaDB-log"),
+    live="mysql",  # predict reads a live server of it through a mysql:// address (experiments/live.py)
+    debian=_DEBIAN,
+)

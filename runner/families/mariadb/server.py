@@ -67,11 +67,11 @@ class MariaDBServer(Server):
         return programs["server"]
 
     @classmethod
-    def build_version(cls, programs: dict) -> str | None:
-        """'Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64' (the path left out);
-        None for a server that is not MariaDB's (Oracle's MySQL: families/mysql)."""
+    def version_line(cls, programs: dict) -> str:
+        """'Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64' (the path left out),
+        whichever server the mysqld is: its family's declaration claims it (families/)."""
         line = version_line(server_command(programs), "Ver ")
-        return line[line.index("Ver ") :][:200] if "MariaDB" in line else None
+        return line[line.index("Ver ") :][:200]
 
     def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper, engine):
         super().__init__(work, spec, clock, stamper, engine)

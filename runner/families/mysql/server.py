@@ -14,7 +14,7 @@ port). Standard library only."""
 
 import secrets
 
-from ...builds import build_options, installed, server_command, version_line
+from ...builds import build_options, installed, server_command
 from ...server import client_account
 from ..mariadb.server import MariaDBServer
 
@@ -32,12 +32,6 @@ class MySQLServer(MariaDBServer):
     @classmethod
     def system_servers(cls) -> dict[str, str]:
         return {}  # MariaDB's family lists an installed mysqld, whichever server it is
-
-    @classmethod
-    def build_version(cls, programs: dict) -> str | None:
-        """'Ver 9.7.4-2 for Linux on x86_64 ((Debian))'; None for MariaDB's mysqld."""
-        line = version_line(server_command(programs), "Ver ")
-        return None if "MariaDB" in line else line[line.index("Ver ") :][:200]
 
     def server_args(self, loading: bool = False) -> list[str]:
         args = [*super().server_args(loading), "--mysqlx=OFF"]

@@ -130,7 +130,7 @@ class PostgresServer(Server):
         return programs["postgres_bin"]
 
     @classmethod
-    def build_version(cls, programs: dict) -> str:
+    def version_line(cls, programs: dict) -> str:
         """'postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)', whole."""
         command = [*programs["launcher"], f"{programs['postgres_bin']}/postgres"]
         return version_line(command, "(PostgreSQL)")[:200]
