@@ -16,7 +16,9 @@ from .engine import DEFAULT_FLUSHING, FLUSHING
 from .errors import RunFailed
 from .families import ENGINES as RUNNER_ENGINES
 from .families import FAMILY_ENGINES, REGISTRY, Registry, options_of
+from .floor import MEMORY_FILE_SYSTEMS as MEMORY_FILE_SYSTEMS  # the dashboard reads them from here
 from .page_cache import MODES as RESTART_CACHES
+from .processes import POLL_S as POLL_S  # how finely the error log is stamped
 from .throttle import LIMIT_FILES
 
 CONTRACT_VERSION = 1

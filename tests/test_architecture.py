@@ -65,3 +65,43 @@ def test_nothing_in_experiments_calls_upwards_by_name():
         if "migrations" not in path.parts and "import_string" in path.read_text()
     ]
     assert by_name == []
+
+
+# What the dashboard (experiments/) may take from the runner: its contract, the families'
+# registry and the declaration they are made of. Anything else of the runner's is the runner's.
+RUNNER_SEAM = {"runner.contract", "runner.families", "runner.family"}
+
+
+def runner_imports(source: str) -> set[str]:
+    """The runner modules a module imports by name (`from runner import contract` names
+    runner.contract)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "runner"}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module.split(".")[0] == "runner":
+            found |= (
+                {f"runner.{alias.name}" for alias in node.names} if node.module == "runner" else {node.module}
+            )
+    return found
+
+
+def test_the_dashboard_takes_from_the_runner_only_its_contract_and_the_families_registry():
+    reaching = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (ROOT / "experiments").rglob("*.py")
+        if "migrations" not in path.parts
+        for name in runner_imports(path.read_text())
+        if name not in RUNNER_SEAM
+    }
+    assert not reaching, "ask runner.contract or runner.families instead: " + ", ".join(sorted(reaching))
+
+
+def test_the_seam_s_scan_sees_each_way_of_naming_a_runner_module():
+    source = "from runner.throttle import X\nfrom runner import contract, floor\nimport runner.processes\n"
+    assert runner_imports(source) == {
+        "runner.throttle",
+        "runner.contract",
+        "runner.floor",
+        "runner.processes",
+    }

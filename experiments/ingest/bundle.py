@@ -19,7 +19,7 @@ from experiments.ingest.verdict import CAP_NAMES
 from experiments.metrics import WORKLOAD_METRICS
 from experiments.parsers import Episode, ParsedFile, parse_bytes
 from experiments.vocabulary import INSERTS_PER_TRANSACTION
-from runner.processes import POLL_S
+from runner.contract import POLL_S
 
 # Phase names of the parsers -> the names a Run keeps (docs/design.md, "Metrics of a Run").
 PHASE_NAMES = {

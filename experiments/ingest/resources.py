@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from experiments.ingest.verdict import CAP_COUNTS, CAP_NAMES, SECOND_AT_CAP, verdict
 from experiments.parsers import Episode
-from runner.floor import MEMORY_FILE_SYSTEMS
+from runner.contract import MEMORY_FILE_SYSTEMS
 
 RESOURCES_FILE = "resources.jsonl"
 # The phases of an episode that are its recovery: the window the verdict speaks of.

@@ -3,7 +3,7 @@
 it (docs/resources.md, docs/sentences.md). No Django."""
 
 from experiments.parsers import Episode
-from runner.throttle import LIMIT_FILES
+from runner.contract import LIMIT_FILES
 
 # Below this the readings are too few to say what bound a recovery.
 MIN_READINGS = 4
