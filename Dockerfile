@@ -15,7 +15,7 @@ RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev --no-install-project 
 ENV PATH=/venv/bin:$PATH PYTHONUNBUFFERED=1
 COPY . .
 RUN UV_PROJECT_ENVIRONMENT=/venv uv sync --frozen --no-dev --compile-bytecode \
- && python -m compileall -q experiments workers runner webapp
+ && python -m compileall -q experiments recovery_lab_cli workers runner webapp
 # A throwaway key for this one command (settings refuse to start without a real one).
 RUN SECRET_KEY=$(python -c 'import secrets; print(secrets.token_urlsafe(48))') \
     python manage.py collectstatic --noinput -v 0

@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 
 from experiments import storage
 from experiments.engines import ENGINES as ENGINE_REGISTRY
-from experiments.units import SizeError, format_size, parse_size
 from experiments.vocabulary import (
     CRASH_METHOD_NAMES,
     CRASH_WHEN_NAMES,
@@ -25,7 +24,8 @@ from experiments.vocabulary import (
     RUNNABLE_ENGINES,
     WORKLOAD_NAMES,
 )
-from experiments.yaml_input import shown
+from recovery_lab_cli.units import SizeError, format_size, parse_size
+from recovery_lab_cli.yaml_input import shown
 from runner import contract
 
 MAX_VALUES_PER_PARAMETER = 10

@@ -7,7 +7,7 @@ from django.db.models import Exists, OuterRef, Q
 from drf_spectacular.utils import extend_schema_field
 
 from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
-from experiments.units import as_row_id
+from recovery_lab_cli.units import as_row_id
 
 # What the schema says of a filter is what the form field refuses: Django's text fields refuse
 # NUL (PostgreSQL takes no NUL in text), ids are whole numbers within bigint.

@@ -1,7 +1,7 @@
 """The metric names of docs/design.md, shared by the models, the API, exports and charts, and
 each one's unit."""
 
-from experiments.units import MB_PER_MIB, binary_bytes
+from recovery_lab_cli.units import MB_PER_MIB, binary_bytes
 
 INTEGER_METRICS = (
     "checkpoint_lsn",

@@ -33,8 +33,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django.setup()  # the ingest and the fit read Django's settings; no database is used
 from experiments.analysis.predict import fit_points  # noqa: E402
 from experiments.ingest.bundle import analyse_run  # noqa: E402
-from experiments.live import read_server  # noqa: E402
-from experiments.server_url import parse_server_url  # noqa: E402
+from recovery_lab_cli.live import read_server  # noqa: E402
+from recovery_lab_cli.server_url import parse_server_url  # noqa: E402
 from tests.live_mariadb import LiveMariaDB  # noqa: E402
 from tests.live_mysql import LiveMySQL  # noqa: E402
 

@@ -116,9 +116,7 @@ def pages() -> None:
         f"== a compare page: {CELLS} cells x {METRICS} metrics, floor {DEFAULT_MIN_EFFECT}x, "
         f"{PAGES} generated pages per figure"
     )
-    print(
-        "   each: every test at 5% (what compare did before); BH: p adjusted over the page"
-    )
+    print("   each: every test at 5% (what compare did before); BH: p adjusted over the page")
     steps = "  ".join(f"{'x' + format(s, 'g'):>6}" for s in STEPS)
     print(f"{'n':>2} {'within':>6} {'between':>7}  {'rule':<4}  {'pages calling':>13}  {steps}")
     for n, (within, between) in [(N, noise) for noise in NOISE] + [(5, (0.10, 0.05))]:

@@ -42,7 +42,7 @@ command -v uv >/dev/null || python3 -m pip install -q uv
 UV_PROJECT_ENVIRONMENT=.venv uv sync --frozen -q --compile-bytecode
 # This machine (and many Docker images) sets PYTHONDONTWRITEBYTECODE: without bytecode made here,
 # every command would compile ~900 files at each start (manage.py parselog took 3.8 s to start).
-.venv/bin/python -m compileall -q -j 0 experiments workers runner webapp manage.py >/dev/null
+.venv/bin/python -m compileall -q -j 0 experiments recovery_lab_cli workers runner webapp manage.py >/dev/null
 
 bash scripts/write_env.sh
 

@@ -13,7 +13,7 @@ from experiments import services
 from experiments.analysis import stats
 from experiments.ingest.bundle import impossible_values
 from experiments.models import Run, RunStatus
-from experiments.units import format_size
+from recovery_lab_cli.units import format_size
 
 from .factories import ExperimentFactory, RunFactory
 from .samples import samples

@@ -301,7 +301,7 @@ def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_says_why_
 def test_byte_ticks_are_in_one_unit_and_never_count_past_1000_of_it():
     """Issue 34: the series page's redo axis read "500 KiB ... 2500 KiB" beside "2.38 MiB" in its
     table; 900 MiB read "1000 MiB"."""
-    from experiments.units import binary_ticks
+    from recovery_lab_cli.units import binary_ticks
 
     assert binary_ticks([0, 2.44 * 2**20])[1] == ["0", "0.5 MiB", "1 MiB", "1.5 MiB", "2 MiB", "2.5 MiB"]
     assert binary_ticks([0, 900 * 2**20])[1][-1] == "1 GiB"

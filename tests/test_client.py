@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.client import ClientError, changed_settings, comparison_rows, parse_threshold, verdict
 from experiments.models import Experiment
 from experiments.services.tokens import new_token
+from recovery_lab_cli.client import ClientError, changed_settings, comparison_rows, parse_threshold, verdict
 
 from .factories import ExperimentFactory
 from .test_analysis import done_run, noisy

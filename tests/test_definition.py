@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from experiments.definition import SERVER_OPTIONS, DefinitionError, validate_definition
-from experiments.units import format_size, parse_size
+from recovery_lab_cli.units import format_size, parse_size
 
 HOSTS = ["local"]
 
@@ -347,7 +347,7 @@ def test_a_power_cut_restarts_cold_unless_the_definition_says_otherwise():
 )
 def test_every_example_definition_in_the_docs_is_valid(path):
     """What the docs tell a user to run passes the checks a run's definition meets."""
-    from experiments.yaml_input import load_plain_yaml
+    from recovery_lab_cli.yaml_input import load_plain_yaml
 
     raw = load_plain_yaml(path.read_text())
     runs = list(validate_definition(raw, known_hosts=raw["hosts"]).expand())

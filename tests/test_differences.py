@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from experiments.analysis.differences import definition_differences
-from experiments.client import ClientError, comparison_rows, differences_text, refuse_to_pass
+from recovery_lab_cli.client import ClientError, comparison_rows, differences_text, refuse_to_pass
 
 from .factories import ExperimentFactory, full_definition
 from .test_analysis import done_run, noisy

@@ -28,7 +28,16 @@ def test_the_readme_is_short_and_gives_both_commands():
 def test_nothing_cites_a_design_document_outside_the_repository():
     cited = [
         str(path.relative_to(ROOT))
-        for folder in ("experiments", "workers", "runner", "webapp", "templates", "scripts", "docs")
+        for folder in (
+            "experiments",
+            "recovery_lab_cli",
+            "workers",
+            "runner",
+            "webapp",
+            "templates",
+            "scripts",
+            "docs",
+        )
         for path in (ROOT / folder).rglob("*")
         if path.suffix in (".py", ".md", ".html", ".sh") and "DESIGN.md" in path.read_text(errors="replace")
     ]

@@ -17,7 +17,7 @@ from experiments import services
 from experiments.models import Run, RunStatus
 from experiments.reports.answers import startup_answers
 from experiments.reports.findings import parameter_findings
-from experiments.units import duration_text
+from recovery_lab_cli.units import duration_text
 from workers.local import read_bundle
 from workers.transports import write_runner
 

@@ -8,10 +8,10 @@ import ast
 import pytest
 
 from experiments import engines as dashboard
-from experiments import live
 from experiments.definition import definition_json_schema
 from experiments.models import Engine as EngineChoices
 from experiments.pages.forms import ExperimentForm, ImportForm
+from recovery_lab_cli import live
 from runner import contract
 from runner import families as runner
 

@@ -1,6 +1,7 @@
-"""No user value reaches a shell or a SQL string: the project's own code (experiments/, workers/,
-webapp/) is read as Python syntax trees and every call that could hand a string to a shell or to
-SQL is checked. Processes start from argument lists; SQL is a constant with parameters beside it.
+"""No user value reaches a shell or a SQL string: the project's own code (experiments/,
+recovery_lab_cli/, workers/, webapp/) is read as Python syntax trees and every call that could
+hand a string to a shell or to SQL is checked. Processes start from argument lists; SQL is a
+constant with parameters beside it.
 
 Values that must cross a shell (the remote commands over SSH, workers/ssh.py) are checked against
 patterns first (tests/test_ssh.py, test_definition.py) and quoted with shlex.quote: every
@@ -14,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(
     path
-    for package in ("experiments", "workers", "runner", "webapp")
+    for package in ("experiments", "workers", "runner", "webapp", "recovery_lab_cli")
     for path in (ROOT / package).rglob("*.py")
 )
 SHELL_CALLS = {

@@ -9,8 +9,8 @@ import pytest
 
 from experiments.analysis.cells import ROW_FIELDS
 from experiments.analysis.compare import compare_engines
-from experiments.client import comparison_rows
 from experiments.models import Run
+from recovery_lab_cli.client import comparison_rows
 
 from .factories import ExperimentFactory, full_definition
 from .test_analysis import done_run, noisy

@@ -22,11 +22,17 @@ import bcrypt
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from experiments.exporter_web import load_web_config, serve_metrics
-from experiments.live import LiveReader, read_server
-from experiments.prediction import Prediction
-from experiments.production import EXIT_NO_ANSWER, EXIT_OVER_RTO, EXIT_WITHIN, LiveCollector, predict_text
-from experiments.server_url import LiveError, parse_server_url
+from recovery_lab_cli.exporter_web import load_web_config, serve_metrics
+from recovery_lab_cli.live import LiveReader, read_server
+from recovery_lab_cli.prediction import Prediction
+from recovery_lab_cli.production import (
+    EXIT_NO_ANSWER,
+    EXIT_OVER_RTO,
+    EXIT_WITHIN,
+    LiveCollector,
+    predict_text,
+)
+from recovery_lab_cli.server_url import LiveError, parse_server_url
 
 from .live_mariadb import LiveMariaDB
 from .postgres import SYSTEM_USER, create_cluster, remove_cluster
@@ -339,7 +345,7 @@ def test_the_exporter_s_metrics_can_require_basic_auth_over_tls(tmp_path):
 
 
 def test_a_crash_now_over_the_rto_exits_2_and_the_worst_case_unknown_is_said_so():
-    from experiments.live import ServerState
+    from recovery_lab_cli.live import ServerState
 
     state = ServerState("db1:3306", "innodb", "10.11.19-MariaDB", 33 << 20, None, "none", 1 << 30)
     answer = {

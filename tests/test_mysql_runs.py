@@ -12,11 +12,11 @@ import pytest
 from django.conf import settings
 
 from experiments import services
-from experiments.live import read_server
 from experiments.models import Run, RunStatus
-from experiments.server_url import parse_server_url
 from experiments.services.tokens import new_token
-from experiments.units import parse_size
+from recovery_lab_cli.live import read_server
+from recovery_lab_cli.server_url import parse_server_url
+from recovery_lab_cli.units import parse_size
 
 from .conftest import wait_for
 from .live_mariadb import MONITOR_PASSWORD

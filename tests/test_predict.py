@@ -13,15 +13,15 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from experiments import lab_request
 from experiments.analysis.planner import plan_from
-from experiments.client import parse_seconds
-from experiments.live import read_server
 from experiments.models import Experiment, Run, RunStatus
-from experiments.prediction import Fit, orchestrator_verdicts, release_of
-from experiments.server_url import LiveError, parse_server_url
 from experiments.services.tokens import new_token
-from experiments.units import parse_size
+from recovery_lab_cli import lab_request
+from recovery_lab_cli.client import parse_seconds
+from recovery_lab_cli.live import read_server
+from recovery_lab_cli.prediction import Fit, orchestrator_verdicts, release_of
+from recovery_lab_cli.server_url import LiveError, parse_server_url
+from recovery_lab_cli.units import parse_size
 from tests.factories import RunFactory
 from workers.probing import probe_host
 
@@ -277,7 +277,8 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_exporter_has():
         for target in panel["targets"]
         for name in re.findall(r"recovery_lab_\w+", target["expr"])
     }
-    exported = set(re.findall(r'"(recovery_lab_\w+)"', (ROOT / "experiments" / "production.py").read_text()))
+    production = (ROOT / "recovery_lab_cli" / "production.py").read_text()
+    exported = set(re.findall(r'"(recovery_lab_\w+)"', production))
     assert asked and asked <= exported, asked - exported
     rules = yaml.safe_load(RULES.read_text())
     in_rules = {
@@ -641,7 +642,7 @@ def test_the_runs_measure_asks_for_are_a_definition_the_dashboard_takes(state, t
     """Whatever the server, what --measure queues passes the dashboard's own checks (a redo target
     its log can reach, an option value the lab allows), at the server's settings."""
     from experiments.definition import validate_definition
-    from experiments.live import ServerState
+    from recovery_lab_cli.live import ServerState
 
     fields = {"server": "db1:3306", "version": VERSION, "redo_to_replay": 5 << 20, "bound": "",
               "buffer_pool_bytes": 3 << 30, "server_options": {"innodb_flush_log_at_trx_commit": 2},

@@ -6,7 +6,7 @@ import pytest
 
 from experiments.ingest.bundle import stamp_resolution
 from experiments.parsers import parse_bytes, parse_path
-from experiments.units import duration_text
+from recovery_lab_cli.units import duration_text
 from runner.processes import POLL_S
 
 from .factories import ExperimentFactory, RunFactory

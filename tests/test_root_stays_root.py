@@ -295,9 +295,7 @@ def test_another_local_user_neither_holds_the_hosts_lock_nor_reads_what_root_kee
 
 
 @pytest.mark.django_db
-def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_marks_the_host(
-    staff_api, sshd
-):
+def test_an_ssh_hosts_work_directory_another_user_made_first_runs_nothing_and_marks_the_host(staff_api, sshd):
     """A local account made the host's work directory before root did (in /var/tmp, where anyone
     may): the probe and the run write and run nothing there; the host is `unsafe` with the reason
     and the fix, until root's own folder replaces it."""

@@ -26,14 +26,14 @@ from experiments.analysis.where import HELD_BACK, resource_sentence
 from experiments.ingest.verdict import CAP_WORDS, thread_shares, verdict
 from experiments.metrics import NUMERIC_METRICS
 from experiments.pages.context import compared_value
-from experiments.prediction import Fit, Prediction, rto_outcome, stall_risk
-from experiments.production import _outcome_text
 from experiments.reports.answers import repeat_answers, startup_answers, tradeoff_answers
 from experiments.reports.findings import parameter_findings, redo_findings
 from experiments.reports.moved import what_moved
 from experiments.reports.planner import plan_sentences
 from experiments.reports.stalled import stall_findings
-from experiments.units import binary_bytes, parse_size
+from recovery_lab_cli.prediction import Fit, Prediction, rto_outcome, stall_risk
+from recovery_lab_cli.production import _outcome_text
+from recovery_lab_cli.units import binary_bytes, parse_size
 
 QUICK = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

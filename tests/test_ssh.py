@@ -70,7 +70,7 @@ def test_a_registered_host_shows_the_dashboard_key_and_a_probe_reads_only_the_ke
     assert host["public_key"] == dashboard_public_key() and host["public_key"].startswith("ssh-ed25519 ")
     assert host["status"] == "unknown"
 
-    probed = probe(staff_api, host['id'])
+    probed = probe(staff_api, host["id"])
     assert probed["status"] == "unverified", probed
     assert probed["offered_host_key_fingerprint"] == sshd.fingerprint
     assert probed["host_key_fingerprint"] == "" and probed["facts"] == {}
@@ -122,7 +122,7 @@ def test_a_new_address_forgets_the_confirmed_key(staff_api, sshd):
     host = register(staff_api, sshd)
     confirm_host_key(staff_api, host["id"], sshd.fingerprint)
     services.register_host("bench1", Transport.SSH, "root", "localhost", sshd.port)
-    moved = probe(staff_api, host['id'])
+    moved = probe(staff_api, host["id"])
     assert moved["status"] == "unverified" and moved["host_key_fingerprint"] == ""
     assert moved["offered_host_key_fingerprint"] == sshd.fingerprint
 
@@ -131,7 +131,7 @@ def test_a_changed_host_key_is_refused(staff_api, sshd):
     host = register(staff_api, sshd)
     pinned = confirm_host_key(staff_api, host["id"], sshd.fingerprint)["host_key_fingerprint"]
     sshd.new_host_key()
-    probed = probe(staff_api, host['id'])
+    probed = probe(staff_api, host["id"])
     assert probed["status"] == "down"
     assert "not the one an admin confirmed" in probed["error"] and pinned in probed["error"]
     assert Host.objects.get(id=host["id"]).host_key_fingerprint == pinned  # still the confirmed key
@@ -151,7 +151,7 @@ def test_a_key_missing_from_authorized_keys_says_which_line_to_add(staff_api, ss
     host = register(staff_api, sshd)
     confirm_host_key(staff_api, host["id"], sshd.fingerprint)
     sshd.authorized_keys.write_text("")
-    probed = probe(staff_api, host['id'])
+    probed = probe(staff_api, host["id"])
     assert probed["status"] == "down"
     assert "authorized_keys" in probed["error"] and dashboard_public_key() in probed["error"]
 
@@ -159,7 +159,7 @@ def test_a_key_missing_from_authorized_keys_says_which_line_to_add(staff_api, ss
 def test_a_host_that_refuses_connections_is_down_with_the_reason(staff_api, sshd):
     host = register(staff_api, sshd)
     sshd.stop()
-    probed = probe(staff_api, host['id'])
+    probed = probe(staff_api, host["id"])
     assert probed["status"] == "down" and "refused" in probed["error"].lower()
 
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from experiments.client import ClientError, load_definition
-from experiments.yaml_input import YamlRefused, load_plain_yaml
+from recovery_lab_cli.client import ClientError, load_definition
+from recovery_lab_cli.yaml_input import YamlRefused, load_plain_yaml
 
 from .test_series import DEFINITION
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from experiments.analysis import stats
 from experiments.engines import engine_order
 from experiments.metrics import NUMERIC_METRICS
-from experiments.units import MIB, SizeError, parse_size
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
+from recovery_lab_cli.units import MIB, SizeError, parse_size
 from runner.contract import UNSAID_DEFAULTS
 
 ENGINE_NAMES = ENGINE_LABELS

@@ -26,7 +26,7 @@ from experiments.analysis.sentences import (
 from experiments.analysis.where import resource_sentence
 from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
-from experiments.units import GIB, as_row_id
+from recovery_lab_cli.units import GIB, as_row_id
 from runner.contract import UNSAID_DEFAULTS
 
 # Parameters a run names only when its definition did, and what their absence means.

@@ -31,8 +31,8 @@ from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
 from experiments.models import Experiment
-from experiments.units import MIB, format_size
 from experiments.vocabulary import AXIS_TITLES, CRASH_METHOD_LABELS, PARAMETER_UNITS
+from recovery_lab_cli.units import MIB, format_size
 from runner.contract import SYSTEM_BUILD
 
 NUMERIC_PARAMETERS = {

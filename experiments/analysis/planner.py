@@ -27,7 +27,7 @@ from scipy import optimize, stats
 
 from experiments.analysis.stats import CONFIDENCE, fit_line
 from experiments.models import Run, RunStatus
-from experiments.units import GIB, MB_PER_MIB, MIB
+from recovery_lab_cli.units import GIB, MB_PER_MIB, MIB
 from runner.contract import SYSTEM_BUILD
 
 MIN_RUNS = 5

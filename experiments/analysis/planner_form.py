@@ -6,8 +6,8 @@ from django import forms
 from experiments.definition import BUILD_NAME
 from experiments.engines import DEFAULT_ENGINE
 from experiments.models import Run
-from experiments.units import SizeError, as_row_id, parse_size
 from experiments.vocabulary import ENGINES, WORKLOADS, choices
+from recovery_lab_cli.units import SizeError, as_row_id, parse_size
 
 MAX_TARGET_SECONDS = 7 * 24 * 3600
 MAX_WRITE_MB_PER_S = 100_000

@@ -2,7 +2,7 @@
 the line of downtime against redo replayed through them, and its prediction at given redo volumes.
 
 A live server is comparable with the lab's runs of its own server and release series (MariaDB
-10.11, MySQL 8.0, PostgreSQL 15: experiments.prediction.release_of); runs of its exact version
+10.11, MySQL 8.0, PostgreSQL 15: recovery_lab_cli.prediction.release_of); runs of its exact version
 are preferred where there are enough of them, and so are runs of its buffer pool and redo log
 size (SETTINGS): where too few have them, the fit pools the others and says which differ. The
 line is the planner's (kill to first query against redo replayed, the same runs' filter); unlike
@@ -20,8 +20,8 @@ from scipy import stats
 from experiments.analysis.planner import MIN_RUNS, PlanRefused, authors, matching_runs, workload_shape
 from experiments.analysis.stats import CONFIDENCE
 from experiments.models import Run, RunStatus
-from experiments.prediction import Fit, release_of
-from experiments.units import binary_bytes
+from recovery_lab_cli.prediction import Fit, release_of
+from recovery_lab_cli.units import binary_bytes
 
 
 @dataclass

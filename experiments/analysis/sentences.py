@@ -2,7 +2,7 @@
 how much, how sure, and, for a downtime, whether the server's start moved rather than its crash
 recovery. Plain dicts in (compare.py's metric blocks), sentences out."""
 
-from experiments.units import binary_bytes, duration_text
+from recovery_lab_cli.units import binary_bytes, resolution_note
 
 # metric -> (what it is in a sentence, less is better)
 COMPARED_METRICS = {
@@ -90,16 +90,6 @@ def finding_sentence(
 ) -> str:
     said = _finding(what, subject, baseline, label, result, subject_first)
     return said + resolution_note(result) if result["ratio"] is not None else said
-
-
-def resolution_note(result: dict) -> str:
-    """How many of the runs compared were shorter than their log resolves (cells.resolved): they
-    count at the resolution, so a reader knows a ratio stands on an upper bound of theirs."""
-    raised = result.get("at_resolution")
-    if not raised:
-        return ""
-    runs, limit = raised["runs"], duration_text(0.0, raised["seconds"]).removeprefix("< ")
-    return f" ({runs} run{'s' if runs > 1 else ''} shorter than the log resolves, counted as {limit})"
 
 
 def _finding(what: str, subject: str, baseline: str, label: str, result: dict, subject_first: bool) -> str:

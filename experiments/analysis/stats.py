@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy import stats
 
-from experiments.prediction import NARROW_SPAN
+from recovery_lab_cli.prediction import NARROW_SPAN
 
 CONFIDENCE = 0.95
 MIN_REPETITIONS = 3

@@ -26,8 +26,8 @@ from experiments.filters import ID, NO_NUL, AnalysisFilter
 from experiments.models import (
     Run,
 )
-from experiments.units import SIZE_TEXT
 from experiments.vocabulary import ENGINES, WORKLOAD_NAMES
+from recovery_lab_cli.units import SIZE_TEXT
 
 
 class ExploreSeriesSerializer(serializers.Serializer):

@@ -19,7 +19,7 @@ from experiments.services.imports import (
     ImportRejected,
     import_runs,
 )
-from experiments.units import SIZE_TEXT
+from recovery_lab_cli.units import SIZE_TEXT
 
 
 class ImportSerializer(serializers.Serializer):

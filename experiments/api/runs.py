@@ -15,7 +15,7 @@ from experiments.models import (
     Run,
     RunAttempt,
 )
-from experiments.units import below_resolution
+from recovery_lab_cli.units import below_resolution
 
 
 class RunAttemptSerializer(serializers.ModelSerializer):

@@ -21,8 +21,8 @@ from experiments.charts.layout import (
 )
 from experiments.charts.stalled import add_stalled
 from experiments.charts.tradeoff import pages_chart, tradeoff_chart
-from experiments.units import MIB
 from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
+from recovery_lab_cli.units import MIB
 
 # Phase breakdown: what happens before the server is ready (downtime) and after (background).
 PHASE_SEGMENTS = (

@@ -2,7 +2,7 @@
 recovery that reads its redo from the disk beats. One per host's disk, and one per storage class
 its runs read through (fio in the class's cap, runner/throttle.py)."""
 
-from experiments.units import MIB
+from recovery_lab_cli.units import MIB
 
 # A floor's key for a storage class's runs (pages/context.py disk_floors): "HOST as storage class NAME"
 AS_CLASS = " as storage class "

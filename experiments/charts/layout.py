@@ -4,8 +4,8 @@ chart logic lives in templates or scripts."""
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
-from experiments.units import SizeError, binary_ticks, parse_size
 from experiments.vocabulary import ENGINE_COLOURS
+from recovery_lab_cli.units import SizeError, binary_ticks, parse_size
 from runner.contract import UNSAID_DEFAULTS
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")

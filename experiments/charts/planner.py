@@ -1,7 +1,7 @@
 """The planner's figure: downtime against redo replayed, with the runs, the fitted line and its band."""
 
 from experiments.charts.layout import axis_layout, base_layout
-from experiments.units import MIB, binary_bytes
+from recovery_lab_cli.units import MIB, binary_bytes
 
 
 def planner_chart(plan: dict, points: list) -> dict:

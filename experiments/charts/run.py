@@ -2,9 +2,9 @@
 the restart after it, as a timeline beside the clean start. Plotly figure dicts from the run's
 `samples` and `timeline` (experiments/ingest/seconds.py); no Django."""
 
-from experiments import units
 from experiments.charts.layout import LEGEND_ABOVE, PALETTE, base_layout
 from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, START_TO_READY, is_sample, series_of
+from recovery_lab_cli import units
 
 IN_MIB = 1 / units.MIB  # bytes -> MiB, as the servers' settings count
 # Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of

@@ -3,7 +3,7 @@ a line), with the change points found drawn where they fall and the medians befo
 
 from experiments.charts.layout import PALETTE, axis_layout, base_layout, shown_title
 from experiments.metrics import LABELS, UNITS
-from experiments.units import MB_PER_MIB
+from recovery_lab_cli.units import MB_PER_MIB
 
 # Stored in the API's decimal unit, shown as every page shows it (MiB/s, as the servers count).
 SHOWN_AS = {"redo_apply_mb_per_s": (MB_PER_MIB, "redo apply (MiB/s)")}

@@ -2,7 +2,7 @@
 redo each had to replay (the crash plan's reading at the kill), from the axis' floor to its top,
 since such a run has no recovery time to place a point at. Its legend entry says so."""
 
-from experiments.units import MIB, format_size
+from recovery_lab_cli.units import MIB, format_size
 
 STALLED_COLOUR = "#d62728"
 

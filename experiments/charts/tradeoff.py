@@ -7,7 +7,7 @@ out with the reason and what to change said under the chart."""
 from experiments.analysis.cells import ENGINE_NAMES, Cell, log_bytes, settings_text
 from experiments.analysis.stats import MIN_REPETITIONS
 from experiments.charts.layout import base_layout, colour
-from experiments.units import MIB, parse_size
+from recovery_lab_cli.units import MIB, parse_size
 from runner.contract import DEFAULT_FLUSHING
 
 # (metric, panel title, scale): top to bottom

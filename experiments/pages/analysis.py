@@ -22,7 +22,7 @@ from experiments.pages.common import pdf_response, report_html
 from experiments.pages.context import compare_report_context, comparison_table
 from experiments.pages.profiles import profile_diffs
 from experiments.reports.planner import plan_sentences, question_sentence
-from experiments.units import MIB
+from recovery_lab_cli.units import MIB
 
 
 @login_required

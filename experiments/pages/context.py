@@ -38,7 +38,7 @@ from experiments.models import (
 )
 from experiments.reports.findings import caveats, findings, method
 from experiments.reports.planner import sweep_plans
-from experiments.units import MB_PER_MIB, MIB
+from recovery_lab_cli.units import MB_PER_MIB, MIB
 
 
 def row_of(run: Run) -> dict:

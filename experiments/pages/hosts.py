@@ -10,7 +10,7 @@ from experiments.analysis import aa
 from experiments.models import Experiment, Host, Transport
 from experiments.roles import FORBIDDEN, may_administer, may_experiment, role_required
 from experiments.services.ssh_keys import SSHKeyError, dashboard_public_key
-from experiments.units import as_row_id
+from recovery_lab_cli.units import as_row_id
 
 
 @login_required

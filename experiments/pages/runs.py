@@ -19,7 +19,7 @@ from experiments.metrics import LABELS, METRIC_NAMES
 from experiments.models import Run, RunStatus
 from experiments.pages.common import annotate_page
 from experiments.roles import may_change, require_change
-from experiments.units import below_resolution, duration_text
+from recovery_lab_cli.units import below_resolution, duration_text
 
 
 @login_required

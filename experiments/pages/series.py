@@ -16,7 +16,7 @@ from experiments.metrics import LABELS, UNITS
 from experiments.models import ChangePoint, Experiment, Series, Triage
 from experiments.roles import FORBIDDEN, may_change, may_experiment, require_change, role_required
 from experiments.services import series as series_service
-from experiments.units import binary_bytes
+from recovery_lab_cli.units import binary_bytes
 
 SERIES_PER_PAGE = 25
 

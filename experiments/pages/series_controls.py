@@ -14,7 +14,7 @@ from experiments.pages.series import listed_lines
 from experiments.roles import require_change
 from experiments.services import series as series_service
 from experiments.services.series_controls import delete_series, fire_now
-from experiments.yaml_input import YamlRefused, load_plain_yaml
+from recovery_lab_cli.yaml_input import YamlRefused, load_plain_yaml
 
 
 class SeriesForm(forms.Form):

@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from experiments.analysis import aa, stats
 from experiments.analysis.cells import ENGINE_NAMES, Cell, analysable, log_bytes, settings_text
-from experiments.units import duration_text, seconds_text
+from recovery_lab_cli.units import duration_text, seconds_text
 
 # A cell's repeats are listed one sentence each up to this many cells; beyond, one sentence says
 # the widest and how many were within 10%.

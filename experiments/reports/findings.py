@@ -19,13 +19,13 @@ from experiments.analysis.cells import (
 from experiments.analysis.compare import compare_engines
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import finding_sentence
-from experiments.prediction import server_named
 from experiments.reports.answers import STARTUP_PARAMETERS, answers
 from experiments.reports.bound import bound_findings
 from experiments.reports.moved import what_moved
 from experiments.reports.redo import engine_where, fit_says, redo_findings, redo_fits
 from experiments.reports.stalled import stall_findings
-from experiments.units import SizeError, parse_size, seconds_text
+from recovery_lab_cli.prediction import server_named
+from recovery_lab_cli.units import SizeError, parse_size, seconds_text
 from runner.contract import SYSTEM_BUILD, UNSAID_DEFAULTS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.

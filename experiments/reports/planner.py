@@ -13,8 +13,8 @@ from django.db.models import Max
 from experiments.analysis.cells import ENGINE_NAMES, settings_text
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.models import Run, RunStatus
-from experiments.prediction import Prediction, orchestrator_verdicts
-from experiments.units import binary_bytes
+from recovery_lab_cli.prediction import Prediction, orchestrator_verdicts
+from recovery_lab_cli.units import binary_bytes
 
 
 def plan_sentences(plan: dict, question: dict) -> list[str]:
@@ -65,7 +65,7 @@ def plan_sentences(plan: dict, question: dict) -> list[str]:
         )
     if plan["log_size_suggestion"]:
         # The log keeps every crash under the target at 95%: the worst case is the target, held
-        # against what restarts the server (experiments.prediction)
+        # against what restarts the server (recovery_lab_cli.prediction)
         worst = Prediction(plan["log_size_suggestion"], high_seconds=target)
         probe = question.get("startup_probe_seconds")
         sentences += [f"With that log, {line}." for line in orchestrator_verdicts(worst, probe)]

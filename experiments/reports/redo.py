@@ -9,8 +9,8 @@ from collections import defaultdict
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES, analysable
 from experiments.engines import replay_seconds
-from experiments.prediction import NARROW_SPAN
-from experiments.units import MIB
+from recovery_lab_cli.prediction import NARROW_SPAN
+from recovery_lab_cli.units import MIB
 
 
 def engine_where(engine: str, host: str, several_hosts: bool) -> str:

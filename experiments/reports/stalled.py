@@ -5,7 +5,7 @@ pool at 320 MiB of redo; it completed with 1G"). Plain rows in, sentences out.""
 
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.models import RunStatus
-from experiments.units import SizeError, binary_bytes, parse_size
+from recovery_lab_cli.units import SizeError, binary_bytes, parse_size
 
 
 def _pool(row: dict) -> int | None:

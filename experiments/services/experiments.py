@@ -18,7 +18,7 @@ from experiments.roles import may_administer
 from experiments.services.audit import audited_by
 from experiments.services.dispatch import wake_hosts
 from experiments.services.hosts import active_host_names
-from experiments.units import parse_size
+from recovery_lab_cli.units import parse_size
 from runner.contract import LOCAL_STORAGE
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")

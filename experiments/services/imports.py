@@ -29,7 +29,7 @@ from experiments.services import (
     refresh_experiment_status,
     store_files,
 )
-from experiments.units import SizeError, format_size, parse_size
+from recovery_lab_cli.units import SizeError, format_size, parse_size
 
 # Upload field -> the file name analysis reads (the names a live run's bundle uses).
 IMPORT_FILES = {

@@ -2,7 +2,7 @@
 
 from django import template
 
-from experiments.units import MIB
+from recovery_lab_cli.units import MIB
 
 register = template.Library()
 

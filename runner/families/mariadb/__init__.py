@@ -38,6 +38,6 @@ FAMILY = Family(
         "Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu on x86_64",
     ),
     version_examples=("10.11.19-MariaDB-0+deb12u1", "11.8.9-MariaDB-log"),
-    live="mysql",  # predict reads a live server of it through a mysql:// address (experiments/live.py)
+    live="mysql",  # predict reads a live server of it through a mysql:// address (recovery_lab_cli/live.py)
     debian=_DEBIAN,
 )

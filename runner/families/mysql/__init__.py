@@ -34,6 +34,6 @@ FAMILY = Family(
         "Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)",
     ),
     version_examples=("9.7.4-2", "8.0.36", "8.0.36-log", "8.0.36-0ubuntu0.22.04.1"),
-    live="mysql",  # predict reads a live server of it through a mysql:// address (experiments/live.py)
+    live="mysql",  # predict reads a live server of it through a mysql:// address (recovery_lab_cli/live.py)
     debian=_DEBIAN,
 )

@@ -19,6 +19,6 @@ FAMILY = Family(
     version=r"^PostgreSQL (?P<number>(?P<series>\d+)\.\d+)",
     build_examples=("postgres (PostgreSQL) 17.12 (Debian 17.12-0+deb13u1)",),
     version_examples=("PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on x86_64-pc-linux-gnu",),
-    live="postgresql",  # predict reads a live server through a postgresql:// address (experiments/live.py)
+    live="postgresql",  # predict reads a live server at a postgresql:// address (recovery_lab_cli/live.py)
     debian=_DEBIAN,
 )

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments.server_url import LiveError, ServerUrl, mysql_tls, scrubbed
+from recovery_lab_cli.server_url import LiveError, ServerUrl, mysql_tls, scrubbed
 from runner.families import ENGINES, FAMILIES, families_running, live_scheme
 
 # MyRocks: the one engine whose redo to replay is files SQL does not show.

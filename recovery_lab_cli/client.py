@@ -47,11 +47,11 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from experiments import lab_request, production
-from experiments.analysis.sentences import resolution_note
-from experiments.live import read_server
-from experiments.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
-from experiments.yaml_input import YamlRefused, load_plain_yaml
+from recovery_lab_cli import lab_request, production
+from recovery_lab_cli.live import read_server
+from recovery_lab_cli.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
+from recovery_lab_cli.units import resolution_note
+from recovery_lab_cli.yaml_input import YamlRefused, load_plain_yaml
 from runner.contract import UNSAID_DEFAULTS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3

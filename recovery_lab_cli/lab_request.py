@@ -10,9 +10,9 @@ the engine's own checkpoint might never be reached), so the fit's line spans mos
 crash of it would replay, and a prediction at its worst case stays within what the fit reaches.
 """
 
-from experiments.live import ServerState
-from experiments.prediction import release_of, server_named
-from experiments.units import MIB
+from recovery_lab_cli.live import ServerState
+from recovery_lab_cli.prediction import release_of, server_named
+from recovery_lab_cli.units import MIB
 from runner.contract import SYSTEM_BUILD, engine_workloads, largest_redo_target, server_option_allowed
 from runner.families import DECLARED
 

@@ -24,7 +24,7 @@ import bcrypt
 from prometheus_client import make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from experiments.yaml_input import YamlRefused, load_plain_yaml
+from recovery_lab_cli.yaml_input import YamlRefused, load_plain_yaml
 
 KNOWN = {"tls_server_config": {"cert_file", "key_file"}, "basic_auth_users": None}
 

@@ -1,6 +1,6 @@
 """recovery-lab predict and recovery-lab exporter: the lab's answer for a live server.
 
-predict reads the live server once (experiments/live.py), asks the dashboard for the lab's fit
+predict reads the live server once (recovery_lab_cli/live.py), asks the dashboard for the lab's fit
 at the redo it would replay now and at the most its redo capacity allows (GET /api/predict/),
 and prints both downtimes with their 95% prediction intervals, and what the worst case means for
 systemd's start timeout and a Kubernetes startupProbe. The exporter serves the same as Prometheus
@@ -17,10 +17,17 @@ from datetime import UTC, datetime
 
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 
-from experiments.exporter_web import WebConfig, WebConfigError, load_web_config, serve_metrics
-from experiments.live import LiveReader, ServerState, read_server
-from experiments.prediction import OUTCOMES, Fit, Prediction, orchestrator_verdicts, rto_outcome, stall_risk
-from experiments.server_url import LiveError, ServerUrl
+from recovery_lab_cli.exporter_web import WebConfig, WebConfigError, load_web_config, serve_metrics
+from recovery_lab_cli.live import LiveReader, ServerState, read_server
+from recovery_lab_cli.prediction import (
+    OUTCOMES,
+    Fit,
+    Prediction,
+    orchestrator_verdicts,
+    rto_outcome,
+    stall_risk,
+)
+from recovery_lab_cli.server_url import LiveError, ServerUrl
 
 EXIT_WITHIN, EXIT_OVER_RTO, EXIT_NO_ANSWER, EXIT_AT_RISK, EXIT_STALL_RISK = 0, 2, 3, 4, 5
 log = logging.getLogger("recovery-lab.exporter")

@@ -116,3 +116,13 @@ def binary_ticks(values: list, log: bool = False, most: int = 8) -> tuple[list[f
         ticks = [step * i * 1024**power for i in range(count)]
         return ticks, ["0"] + [f"{step * i:g} {unit}" for i in range(1, count)]
     return ticks, [binary_bytes(t) for t in ticks]  # powers of two: whole numbers of a unit
+
+
+def resolution_note(result: dict) -> str:
+    """How many of the runs compared were shorter than their log resolves (cells.resolved): they
+    count at the resolution, so a reader knows a ratio stands on an upper bound of theirs."""
+    raised = result.get("at_resolution")
+    if not raised:
+        return ""
+    runs, limit = raised["runs"], duration_text(0.0, raised["seconds"]).removeprefix("< ")
+    return f" ({runs} run{'s' if runs > 1 else ''} shorter than the log resolves, counted as {limit})"
