@@ -308,6 +308,9 @@ class Run(RunMetrics):
     # sha256 of an imported error log: the same file is not imported twice.
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     server_version = models.CharField(max_length=120, blank=True)
+    # The server family whose build ran it (runner/families/NAME), as the runner said; "" for
+    # imported runs and runs stored before runs carried it (their version string names it).
+    server_family = models.CharField(max_length=40, blank=True, default="", db_default="")
     # The host as it was when the run ran (CPU, memory, disk, server and tool versions).
     host_facts = models.JSONField(default=dict, blank=True)
     # Server variables as the running server reported them (requested beside effective).

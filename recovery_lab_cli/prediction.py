@@ -11,7 +11,7 @@ server release; a prediction is the line at the redo the live server would repla
 import math
 from dataclasses import asdict, dataclass
 
-from runner.families import family_of_version
+from runner.families import DECLARED, family_of_version
 
 # Beyond this many times the largest redo the lab replayed, a line says nothing: refused.
 EXTRAPOLATION_LIMIT = 2.0
@@ -123,20 +123,21 @@ class Fit:
         return cls(**fields)
 
 
-def release_of(version: str) -> tuple[str, str] | None:
+def release_of(version: str, family: str = "") -> tuple[str, str] | None:
     """The server and release series a version string names, as the lab groups its runs and as
     its family declares it (runner/families/NAME: `FAMILY.version`):
     '10.11.19-MariaDB-0+deb12u1' -> ('MariaDB', '10.11'); '8.0.36' -> ('MySQL', '8.0');
-    'PostgreSQL 15.20 (Debian ...)' -> ('PostgreSQL', '15')."""
-    family = family_of_version(version)
-    return family.series(version) if family else None
+    'PostgreSQL 15.20 (Debian ...)' -> ('PostgreSQL', '15'). `family`: the one a run said ran it
+    (a run carries it); without it, the family whose declaration claims the version."""
+    declared = DECLARED.get(family) or family_of_version(version)
+    return declared.series(version) if declared else None
 
 
-def server_named(version: str) -> str | None:
+def server_named(version: str, family: str = "") -> str | None:
     """The server and version number a version string names: '9.7.4-2' -> 'MySQL 9.7.4',
     '10.11.19-MariaDB-0+deb12u1' -> 'MariaDB 10.11.19'; None where it names none."""
-    family = family_of_version(version)
-    return family.named(version) if family else None
+    declared = DECLARED.get(family) or family_of_version(version)
+    return declared.named(version) if declared else None
 
 
 # A prediction against the RTO: its 95% interval all under it, the RTO inside it, or all over it.

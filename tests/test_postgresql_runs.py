@@ -318,7 +318,7 @@ def test_postgresql_15_and_17_run_side_by_side_and_explore_by_version(
     client.force_login(UserFactory(username="boss", is_staff=True))
     hosts_page = client.get("/hosts/").content.decode()  # each build with its release and engines
     assert re.search(
-        r">system</span> \(10\.11\.\S+, PostgreSQL 15\.\d+; innodb, rocksdb, postgresql\)", hosts_page
+        r">system</span> \(MariaDB 10\.11\.\d+, PostgreSQL 15\.\d+; innodb, rocksdb, postgresql\)", hosts_page
     )
     assert re.search(rf">{name}</span> \(PostgreSQL 17\.\d+; postgresql\)", hosts_page), hosts_page
     body = {

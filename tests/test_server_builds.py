@@ -153,6 +153,8 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
         assert run.status == "done", (build, run.error)
         assert run.verified is True, build  # the tables' checksums after recovery
         assert run.server_version.startswith(release[build]), run.server_version
+        # the run carries its server: the family whose build ran it, as the runner said
+        assert run.server_family == ("mysql" if build == mysql else "mariadb"), (build, run.server_family)
         assert run.recovery_seconds is not None and run.redo_bytes > 0, build
         if run.image_of_id:  # the same crash, to the byte, under the same build
             assert (

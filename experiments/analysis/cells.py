@@ -27,6 +27,7 @@ ROW_FIELDS = (
     "repetition",
     "imported",
     "server_version",
+    "server_family",
     "phases",
     "phase_resolution",
     "suspect",

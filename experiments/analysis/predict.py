@@ -96,10 +96,10 @@ def lab_fit(
     runs = matching_runs({"host": host, "engine": engine, "include_imported": include_imported}).filter(
         redo_bytes__isnull=False, downtime_seconds__isnull=False
     )
-    versions = sorted(set(runs.values_list("server_version", flat=True)))
-    same_release = [v for v in versions if release_of(v) == release]
+    versions = set(runs.values_list("server_version", "server_family"))  # a run says its family
+    same_release = sorted({version for version, family in versions if release_of(version, family) == release})
     if not same_release:
-        measured = ", ".join(versions) or "none"
+        measured = ", ".join(sorted({version for version, _ in versions})) or "none"
         raise PlanRefused(
             f"the lab has no run of {release[0]} {release[1]} ({engine}) on {host} to predict a "
             f"{server_version} server from (versions measured there: {measured})"

@@ -49,6 +49,7 @@ class RunSerializer(serializers.ModelSerializer):
             "progress_percent",
             "imported",
             "server_version",
+            "server_family",  # the family whose build ran it (runner/families/NAME); "" where unknown
             "phases",
             "phase_resolution",
             "phases_below_resolution",

@@ -113,8 +113,10 @@ def _described(axis: str, value, rows: list[dict] = ()) -> str:
     """A cell's value in words; a build's with the server its runs said they were (MySQL 9.7.4)."""
     label = PARAMETER_LABELS.get(axis)
     text = f"{label} {value}" if label else f"{axis}={value}"
-    versions = Counter(row["server_version"] for row in rows if row.get("server_version"))
-    named = server_named(versions.most_common(1)[0][0]) if axis == "server_build" and versions else None
+    versions = Counter(
+        (row["server_version"], row.get("server_family", "")) for row in rows if row.get("server_version")
+    )
+    named = server_named(*versions.most_common(1)[0][0]) if axis == "server_build" and versions else None
     return f"{text} ({named})" if named else text
 
 

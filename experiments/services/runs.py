@@ -221,6 +221,7 @@ def apply_metrics(run: Run, files: dict[str, bytes], result: dict) -> list[str]:
     run.suspect = bool(analysis.suspect_reasons)
     run.suspect_reason = "; ".join(analysis.suspect_reasons)[:500]
     run.server_version = (analysis.server_version or run.server_version)[:120]
+    run.server_family = str(result.get("server_family") or run.server_family)[:40]
     run.noise = result.get("noise") if isinstance(result.get("noise"), dict) else {}
     reasons = disturbance(run.noise, host_calibrations(run))
     run.disturbed, run.disturbed_reason = bool(reasons), "; ".join(reasons)[:500]
@@ -361,8 +362,7 @@ def end_attempt(attempt_id: int, outcome: str, error: str = "", transient: bool 
 
 
 def mark_run_failed(run_id: int, error: str, attempt_id: int | None = None) -> None:
-    """Record a failure in words a user can act on (and end its attempt). Idempotent; a
-    finished run stays as it is."""
+    """Record a failure in words a user can act on (and end its attempt). Idempotent."""
     with transaction.atomic():
         Run.objects.select_for_update().filter(id=run_id).first()
         if superseded(attempt_id):
