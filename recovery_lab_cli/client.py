@@ -52,6 +52,7 @@ from recovery_lab_cli.live import read_server
 from recovery_lab_cli.server_url import DEFAULT_ENGINE_OF, LiveError, parse_server_url
 from recovery_lab_cli.units import resolution_note
 from recovery_lab_cli.yaml_input import YamlRefused, load_plain_yaml
+from runner.contract import ENGINES as RUNNER_ENGINES
 from runner.contract import UNSAID_DEFAULTS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR, EXIT_RUNS_FAILED = 0, 1, 2, 3
@@ -680,9 +681,7 @@ def parser() -> argparse.ArgumentParser:
             help="let imported runs answer too (by default only runs the lab's runners measured)",
         )
         command.add_argument("--lab-host", required=True, help="the lab host whose runs answer")
-        command.add_argument(
-            "--engine", choices=("innodb", "rocksdb", "postgresql"), help="innodb unless postgresql://"
-        )
+        command.add_argument("--engine", choices=RUNNER_ENGINES, help="innodb unless postgresql://")
         command.add_argument("--rto", type=parse_seconds, help="recovery time objective, e.g. 30s or 2m")
         command.add_argument("--read-timeout", type=float, default=5.0, help="seconds a read may take (5)")
         command.add_argument("--rocksdb-wal-dir", default="", help="MyRocks: its WAL folder, on this host")

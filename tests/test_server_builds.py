@@ -342,3 +342,18 @@ def test_the_hosts_page_names_each_build_s_server(version, family, shown):
     from experiments.templatetags.hosts import server_release
 
     assert server_release(version, family) == shown
+
+
+@pytest.mark.django_db
+def test_installbuild_takes_its_family_from_the_name_or_server_and_refuses_a_name_that_says_none():
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(
+        CommandError, match=r"'pg17' does not say its server: name it mariadb-\.\.\., mysql-\.\.\."
+    ):
+        call_command("installbuild", "nowhere", "pg17", "--debian", "trixie")
+    # a family and a major version given: it goes on to the host, which is not registered here
+    with pytest.raises(CommandError, match="no host named 'nowhere'"):
+        call_command(
+            "installbuild", "nowhere", "pg17", "--debian", "trixie", "--server", "postgresql", "--major", "17"
+        )

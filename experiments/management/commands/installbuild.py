@@ -26,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--debian", metavar="RELEASE", required=True, help="e.g. trixie (Debian 13)")
         parser.add_argument("--server", choices=FAMILIES, help="the family, if the name lacks it")
         parser.add_argument(
-            "--postgresql", metavar="MAJOR", help="PostgreSQL of that major version (17), whatever the name"
+            "--major", metavar="MAJOR", help="the major version its packages carry (17), if the name lacks it"
         )
         parser.add_argument(
             "--if-missing",
@@ -34,18 +34,18 @@ class Command(BaseCommand):
             help="do nothing where the host lists a working build of that name",
         )
 
-    def handle(self, *args, host, name, debian, if_missing, server=None, postgresql=None, **options):
+    def handle(self, *args, host, name, debian, if_missing, server=None, major=None, **options):
         if not BUILD_NAME.match(name) or name == SYSTEM_BUILD:
             raise CommandError(
                 f"{name!r}: a build's name is letters, digits and . _ + - (not {SYSTEM_BUILD!r})"
             )
         prefix, _, version = name.partition("-")
-        family = "postgresql" if postgresql else server or prefix
+        family = server or prefix
         if family not in FAMILIES:
             raise CommandError(
                 f"{name!r} does not say its server: name it {'-..., '.join(FAMILIES)}-... or give --server"
             )
-        major = postgresql or version.split(".")[0]
+        major = major or version.split(".")[0]
         try:
             target = Host.objects.get(name=host)
         except Host.DoesNotExist:
