@@ -74,9 +74,8 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     crash = spec["crash"]
     engine = spec["engine"]
     times: dict[str, float] = {}
-    # the run carries its server: the family whose build it ran (families/), as it names itself
-    family = server.engine.server
-    result.update(times=times, server_args=server.server_args(), server_family=family)
+    # the run carries its server: the family whose build it ran (families/)
+    result.update(times=times, server_args=server.server_args(), server_family=server.engine.server)
     throttle = None
     oom_kills_before = oom_kills()
     stamper.start()
