@@ -42,8 +42,9 @@ def test_every_list_of_engines_is_the_registry_s():
     assert set(schema["properties"]["engines"]["items"]["enum"]) == set(dashboard.RUNNABLE_ENGINES)
 
 
-def _compared_names(tree: ast.AST) -> list[tuple[int, str]]:
-    """Engine names used as a comparison's operand (==, !=, in, not in) or as a branch's key."""
+def _compared_names(tree: ast.AST, names: set[str] = NAMES) -> list[tuple[int, str]]:
+    """Engine names (or `names`) used as a comparison's operand (==, !=, in, not in) or as a
+    branch's key."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
@@ -52,10 +53,10 @@ def _compared_names(tree: ast.AST) -> list[tuple[int, str]]:
                 found += [
                     (node.lineno, value.value)
                     for value in values
-                    if isinstance(value, ast.Constant) and value.value in NAMES
+                    if isinstance(value, ast.Constant) and value.value in names
                 ]
         elif isinstance(node, ast.MatchValue) and isinstance(node.value, ast.Constant):
-            if node.value.value in NAMES:
+            if node.value.value in names:
                 found.append((node.lineno, node.value.value))
     return found
 
@@ -70,6 +71,28 @@ def test_no_code_outside_the_registries_and_the_parsers_compares_an_engine_s_nam
             f"{relative}:{line} {name!r}" for line, name in _compared_names(ast.parse(path.read_text()))
         ]
     assert compared == [], "branch through the engine registries instead: " + ", ".join(compared)
+
+
+# Where a family's name may be compared: its own folder and the registry, the parsers, and the
+# live readers, whose URL schemes are the families' live schemes (FAMILY.live).
+FAMILY_ALLOWED_UNDER = ("experiments/parsers/", "runner/families/")
+FAMILY_ALLOWED = {"recovery_lab_cli/live.py", "recovery_lab_cli/server_url.py"}
+
+
+def test_no_code_outside_the_families_compares_a_family_s_name():
+    """A server's facts are its family's declaration (runner/family.py): the dashboard asks it,
+    never `family == "mysql"` (the hosts page had)."""
+    compared = []
+    for path in project_modules():
+        relative = str(path.relative_to(ROOT))
+        if relative in FAMILY_ALLOWED or relative.startswith(FAMILY_ALLOWED_UNDER):
+            continue
+        found = _compared_names(ast.parse(path.read_text()), set(runner.FAMILIES) - NAMES)
+        compared += [f"{relative}:{line} {name!r}" for line, name in found]
+    assert compared == [], "ask the family's declaration (runner.families.DECLARED) instead: " + ", ".join(
+        compared
+    )
+    assert _compared_names(ast.parse('x = family == "mysql"'), set(runner.FAMILIES) - NAMES)
 
 
 @pytest.mark.parametrize("source", ['if engine == "rocksdb":\n    pass', 'x = e in ("innodb", "x")'])
