@@ -14,7 +14,7 @@ from recovery_lab_cli.live import ServerState
 from recovery_lab_cli.prediction import release_of, server_named
 from recovery_lab_cli.units import MIB
 from runner.contract import SYSTEM_BUILD, engine_workloads, largest_redo_target, server_option_allowed
-from runner.families import DECLARED
+from runner.families import declared_for
 
 SHARES = (0.1, 0.4, 0.75)  # of the most a run can build up: three redo volumes for the line
 UNBOUNDED_TARGET = 64 * MIB  # where nothing bounds the redo (MyRocks without a WAL limit)
@@ -58,11 +58,10 @@ def _build_named(entry: tuple[str, str]) -> tuple[str, tuple[str, str]] | None:
     """('MySQL 9.7.4', ('MySQL', '9.7')) for a build's server, as the family that claims its
     --version line names it; None where no family does."""
     family, line = entry
-    claiming = [DECLARED[family]] if family in DECLARED else DECLARED.values()
-    for declared in claiming:
-        if declared.claims_build(line):
-            return declared.named(line, build=True), declared.series(line, build=True)
-    return None
+    declared = declared_for(line, family, build=True)
+    if declared is None or not declared.claims_build(line):
+        return None
+    return declared.named(line, build=True), declared.series(line, build=True)
 
 
 def redo_targets(state: ServerState) -> list[str]:

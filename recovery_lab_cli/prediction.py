@@ -11,7 +11,7 @@ server release; a prediction is the line at the redo the live server would repla
 import math
 from dataclasses import asdict, dataclass
 
-from runner.families import DECLARED, family_of_version
+from runner.families import declared_for
 
 # Beyond this many times the largest redo the lab replayed, a line says nothing: refused.
 EXTRAPOLATION_LIMIT = 2.0
@@ -129,14 +129,14 @@ def release_of(version: str, family: str = "") -> tuple[str, str] | None:
     '10.11.19-MariaDB-0+deb12u1' -> ('MariaDB', '10.11'); '8.0.36' -> ('MySQL', '8.0');
     'PostgreSQL 15.20 (Debian ...)' -> ('PostgreSQL', '15'). `family`: the one a run said ran it
     (a run carries it); without it, the family whose declaration claims the version."""
-    declared = DECLARED.get(family) or family_of_version(version)
+    declared = declared_for(version, family)
     return declared.series(version) if declared else None
 
 
 def server_named(version: str, family: str = "") -> str | None:
     """The server and version number a version string names: '9.7.4-2' -> 'MySQL 9.7.4',
     '10.11.19-MariaDB-0+deb12u1' -> 'MariaDB 10.11.19'; None where it names none."""
-    declared = DECLARED.get(family) or family_of_version(version)
+    declared = declared_for(version, family)
     return declared.named(version) if declared else None
 
 

@@ -2,7 +2,7 @@
 
 from django import template
 
-from runner.families import DECLARED
+from runner.families import declared_for
 
 register = template.Library()
 
@@ -13,6 +13,5 @@ def server_release(version: str | None, family: str = "") -> str:
     from Debian ...' -> 'MariaDB 11.8.9', 'postgres (PostgreSQL) 17.12 (Debian ...)' -> 'PostgreSQL
     17.12', 'Ver 9.7.4-2 for Linux on x86_64 ((Debian))' -> 'MySQL 9.7.4' (the whole line is the
     build's title); a line no family claims, as it is."""
-    families = [DECLARED[family]] if family in DECLARED else DECLARED.values()
-    named = (declared.named(version, build=True) for declared in families)
-    return next(filter(None, named), version or "")
+    declared = declared_for(version, family, build=True)
+    return (declared and declared.named(version, build=True)) or version or ""

@@ -89,9 +89,20 @@ class Registry:
         line = self.server_class(family).version_line(found)
         return line if self.declared[family].claims_build(line) else None
 
+    def declared_for(self, text: str | None, family: str = "", build: bool = False) -> Family | None:
+        """The declaration that names `text`, a running server's version (or, `build`, a --version
+        line): the family a run or a probe said ran it, where it said one; else the family whose
+        declaration claims it (the checks keep it one)."""
+        if family in self.declared:
+            return self.declared[family]
+        claims = "claims_build" if build else "claims_version"
+        return next(
+            (declared for declared in self.declared.values() if getattr(declared, claims)(text)), None
+        )
+
     def family_of_version(self, version: str | None) -> Family | None:
-        """The family whose release a running server's version names (the checks keep it one)."""
-        return next((family for family in self.declared.values() if family.claims_version(version)), None)
+        """The family whose release a running server's version names."""
+        return self.declared_for(version)
 
     def family_for(self, name: str, build: str, found: dict) -> str:
         """The family that runs engine `name` on a build with these programs: the only family
@@ -158,6 +169,10 @@ def build_version(family: str, found: dict) -> str | None:
 
 def family_of_version(version: str | None) -> Family | None:
     return REGISTRY.family_of_version(version)
+
+
+def declared_for(text: str | None, family: str = "", build: bool = False) -> Family | None:
+    return REGISTRY.declared_for(text, family, build)
 
 
 def system_programs() -> dict:
