@@ -5,13 +5,14 @@ Read-only and bounded: a session marked read only, SHOW and SELECT statements on
 and read timeout on every call. The credentials stay in this process (the dashboard is asked with
 the version and redo volumes only). No Django.
 
-What each engine calls its redo to replay (the checkpoint age) and its bound:
-- InnoDB on MariaDB: the status Innodb_checkpoint_age, bounded by Innodb_checkpoint_max_age
-  (where InnoDB forces a checkpoint, about 80% of the log).
-- InnoDB on MySQL 8.0.30+: Innodb_redo_log_current_lsn less Innodb_redo_log_checkpoint_lsn;
-  older: SHOW ENGINE INNODB STATUS' "Log sequence number" less "Last checkpoint at". Bounded by
-  the redo capacity (innodb_redo_log_capacity, or innodb_log_file_size x innodb_log_files_in_group;
-  InnoDB checkpoints before it, so it is an upper bound).
+The redo to replay is read with the SQL the lab's runner reads it with: the engine's
+`redo_to_replay_sql` in the family that claims the server's version (runner/families/). Its bound:
+- InnoDB on MariaDB: Innodb_checkpoint_max_age (where InnoDB forces a checkpoint, about 80% of
+  the log).
+- InnoDB on MySQL: the redo capacity (innodb_redo_log_capacity, or innodb_log_file_size x
+  innodb_log_files_in_group; InnoDB checkpoints before it, so it is an upper bound). A server no
+  family claims, or a MySQL before 8.0.30, has its redo read from SHOW ENGINE INNODB STATUS'
+  "Log sequence number" less "Last checkpoint at".
 - MyRocks: the WAL files on disk, which SQL does not show: read from the WAL folder when
   predict runs on the database host (--rocksdb-wal-dir). Bounded by rocksdb_max_total_wal_size.
 - PostgreSQL: pg_current_wal_lsn() less the last checkpoint's redo location, bounded by
@@ -28,17 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recovery_lab_cli.server_url import LiveError, ServerUrl, mysql_tls, scrubbed
-from runner.families import ENGINES, FAMILIES, families_running, live_scheme
+from runner.families import (
+    ENGINES,
+    FAMILIES,
+    FAMILY_ENGINES,
+    families_running,
+    family_of_version,
+    live_scheme,
+)
 
 # MyRocks: the one engine whose redo to replay is files SQL does not show.
 ENGINE_OF_WAL_FILES = "rocksdb"
 FILE_WAL_ENGINES = (ENGINE_OF_WAL_FILES,)
-INNODB_STATUS = (
-    "Innodb_checkpoint_age",
-    "Innodb_checkpoint_max_age",
-    "Innodb_redo_log_current_lsn",
-    "Innodb_redo_log_checkpoint_lsn",
-)
+# where MariaDB's InnoDB forces a checkpoint
+CHECKPOINT_MAX_AGE = "Innodb_checkpoint_max_age"
 INNODB_SETTINGS = (
     "innodb_buffer_pool_size",
     "innodb_log_file_size",
@@ -187,15 +191,17 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
         if engine in FILE_WAL_ENGINES:
             cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s)", ROCKSDB_SETTINGS)
             return _mysql_rocksdb(url, version, _named(cursor.fetchall()), wal_dir)
-        cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s, %s, %s)", INNODB_STATUS)
+        cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name = %s", (CHECKPOINT_MAX_AGE,))
         status = _named(cursor.fetchall())
         cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s, %s)", INNODB_SETTINGS)
         settings = _named(cursor.fetchall())
-        if "innodb_checkpoint_age" in status:  # MariaDB
-            redo = int(status["innodb_checkpoint_age"])
-        elif "innodb_redo_log_current_lsn" in status:  # MySQL 8.0.30+
-            redo = int(status["innodb_redo_log_current_lsn"]) - int(status["innodb_redo_log_checkpoint_lsn"])
-        else:
+        redo = None
+        sql = redo_sql(version, engine)
+        if sql is not None:
+            cursor.execute(sql)
+            found = cursor.fetchone()[0]
+            redo = int(found) if found is not None else None  # NULL: a MySQL before 8.0.30
+        if redo is None:
             cursor.execute("SHOW ENGINE INNODB STATUS")
             lsn = dict(_LSN.findall(cursor.fetchone()[2]))
             if len(lsn) < 2:
@@ -203,8 +209,8 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
             redo = int(lsn["Log sequence number"]) - int(lsn["Last checkpoint at"])
         capacity = int(settings.get("innodb_redo_log_capacity") or 0)
         log_size = capacity or int(settings["innodb_log_file_size"])
-        if "innodb_checkpoint_max_age" in status:
-            worst, bound = int(status["innodb_checkpoint_max_age"]), "Innodb_checkpoint_max_age"
+        if CHECKPOINT_MAX_AGE.lower() in status:
+            worst, bound = int(status[CHECKPOINT_MAX_AGE.lower()]), CHECKPOINT_MAX_AGE
         elif capacity:
             worst, bound = capacity, "innodb_redo_log_capacity (an upper bound)"
         else:
@@ -225,6 +231,14 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
             redo_log_bytes=log_size,
             server_options=options,
         )
+
+
+def redo_sql(version: str, engine: str) -> str | None:
+    """The SQL the lab's runner reads an engine's redo to replay with, in the family whose release
+    `version` names (None: no family claims it, or its engine reads no number)."""
+    family = family_of_version(version)
+    kind = FAMILY_ENGINES[family.name].get(engine) if family is not None else None
+    return kind.redo_to_replay_sql if kind is not None else None
 
 
 def _named(rows) -> dict[str, str]:
@@ -294,19 +308,21 @@ class PostgreSQLKind:
         import psycopg
 
         try:
-            version, in_recovery, redo, worst, buffers, durable = connection.execute(
+            version, in_recovery, worst, buffers, durable = connection.execute(
                 "SELECT current_setting('server_version'), pg_is_in_recovery(), "
-                "CASE WHEN pg_is_in_recovery() THEN NULL ELSE "
-                "pg_wal_lsn_diff(pg_current_wal_lsn(), (SELECT redo_lsn FROM pg_control_checkpoint())) END, "
                 "pg_size_bytes(current_setting('max_wal_size')), "
                 "pg_size_bytes(current_setting('shared_buffers')), current_setting('synchronous_commit')"
             ).fetchone()
+            if in_recovery:
+                raise LiveError(
+                    f"{url.name} is a standby (in recovery): a crash there replays what its primary sends"
+                )
+            sql = redo_sql(f"PostgreSQL {version}", engine)
+            if sql is None:
+                raise LiveError(f"{url.name}: PostgreSQL {version} is no release the lab knows how to read")
+            redo = connection.execute(sql).fetchone()[0]
         except psycopg.Error as exc:
             raise LiveError(f"{url.name}: {str(exc).strip().splitlines()[0]}") from None
-        if in_recovery:
-            raise LiveError(
-                f"{url.name} is a standby (in recovery): a crash there replays what its primary sends"
-            )
         return ServerState(
             url.name,
             engine,

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 
 from .builds import BUILD_NAME, SYSTEM_BUILD
 from .engine import DEFAULT_FLUSHING, FLUSHING
+from .engine import SAMPLE_COUNTERS as SAMPLE_COUNTERS  # a run's samples' names, for the dashboard
+from .engine import SAMPLE_LEVELS as SAMPLE_LEVELS
 from .errors import RunFailed
 from .families import ENGINES as RUNNER_ENGINES
 from .families import FAMILY_ENGINES, REGISTRY, Registry, options_of
@@ -29,6 +31,8 @@ LOCAL_STORAGE = "local"
 IMAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 STORAGE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 DEFAULT_RESTART_CACHE = "warm"
+# What a run's buffer pool and redo log are where its definition names neither.
+DEFAULT_BUFFER_POOL, DEFAULT_REDO_LOG = "128M", "96M"
 # Parameters a run names only when its definition did, and what their absence means (runs made
 # before a parameter existed name none of it): one table for the definition, cells, compare,
 # reports and the command line.

@@ -12,6 +12,29 @@ FLUSHING = ("held_back", "natural")
 DEFAULT_FLUSHING = "held_back"
 # Where the system's MariaDB packages put their plugins.
 PLUGIN_DIRS = ("/usr/lib/mysql/plugin", "/usr/lib64/mysql/plugin", "/usr/lib/mariadb/plugin")
+# What a run samples each second (samples.jsonl), under names every engine shares; each engine
+# says which of its own values each one is (Engine.samples). Levels are drawn as they are:
+SAMPLE_LEVELS = (
+    "checkpoint_age_bytes",  # redo written since the last checkpoint, which a crash now replays
+    "wal_to_replay_bytes",  # WAL written since the last checkpoint's redo point
+    "wal_on_disk_bytes",  # WAL files on disk (an engine whose redo to replay is its WAL files)
+    "lsn",
+    "checkpoint_lsn",
+    "dirty_pages",
+    "memtable_bytes",
+    "memtable_unflushed_bytes",
+)
+# and counters, which only grow, as their growth per second:
+SAMPLE_COUNTERS = (
+    "pages_written",
+    "log_bytes_written",
+    "data_bytes_written",
+    "wal_bytes",
+    "engine_bytes_written",  # bytes given to the engine to write, before its log and compaction
+    "rows_changed",
+    "commits",
+    "queries",
+)
 
 
 class Engine:
@@ -47,10 +70,13 @@ class Engine:
     storage = ""
     status_of = ("INNODB",)
     plugin: str | None = None  # the server plugin it needs, loaded at the start
-    # The run's end-of-run counters (metric: status variable) and the status variables sampled
-    # every second during the workload.
+    # The run's end-of-run counters (metric: status variable), and what it samples every second
+    # during the workload: a shared name (SAMPLE_LEVELS, SAMPLE_COUNTERS) -> the values of its own
+    # whose sum it is (status variables; names its sample_sql gives rows).
     counters: dict[str, str] = {}
-    sampled_status: tuple[str, ...] = ()
+    samples: dict[str, tuple[str, ...]] = {}
+    # What a crash now would replay, as one whole number (None: not a number SQL shows).
+    redo_to_replay_sql: str | None = None
     # Its flushing held back (parameters.flushing held_back, the default): settings a user's
     # server_options override; natural flushing gives none (the run records what was in effect).
     held_back: dict[str, str] = {}
@@ -84,7 +110,9 @@ class Engine:
     def redo_to_replay(self, server, client) -> int:
         """How much redo recovery would replay if the server were killed now; `client` is an
         open session (server.session()) for engines that ask the server."""
-        raise NotImplementedError
+        if self.redo_to_replay_sql is None:
+            raise NotImplementedError
+        return self.read_number(client, self.redo_to_replay_sql, "the redo to replay")
 
     @staticmethod
     def read_number(client, sql: str, what: str) -> int:
@@ -116,10 +144,24 @@ class Engine:
         """sysbench's arguments that put its tables in this engine."""
         return []
 
+    def own_sampled(self) -> tuple[str, ...]:
+        """Its own values that its samples are made of, each once, in order."""
+        return tuple(dict.fromkeys(own for parts in self.samples.values() for own in parts))
+
     def sample_sql(self, end: str) -> str:
-        """One sample: (name, whole number) rows, then a row of `end` alone."""
-        listed = ", ".join(f"'{name}'" for name in self.sampled_status)
+        """One sample: (own name, whole number) rows, then a row of `end` alone."""
+        listed = ", ".join(f"'{name}'" for name in self.own_sampled())
         return f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); SELECT '{end}';\n"
+
+    def sample_of(self, own: dict[str, int]) -> dict[str, int]:
+        """A sample under the shared names, from its own values (a name whose values are not all
+        there is left out)."""
+        found = {}
+        for name, parts in self.samples.items():
+            values = [own.get(part) for part in parts]
+            if values and None not in values:
+                found[name] = sum(values)
+        return found
 
     def read_counters(self, server) -> dict:
         """The end-of-run counters now (metric: whole number)."""

@@ -10,7 +10,7 @@ where the run keeps one (image.ROOM_FACTOR); a restore needs its image's size on
 import shutil
 from pathlib import Path
 
-from .contract import size_bytes
+from .contract import DEFAULT_REDO_LOG, size_bytes
 from .dataset import DatasetCache
 from .errors import RunFailed
 from .image import ROOM_FACTOR, images_root
@@ -19,7 +19,6 @@ from .processes import folder_bytes
 # sysbench's OLTP row on disk with its secondary index (a 1,000,000-row table: about 240 MB in
 # InnoDB); MyRocks compresses, PostgreSQL's heap is near it: the estimate errs high for both.
 ROW_BYTES = 256
-DEFAULT_REDO_LOG = "96M"  # the families' default redo_log_size
 MARGIN = 1.1
 
 

@@ -11,8 +11,9 @@ from .events import Clock, emit
 from .server import Server
 
 # Sampled every second during the workload, up to the crash (SAMPLES_FILE): where the redo to
-# replay, the dirty pages and the write rates stood second by second (the engine's
-# sampled_status and sample_extras). Counters are kept raw; the dashboard turns them into rates.
+# replay, the dirty pages and the write rates stood second by second, under the names every
+# engine shares (engine.SAMPLE_LEVELS, SAMPLE_COUNTERS: the engine's samples and sample_extras).
+# Counters are kept raw; the dashboard turns them into rates.
 SAMPLES_FILE = "samples.jsonl"
 SAMPLE_INTERVAL_S = 1.0
 SAMPLE_END = "recovery-lab-sample-end"
@@ -51,15 +52,15 @@ class Sampler(threading.Thread):
     def _take(self) -> dict | None:
         self.client.stdin.write(self.sql)
         self.client.stdin.flush()
-        sample: dict = {}
+        own: dict = {}
         for line in self.client.stdout:
             name, tab, value = line.rstrip("\n").partition("\t")
             if name == SAMPLE_END:
-                return {**sample, **self.engine.sample_extras(self.server.datadir)}
+                return {**self.engine.sample_of(own), **self.engine.sample_extras(self.server.datadir)}
             if not tab:  # an error line (the server went away mid-query)
                 return None
             if value.isdigit():
-                sample[name] = int(value)
+                own[name] = int(value)
         return None
 
     def stop(self) -> int:

@@ -4,6 +4,7 @@ there, no code outside the registries, the families and the parsers compares an 
 and nothing outside a family's folder reaches into it but the registry."""
 
 import ast
+import re
 
 import pytest
 
@@ -28,7 +29,7 @@ def test_the_runner_drives_exactly_the_engines_the_dashboard_calls_runnable():
     assert set(runner.ENGINES) == set(dashboard.RUNNABLE_ENGINES) == set(contract.ENGINES)
     assert contract.ENGINES == tuple(runner.ENGINES)
     for name, engine in runner.ENGINES.items():
-        assert engine.name == name and engine.storage and engine.counters and engine.sampled_status
+        assert engine.name == name and engine.storage and engine.counters and engine.samples
     # an import-only engine says why a definition may not name it
     assert all(engine.runnable or engine.not_runnable for engine in dashboard.ENGINES.values())
 
@@ -151,3 +152,62 @@ def test_the_scan_finds_an_import_reaching_into_a_family(source, package):
         name.startswith("runner.families.") and len(name.split(".")) > 3
         for name in _imported(source, package)
     )
+
+
+# A server's own names for its counters and views: only its family, the parsers (one format each)
+# and the live readers use them. pg_ functions of the dashboard's own database are its own.
+SERVER_NAME = re.compile(r"\b(?:Innodb|Rocksdb)_\w+|\bpg_\w+")
+SERVER_NAMES_ALLOWED_UNDER = ("experiments/parsers/", "runner/families/")
+SERVER_NAMES_ALLOWED = {"recovery_lab_cli/live.py"}
+DASHBOARD_DATABASE = {
+    "pg_advisory_xact_lock",
+    "pg_try_advisory_lock",
+    "pg_advisory_unlock",
+    "pg_locks",
+    "pg_database",
+}
+
+
+def _server_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """A server's own names (Innodb_*, Rocksdb_*, pg_*) in the code's string literals (docstrings,
+    which say what a value is, are prose)."""
+    prose = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
+        for name in SERVER_NAME.findall(node.value)
+        if name not in DASHBOARD_DATABASE
+    ]
+
+
+def test_no_code_outside_the_families_names_a_server_s_own_counters():
+    """A run's samples carry the names every engine shares (runner/engine.py); each engine maps
+    them to its own inside its family (seconds.py had its own copy of InnoDB's and RocksDB's)."""
+    named = []
+    for path in project_modules():
+        relative = str(path.relative_to(ROOT))
+        if relative in SERVER_NAMES_ALLOWED or relative.startswith(SERVER_NAMES_ALLOWED_UNDER):
+            continue
+        named += [f"{relative}:{line} {name}" for line, name in _server_names(ast.parse(path.read_text()))]
+    assert named == [], "name it in its family's engine (Engine.samples) instead: " + ", ".join(named)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'LEVELS = {"lsn": "Innodb_lsn_current"}',
+        'x = f"SELECT {a} FROM pg_stat_database"',
+        'def f():\n    """Rocksdb_wal_bytes"""\n    return ("Rocksdb_wal_bytes",)',
+    ],
+)
+def test_the_scan_finds_a_server_s_own_name(source):
+    assert _server_names(ast.parse(source))
+    assert not _server_names(ast.parse('"""Innodb_lsn_current is prose here"""'))

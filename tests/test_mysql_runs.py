@@ -37,8 +37,8 @@ def held_back(run: Run) -> None:
     before = int(LAST_CHECKPOINT.search(text["innodb_status_before_run.txt"]).group(1))
     at_crash = int(LAST_CHECKPOINT.search(text["innodb_status_at_crash.txt"]).group(1))
     samples = [json.loads(line) for line in text["samples.jsonl"].splitlines()]
-    assert samples and {sample["Innodb_lsn_last_checkpoint"] for sample in samples} == {before} == {at_crash}
-    ages = [sample["Innodb_checkpoint_age"] for sample in samples]
+    assert samples and {sample["checkpoint_lsn"] for sample in samples} == {before} == {at_crash}
+    ages = [sample["checkpoint_age_bytes"] for sample in samples]
     assert ages == sorted(ages), ages  # the redo grew and stayed
     assert run.checkpoint_lsn == before and run.redo_bytes >= ages[-1], (run.checkpoint_lsn, run.redo_bytes)
     assert "--innodb-redo-log-capacity=128M" in json.loads(text["result.json"])["server_args"]

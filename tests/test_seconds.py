@@ -8,6 +8,8 @@ import pytest
 from experiments.charts.run import live_samples_chart, samples_chart, timeline_chart
 from experiments.ingest.bundle import analyse_run
 from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, sample_series
+from runner.contract import SAMPLE_COUNTERS, SAMPLE_LEVELS
+from runner.families import FAMILY_ENGINES
 
 BUNDLES = Path(__file__).parent / "data" / "bundles"
 
@@ -36,6 +38,48 @@ def test_innodb_samples_climb_to_the_crash_and_end_before_it():
     assert series["lsn"][-1] - series["lsn"][0] <= at_crash  # sampled inside the workload's span
     assert len(samples["sysbench"]["tps"]) >= 8
     assert 0 < samples["sample_ms_median"] < 100  # what a reading cost the server, kept with it
+
+
+@pytest.mark.parametrize(
+    "name, family, engine",
+    [
+        ("innodb_during_workload", "mariadb", "innodb"),
+        ("myrocks_during_workload", "mariadb", "rocksdb"),
+        ("postgresql_300M_profiled", "postgresql", "postgresql"),
+    ],
+)
+def test_samples_written_under_an_engines_own_names_read_as_under_the_shared_ones(name, family, engine):
+    """These bundles' samples.jsonl predate the shared names (Innodb_*, Rocksdb_*, wal_lsn...).
+    The same seconds written as the runner writes them now (the engine's sample_of) make the
+    same series, to the value; a new row holds only shared names."""
+    result, files = bundle(name)
+    kind, shared = FAMILY_ENGINES[family][engine], {*SAMPLE_LEVELS, *SAMPLE_COUNTERS}
+    rows = [json.loads(line) for line in files["samples.jsonl"].splitlines()]
+    assert any(key not in shared | {"t", "took_ms"} for key in rows[0])  # an engine's own names
+    rewritten = [
+        {
+            "t": row["t"],
+            **({"took_ms": row["took_ms"]} if "took_ms" in row else {}),
+            **kind.sample_of(row),
+            **{key: row[key] for key in row if key in shared},  # sample_extras: shared already
+        }
+        for row in rows
+    ]
+    assert all(key in shared | {"t", "took_ms"} for row in rewritten for key in row)
+    now = b"".join(json.dumps(row).encode() + b"\n" for row in rewritten)
+    stored, _ = sample_series(files["samples.jsonl"], result["times"])
+    assert sample_series(now, result["times"])[0] == stored
+    assert len(stored["series"]) >= 4
+    assert all(any(v is not None for v in values) for values in stored["series"].values())
+
+
+def test_every_engine_samples_only_shared_names_from_values_it_reads():
+    for family, engines in FAMILY_ENGINES.items():
+        for kind in engines.values():
+            shared = {*SAMPLE_LEVELS, *SAMPLE_COUNTERS}
+            assert kind.samples and set(kind.samples) <= shared, (family, kind.name)
+            sql = kind.sample_sql("end")
+            assert all(f"'{own}'" in sql for own in kind.own_sampled()), (family, kind.name)
 
 
 def test_myrocks_samples_hold_its_wal_and_memtables():
@@ -139,7 +183,7 @@ def test_run_charts_mark_the_crash_and_draw_each_step():
     ]
     names = {trace["name"] for trace in figure["data"]}
     assert {
-        "checkpoint age: InnoDB's redo to replay",
+        "checkpoint age: redo since the last checkpoint",
         "dirty pages in the buffer pool",
         "sysbench transactions",
     } <= names
@@ -207,7 +251,7 @@ def test_live_samples_keep_the_latest_and_a_superseded_attempts_are_dropped(monk
     attempt = RunAttempt.objects.create(run=run, number=1, started_at=timezone.now())
     for second in range(7):
         run_services.record_sample(
-            run.id, {"t": 1000.0 + second, "Innodb_checkpoint_age": second * 10}, attempt.id
+            run.id, {"t": 1000.0 + second, "checkpoint_age_bytes": second * 10}, attempt.id
         )
     run.refresh_from_db()
     assert [sample["t"] for sample in run.live_samples] == [1002.0, 1003.0, 1004.0, 1005.0, 1006.0]
@@ -217,3 +261,22 @@ def test_live_samples_keep_the_latest_and_a_superseded_attempts_are_dropped(monk
     assert run.live_samples[-1]["t"] == 1006.0
     figure = live_samples_chart(run.live_samples)
     assert figure["data"] and not figure["layout"]["shapes"]  # the workload so far: no crash yet
+
+
+@pytest.mark.django_db
+def test_a_stored_run_s_engine_named_series_is_renamed_by_its_migration():
+    import importlib
+
+    from django.apps import apps
+
+    from .factories import ExperimentFactory, RunFactory
+
+    migration = importlib.import_module("experiments.migrations.0036_samples_shared_names")
+    run = RunFactory(experiment=ExperimentFactory())
+    run.samples = {"t": [0.0, 1.0], "series": {"rocksdb_bytes_written_per_s": [None, 5.0], "lsn": [1, 2]}}
+    run.save(update_fields=["samples"])
+    migration.renamed(apps, migration.OLD, migration.NEW)
+    run.refresh_from_db()
+    assert run.samples["series"] == {"engine_bytes_written_per_s": [None, 5.0], "lsn": [1, 2]}
+    names = {trace["name"] for trace in samples_chart(run.samples)["data"]}
+    assert "bytes given to the engine to write" in names

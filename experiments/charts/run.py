@@ -7,15 +7,16 @@ from experiments.ingest.seconds import AFTER_CRASH, CLEAN_START, START_TO_READY,
 from recovery_lab_cli import units
 
 IN_MIB = 1 / units.MIB  # bytes -> MiB, as the servers' settings count
-# Panels from top to bottom: (axis title, [(series, legend name, scale)]). A panel no series of
-# the run fills is left out (InnoDB has no memtables, MyRocks no checkpoint age).
+# Panels from top to bottom: (axis title, [(series, legend name, scale)]), by the names every
+# engine's samples share (runner/engine.py). A panel no series of the run fills is left out (an
+# engine without memtables, or without a checkpoint age).
 SAMPLE_PANELS = (
     (
         "redo to replay (MiB)",
         (
-            ("checkpoint_age_bytes", "checkpoint age: InnoDB's redo to replay", IN_MIB),
-            ("wal_on_disk_bytes", "WAL on disk: MyRocks' redo to replay", IN_MIB),
-            ("wal_to_replay_bytes", "WAL since the checkpoint: PostgreSQL's redo to replay", IN_MIB),
+            ("checkpoint_age_bytes", "checkpoint age: redo since the last checkpoint", IN_MIB),
+            ("wal_on_disk_bytes", "WAL files on disk", IN_MIB),
+            ("wal_to_replay_bytes", "WAL since the last checkpoint's redo point", IN_MIB),
         ),
     ),
     (
@@ -38,7 +39,7 @@ SAMPLE_PANELS = (
             ("log_bytes_written_per_s", "redo log written", IN_MIB),
             ("data_bytes_written_per_s", "data files written", IN_MIB),
             ("wal_bytes_per_s", "WAL written", IN_MIB),
-            ("rocksdb_bytes_written_per_s", "RocksDB bytes written", IN_MIB),
+            ("engine_bytes_written_per_s", "bytes given to the engine to write", IN_MIB),
         ),
     ),
     (

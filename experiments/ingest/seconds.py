@@ -17,36 +17,15 @@ import re
 from dataclasses import dataclass, field
 
 from experiments.parsers import Episode
+from runner.contract import SAMPLE_COUNTERS, SAMPLE_LEVELS
+from runner.families import REGISTRY
 
 SAMPLES_FILE = "samples.jsonl"
 
-# Levels: the value itself. InnoDB's redo to replay is its checkpoint age; MyRocks' is its WAL;
-# PostgreSQL's the WAL written since its last checkpoint's redo location.
-LEVELS = {
-    "wal_to_replay_bytes": "wal_to_replay",
-    "checkpoint_age_bytes": "Innodb_checkpoint_age",
-    "lsn": "Innodb_lsn_current",
-    "checkpoint_lsn": "Innodb_lsn_last_checkpoint",
-    "dirty_pages": "Innodb_buffer_pool_pages_dirty",
-    "wal_on_disk_bytes": "wal_on_disk_bytes",
-    "memtable_bytes": "Rocksdb_memtable_total",
-    "memtable_unflushed_bytes": "Rocksdb_memtable_unflushed",
-}
-# Rates: the growth per second between two samples of a counter, or of a sum of counters; where
-# servers name the same count differently, the first of the alternatives a sample has.
-RATES = {
-    "pages_written_per_s": (("Innodb_pages_written",),),
-    "log_bytes_written_per_s": (("Innodb_os_log_written",),),
-    "data_bytes_written_per_s": (("Innodb_data_written",),),
-    "wal_bytes_per_s": (("Rocksdb_wal_bytes",), ("wal_lsn",)),
-    "rocksdb_bytes_written_per_s": (("Rocksdb_bytes_written",),),
-    "rows_changed_per_s": (
-        ("Handler_write", "Handler_update", "Handler_delete"),
-        ("tup_inserted", "tup_updated", "tup_deleted"),
-    ),
-    "commits_per_s": (("Com_commit",), ("xact_commit",)),
-    "queries_per_s": (("Questions",),),
-}
+# Levels: the value itself, under the name it was sampled by (what each engine's is: its
+# `samples`, runner/families/). Rates: the growth per second of a counter.
+LEVELS = SAMPLE_LEVELS
+RATES = {f"{counter}_per_s": counter for counter in SAMPLE_COUNTERS}
 SYSBENCH_INTERVAL = re.compile(rb"^\[ *([0-9.]+)s \] thds: [0-9]+ tps: ([0-9.]+)", re.MULTILINE)
 
 
@@ -61,7 +40,7 @@ def sample_series(samples: bytes, times: dict, sysbench_report: bytes = b"") -> 
             skipped += 1
             continue
         if is_sample(row):
-            rows.append({name: value for name, value in row.items() if _number(value)})
+            rows.append(row)
         elif line.strip():
             skipped += 1
     warnings = [f"samples: {skipped} line(s) that are no sample were skipped"] if skipped else []
@@ -82,19 +61,19 @@ def series_of(rows: list[dict], times: dict, sysbench_report: bytes = b"") -> di
     """{"t": [seconds since the workload started], "series": {name: [value or None]},
     "sysbench": {"t", "tps"}, "crash_at", "workload_ended_at"} from samples ({"t", counter:
     value, ...}); {} without any."""
+    rows = [_shared(row) for row in rows]
     if not rows:
         return {}
     rows = sorted(rows, key=lambda row: row["t"])
     zero = times.get("workload_started") or rows[0]["t"]
     moments = [row["t"] - zero for row in rows]
     series: dict[str, list] = {}
-    for name, counter in LEVELS.items():
-        values = [row.get(counter) for row in rows]
+    for name in LEVELS:
+        values = [row.get(name) for row in rows]
         if any(v is not None for v in values):
             series[name] = values
-    for name, alternatives in RATES.items():
-        counters = next((names for names in alternatives if rows[0].keys() >= set(names)), alternatives[0])
-        totals = [_total(row, counters) for row in rows]
+    for name, counter in RATES.items():
+        totals = [row.get(counter) for row in rows]
         if any(v is not None for v in totals):
             series[name] = [None] + [
                 _rate(totals[i - 1], totals[i], moments[i] - moments[i - 1]) for i in range(1, len(rows))
@@ -114,9 +93,12 @@ def series_of(rows: list[dict], times: dict, sysbench_report: bytes = b"") -> di
     return found
 
 
-def _total(row: dict, counters: tuple) -> int | None:
-    values = [row.get(name) for name in counters]
-    return None if any(v is None for v in values) else sum(values)
+def _shared(row: dict) -> dict:
+    """A sample's numbers under the shared names (a runner's from before them named each engine's
+    own: REGISTRY.shared_sample reads those), with its moment and what it took."""
+    numbers = {name: value for name, value in row.items() if _number(value)}
+    kept = {name: numbers[name] for name in ("t", "took_ms") if name in numbers}
+    return {**kept, **REGISTRY.shared_sample(numbers)}
 
 
 def _rate(before, after, seconds: float) -> float | None:

@@ -21,7 +21,7 @@ from importlib import import_module
 from pathlib import Path
 
 from ..builds import BuildUnusable, programs
-from ..engine import Engine
+from ..engine import SAMPLE_COUNTERS, SAMPLE_LEVELS, Engine
 from ..errors import RunFailed
 from ..family import Family
 
@@ -103,6 +103,18 @@ class Registry:
     def family_of_version(self, version: str | None) -> Family | None:
         """The family whose release a running server's version names."""
         return self.declared_for(version)
+
+    def shared_sample(self, row: dict) -> dict:
+        """A sample's values under the names every engine shares. The runner writes them so; one
+        before it wrote each engine's own names (the samples.jsonl of runs already stored), which
+        are read through every engine's table. A shared name the row has is kept as it is."""
+        shared = (*SAMPLE_LEVELS, *SAMPLE_COUNTERS)
+        found = {name: value for name, value in row.items() if name in shared}
+        for family in self.names:
+            for kind in self.engines[family].values():
+                for name, value in kind.sample_of(row).items():
+                    found.setdefault(name, value)
+        return found
 
     def family_for(self, name: str, build: str, found: dict) -> str:
         """The family that runs engine `name` on a build with these programs: the only family

@@ -1,16 +1,16 @@
 """InnoDB on Oracle MySQL 8.0.30 and later. What differs from MariaDB's InnoDB (whose class it
 extends): the redo log sized by innodb_redo_log_capacity; its LSNs read from the
 Innodb_redo_log_* status variables (MariaDB's Innodb_lsn_current and Innodb_checkpoint_age do
-not exist here), given the sampled names MariaDB's have so a run's seconds read alike; the
-checkpoint held back by MySQL's own settings (innodb_checkpoint_disabled is in debug builds
-only); no Sequence engine for a table of numbers. Standard library only."""
+not exist here), its checkpoint age their difference; the checkpoint held back by MySQL's own
+settings (innodb_checkpoint_disabled is in debug builds only); no Sequence engine for a table of
+numbers. Standard library only."""
 
 import time
 
 from ...errors import RunFailed
 from ..mariadb.engines import InnoDB as MariaDBInnoDB
 
-# MySQL's redo LSNs, in the names a run's samples use for every InnoDB (experiments/ingest/seconds.py).
+# MySQL's redo LSNs, each as one whole number
 _STATUS = (
     "CAST((SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = '{}')"
     " AS UNSIGNED)"
@@ -20,11 +20,6 @@ CURRENT, CHECKPOINT = (
     _STATUS.format("Innodb_redo_log_checkpoint_lsn"),
 )
 FLUSHED = _STATUS.format("Innodb_redo_log_flushed_to_disk_lsn")
-LSN_SQL = (
-    f"SELECT 'Innodb_lsn_current', {CURRENT} UNION ALL SELECT 'Innodb_lsn_last_checkpoint', {CHECKPOINT} "
-    f"UNION ALL SELECT 'Innodb_checkpoint_age', {CURRENT} - {CHECKPOINT}"
-)
-LSN_NAMES = ("Innodb_lsn_current", "Innodb_lsn_last_checkpoint", "Innodb_checkpoint_age")
 
 
 class InnoDB(MariaDBInnoDB):
@@ -35,7 +30,13 @@ class InnoDB(MariaDBInnoDB):
         # 2 is the server's default, as production runs it: no InnoDB recovery Notes then
         "log_error_verbosity": (1, 2, 3),
     }
-    sampled_status = tuple(name for name in MariaDBInnoDB.sampled_status if name not in LSN_NAMES)
+    # the checkpoint age is the two LSNs' difference (sample_of)
+    samples = {
+        **{name: own for name, own in MariaDBInnoDB.samples.items() if name != "checkpoint_age_bytes"},
+        "lsn": ("Innodb_redo_log_current_lsn",),
+        "checkpoint_lsn": ("Innodb_redo_log_checkpoint_lsn",),
+    }
+    redo_to_replay_sql = f"SELECT {CURRENT} - {CHECKPOINT}"
     # What held the checkpoint still through 40 s of load on MySQL 9.7 (its own flushing:
     # adaptive flushing off, no pre-flushing below 90% dirty, the background flush slowed).
     held_back = {
@@ -54,12 +55,11 @@ class InnoDB(MariaDBInnoDB):
         the data files only."""
         return False
 
-    def sample_sql(self, end: str) -> str:
-        listed = ", ".join(f"'{name}'" for name in self.sampled_status)
-        return f"SHOW GLOBAL STATUS WHERE Variable_name IN ({listed}); {LSN_SQL}; SELECT '{end}';\n"
-
-    def redo_to_replay(self, server, client) -> int:
-        return self.read_number(client, f"SELECT {CURRENT} - {CHECKPOINT}", "the checkpoint age")
+    def sample_of(self, own: dict[str, int]) -> dict[str, int]:
+        found = super().sample_of(own)
+        if "lsn" in found and "checkpoint_lsn" in found:
+            found["checkpoint_age_bytes"] = found["lsn"] - found["checkpoint_lsn"]
+        return found
 
     def make_log_durable(self, server, table: str, deadline: float, poll_s: float) -> None:
         """As MariaDB's: a trivial commit on another connection writes the log buffer; then wait

@@ -49,27 +49,25 @@ class PostgreSQL(Engine):
     held_back = {"checkpoint_timeout": "86400"}
     power_loss_refuses = {"fsync": "off"}
     counters = {"log_bytes_written": "wal_lsn", "commits": "xact_commit", "pages_written": "buffers_written"}
-    sampled_status = (
-        "wal_lsn",
-        "checkpoint_redo_lsn",
-        "wal_to_replay",
-        "xact_commit",
-        "tup_inserted",
-        "tup_updated",
-        "tup_deleted",
-        "blks_hit",
-        "blks_read",
-    )
-    # (name, SQL of one whole number): what sampled_status and counters read
+    samples = {
+        "lsn": ("wal_lsn",),
+        "checkpoint_lsn": ("checkpoint_redo_lsn",),
+        "wal_to_replay_bytes": ("wal_to_replay",),
+        "wal_bytes": ("wal_lsn",),
+        "rows_changed": ("tup_inserted", "tup_updated", "tup_deleted"),
+        "commits": ("xact_commit",),
+    }
+    # (name, SQL of one whole number): what samples and counters read
     VALUES = {
         "wal_lsn": "pg_current_wal_lsn() - '0/0'",
         "checkpoint_redo_lsn": "(SELECT redo_lsn FROM pg_control_checkpoint()) - '0/0'",
         "wal_to_replay": "pg_current_wal_lsn() - (SELECT redo_lsn FROM pg_control_checkpoint())",
         **{
             name: f"(SELECT sum({name}) FROM pg_stat_database)"
-            for name in ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted", "blks_hit", "blks_read")
+            for name in ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted")
         },
     }
+    redo_to_replay_sql = f"SELECT ({VALUES['wal_to_replay']})::bigint"
 
     def server_options(self, buffer_pool: str, redo_log: str, build: str) -> list[str]:
         return [f"shared_buffers={pg_size(buffer_pool)}", f"max_wal_size={pg_size(redo_log)}"]
@@ -85,7 +83,7 @@ class PostgreSQL(Engine):
         return " UNION ALL ".join(f"SELECT '{name}', ({values[name]})::bigint" for name in names)
 
     def sample_sql(self, end: str) -> str:
-        return f"{self._values_sql(self.sampled_status)}; SELECT '{end}';\n"
+        return f"{self._values_sql(self.own_sampled())}; SELECT '{end}';\n"
 
     def read_counters(self, server) -> dict:
         found = server.pairs(self._values_sql(self.counters.values(), server.build))
@@ -96,9 +94,6 @@ class PostgreSQL(Engine):
             "pg_checkpoint": server.query("SELECT * FROM pg_control_checkpoint()", vertical=True),
             "pg_stat_wal": server.query("SELECT * FROM pg_stat_wal", vertical=True),
         }
-
-    def redo_to_replay(self, server, client) -> int:
-        return self.read_number(client, f"SELECT {self.VALUES['wal_to_replay']}", "the WAL to replay")
 
     def at_crash(self, server) -> dict:
         return {"control_data_at_crash": server.control_data()}
