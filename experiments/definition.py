@@ -15,16 +15,16 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
-from experiments import storage
+from experiments.checks import boolean, int_between, one_of
 from experiments.engines import ENGINES as ENGINE_REGISTRY
+from experiments.parameters import DEFINED, SWEPT, TABLE
 from experiments.vocabulary import (
     CRASH_METHOD_NAMES,
-    CRASH_WHEN_NAMES,
     INSERTS_PER_TRANSACTION,
     RUNNABLE_ENGINES,
     WORKLOAD_NAMES,
 )
-from recovery_lab_cli.units import SizeError, format_size, parse_size
+from recovery_lab_cli.units import parse_size
 from recovery_lab_cli.yaml_input import shown
 from runner import contract
 
@@ -48,109 +48,11 @@ class DefinitionError(Exception):
         self.errors = errors
 
 
-# Each check carries the JSON Schema of what it accepts (`check.schema`): the API's schema of a
-# definition is made from the same tables that validate one (definition_json_schema).
-SIZE_PATTERN = r"^[1-9][0-9]{0,6}[KMGT]$"
-
-
-def _described(schema: dict):
-    def attach(check):
-        check.schema = schema
-        return check
-
-    return attach
-
-
-def int_between(low: int, high: int) -> Callable[[object], int]:
-    @_described({"type": "integer", "minimum": low, "maximum": high})
-    def check(value: object) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
-                value = int(value)
-            else:
-                raise ValueError(f"{shown(value)} is not a whole number")
-        if not low <= value <= high:
-            raise ValueError(f"{value} is outside {low}..{high}")
-        return value
-
-    return check
-
-
-def _size_between(low: str, high: str) -> Callable[[object], str]:
-    low_bytes, high_bytes = parse_size(low), parse_size(high)
-
-    @_described({"type": "string", "pattern": SIZE_PATTERN, "description": f"a size from {low} to {high}"})
-    def check(value: object) -> str:
-        try:
-            size_bytes = parse_size(value)  # type: ignore[arg-type]
-        except SizeError as exc:
-            raise ValueError(str(exc)) from None
-        if not low_bytes <= size_bytes <= high_bytes:
-            raise ValueError(f"{value} is outside {low}..{high}")
-        return format_size(size_bytes)
-
-    return check
-
-
-def _one_of(*choices: object) -> Callable[[object], object]:
-    @_described({"enum": list(choices)})
-    def check(value: object) -> object:
-        for choice in choices:
-            if value == choice or (isinstance(value, str) and value.strip() == str(choice)):
-                return choice
-        raise ValueError(f"{shown(value)} is not one of {', '.join(map(str, choices))}")
-
-    return check
-
-
-def _boolean() -> Callable[[object], bool]:
-    @_described({"type": "boolean"})
-    def check(value: object) -> bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise ValueError(f"{shown(value)} is not true or false")
-
-    return check
-
-
-def _matching(pattern: re.Pattern, what: str) -> Callable[[object], str]:
-    @_described({"type": "string", "pattern": pattern.pattern})
-    def check(value: object) -> str:
-        if not isinstance(value, str) or not pattern.match(value):
-            raise ValueError(f"{shown(value)} is not {what}")
-        return value
-
-    return check
-
-
-# Engine-neutral parameters: name -> (validator, default). Translation to server variables is
-# the runner's job (it knows the server version); see each family's engines.py in runner/families/.
+# Engine-neutral parameters: name -> (validator, default), from the one table of them
+# (experiments/parameters.py). Translation to server variables is the runner's job (it knows the
+# server version); see each family's engines.py in runner/families/.
 PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
-    "buffer_pool_size": (_size_between("8M", "64G"), "128M"),
-    "redo_log_size": (_size_between("8M", "64G"), "96M"),
-    "insert_rate": (int_between(0, 1_000_000), 0),
-    # 0: binary log off; N: the server holds N binlog files at the crash (restart time against
-    # the number of binlog files).
-    "binlog_files": (int_between(0, contract.MAX_BINLOG_FILES), 0),
-    # The server binaries to run: "system" (the host's installed server) or a build the host's
-    # probe lists under WORK_DIR/builds/NAME/. Left out of a run's parameters unless named.
-    "server_build": (_matching(BUILD_NAME, "a build name like 10.11.9 or system"), None),
-    # held_back: the method's, the engine's flushing held back so recovery replays the redo the
-    # workload wrote; natural: the server's own flushing, as in production (what a bigger log
-    # buys while running). Left out of a run's parameters unless named: absent is held_back.
-    "flushing": (_one_of(*contract.FLUSHING), None),
-    # true: a CPU profile of the restart (perf, where the host has it). Left out unless true.
-    "profile": (_boolean(), None),
-    # the page cache at the restart after the crash: warm (what a crashed process on a machine
-    # that keeps running reads) or cold (every file of the server evicted first, as after a
-    # machine lost its memory). Left out of a run's parameters unless cold: absent is warm.
-    "restart_cache": (_one_of(*contract.RESTART_CACHES), None),
-    # the storage the restart reads and writes: local (the host's disk as it is) or a storage class
-    # (experiments/storage_classes.yaml) the runner caps it to. Left out of a run's parameters
-    # unless a class: absent is local.
-    "storage": (_one_of(*storage.NAMES), None),
+    parameter.name: (parameter.check, parameter.default) for parameter in DEFINED
 }
 
 # Further server variables a user may set. Values are matrix dimensions like parameters. Each is
@@ -161,7 +63,7 @@ PARAMETERS: dict[str, tuple[Callable[[object], object], object]] = {
 def _option_check(allowed: tuple | range) -> Callable[[object], object]:
     if isinstance(allowed, range):
         return int_between(allowed.start, allowed.stop - 1)
-    return _one_of(*allowed)
+    return one_of(*allowed)
 
 
 SERVER_OPTIONS: dict[str, Callable[[object], object]] = {
@@ -208,15 +110,11 @@ CRASH_VALUES = {
 }
 # Crash values that may be swept, and the name each value takes among a run's parameters (the
 # matrix's dimensions: its cells, labels and chart points); run_spec hands it back to the crash plan.
-CRASH_SWEEPS = {
-    "when": "crash_when",
-    "redo_bytes": "crash_redo_bytes",
-    "after_seconds": "crash_after_seconds",
-}
+CRASH_SWEEPS = {parameter.crash: parameter.name for parameter in SWEPT}
 
 
 WORKLOAD_CHECKS: dict[str, Callable[[object], object]] = {
-    "name": _one_of(*WORKLOAD_NAMES),
+    "name": one_of(*WORKLOAD_NAMES),
     "tables": int_between(1, 64),
     "table_size": int_between(1, 10_000_000),
     "threads": int_between(1, 256),
@@ -226,17 +124,14 @@ WORKLOAD_CHECKS: dict[str, Callable[[object], object]] = {
     "open_rows": int_between(1, contract.MAX_OPEN_ROWS),
 }
 CRASH_CHECKS: dict[str, Callable[[object], object]] = {
-    "method": _one_of(*CRASH_METHOD_NAMES),
-    "when": _one_of(*CRASH_WHEN_NAMES),
-    "after_seconds": int_between(1, 86_400),
-    "redo_bytes": _size_between("1M", "1T"),
+    "method": one_of(*CRASH_METHOD_NAMES),
+    **{parameter.crash: parameter.check for parameter in SWEPT},
     "open_rows": int_between(1, 10_000_000),
-    "one_crash": _boolean(),
+    "one_crash": boolean(),
 }
 # What a run's parameters may hold: the definition's parameters and its swept crash values.
 RUN_PARAMETER_CHECKS: dict[str, Callable[[object], object]] = {
-    **{name: check for name, (check, _) in PARAMETERS.items()},
-    **{name: CRASH_CHECKS[key] for key, name in CRASH_SWEEPS.items()},
+    parameter.name: parameter.check for parameter in TABLE
 }
 
 

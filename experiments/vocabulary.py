@@ -73,27 +73,6 @@ def choices(terms: tuple[Term, ...], allowed: tuple[str, ...] | None = None) -> 
     return [(t.value, t.label) for t in terms if allowed is None or t.value in allowed]
 
 
-# What an axis of a chart or an explored question is called, and the unit of its values.
-AXIS_TITLES = {
-    "buffer_pool_size": "buffer pool (bytes)",
-    "redo_log_size": "redo log size (bytes)",
-    "insert_rate": "insert rate asked (rows/s)",
-    "binlog_files": "binlog files",
-    "engine": "storage engine",
-    "host": "host",
-    "server_version": "server version",
-    "server_build": "server build",
-    "flushing": "flushing",
-    "profile": "CPU profile of the restart",
-    "restart_cache": "page cache at the restart",
-    "storage": "storage at the restart",
-    "crash_redo_bytes": "crash at redo to replay (bytes)",
-    "crash_when": "crash plan",
-    "crash_after_seconds": "crash after (s)",
-    "experiment": "experiment",
-}
-PARAMETER_UNITS = {"buffer_pool_size": "B", "redo_log_size": "B", "crash_redo_bytes": "B"}
-
 # A run's stored phases (Run.phases) in words.
 PHASE_WORDS = {
     "redo_scan": "redo scan",
@@ -104,10 +83,4 @@ PHASE_WORDS = {
     "binlog_recovery": "binlog / XA recovery",
     "rollback": "background rollback",
     "buffer_pool_load": "buffer pool load",
-}
-# The phase a parameter acts on directly: a finding about the parameter says whether it moved.
-OWN_PHASES = {
-    "binlog_files": ("binlog_recovery",),
-    "redo_log_size": ("redo_scan", "redo_apply", "wal_replay"),
-    "buffer_pool_size": ("redo_apply", "buffer_pool_load"),
 }

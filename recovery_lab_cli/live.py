@@ -196,9 +196,9 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
         cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s, %s)", INNODB_SETTINGS)
         settings = _named(cursor.fetchall())
         redo = None
-        sql = redo_sql(version, engine)
-        if sql is not None:
-            cursor.execute(sql)
+        kind = engine_of(version, engine)
+        if kind is not None and kind.redo_to_replay_sql is not None:
+            cursor.execute(kind.redo_to_replay_sql)
             found = cursor.fetchone()[0]
             redo = int(found) if found is not None else None  # NULL: a MySQL before 8.0.30
         if redo is None:
@@ -233,12 +233,12 @@ def _read_mysql(connection, url: ServerUrl, engine: str, wal_dir: str) -> Server
         )
 
 
-def redo_sql(version: str, engine: str) -> str | None:
-    """The SQL the lab's runner reads an engine's redo to replay with, in the family whose release
-    `version` names (None: no family claims it, or its engine reads no number)."""
+def engine_of(version: str, engine: str):
+    """The engine of that name in the family whose release `version` names (its
+    redo_to_replay_sql is what the lab's runner reads its redo to replay with); None where no
+    family claims the version."""
     family = family_of_version(version)
-    kind = FAMILY_ENGINES[family.name].get(engine) if family is not None else None
-    return kind.redo_to_replay_sql if kind is not None else None
+    return FAMILY_ENGINES[family.name].get(engine) if family is not None else None
 
 
 def _named(rows) -> dict[str, str]:
@@ -317,10 +317,10 @@ class PostgreSQLKind:
                 raise LiveError(
                     f"{url.name} is a standby (in recovery): a crash there replays what its primary sends"
                 )
-            sql = redo_sql(f"PostgreSQL {version}", engine)
-            if sql is None:
+            kind = engine_of(f"PostgreSQL {version}", engine)
+            if kind is None or kind.redo_to_replay_sql is None:
                 raise LiveError(f"{url.name}: PostgreSQL {version} is no release the lab knows how to read")
-            redo = connection.execute(sql).fetchone()[0]
+            redo = connection.execute(kind.redo_to_replay_sql).fetchone()[0]
         except psycopg.Error as exc:
             raise LiveError(f"{url.name}: {str(exc).strip().splitlines()[0]}") from None
         return ServerState(

@@ -12,6 +12,7 @@ from defusedcsv import csv as defused
 
 from experiments.api.csv import CSV_COLUMNS, HEADERS, PARAMETER_COLUMNS, QUERIED
 from experiments.models import Run
+from experiments.parameters import BY_NAME
 
 from .factories import ExperimentFactory, RunFactory
 
@@ -37,8 +38,8 @@ def reference(records) -> list[list[str]]:
     """What the CSV was when Python wrote it: defusedcsv over each run's values."""
 
     def cell(record, column):
-        if column in PARAMETER_COLUMNS:
-            return record["parameters"].get(column, "")
+        if column in PARAMETER_COLUMNS:  # a run that names none: what that meant
+            return record["parameters"].get(column, BY_NAME[column].absent_text or "")
         value = record[column]
         if column in ("server_options", "phases", "phase_resolution"):
             return json.dumps(value, sort_keys=True) if value else ""

@@ -4,7 +4,6 @@ numbers come from stats.compare, the sentences are built from them. At the end, 
 the compare page share: their parameters parsed, and `comparison`, the one reader of the
 database here (the experiments' rows)."""
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 
@@ -26,11 +25,14 @@ from experiments.analysis.sentences import (
 from experiments.analysis.where import resource_sentence
 from experiments.engines import ENGINES, engine_order, replay_seconds
 from experiments.models import Experiment, Run
+from experiments.parameters import TABLE
 from recovery_lab_cli.units import GIB, as_row_id
-from runner.contract import UNSAID_DEFAULTS
+from runner.contract import SERVER_OPTIONS
 
 # Parameters a run names only when its definition did, and what their absence means.
-ABSENT_PARAMETERS = UNSAID_DEFAULTS
+ABSENT_PARAMETERS = {p.name: p.absent for p in TABLE if p.absent is not None}
+# What a comparison may leave out of the match: a parameter, or a server option.
+IGNORABLE = (*(p.name for p in TABLE), *sorted(SERVER_OPTIONS))
 
 
 def normalised(row: dict) -> dict:
@@ -329,15 +331,15 @@ def parse_experiment_ids(text: str) -> list[int]:
     return ids
 
 
-IGNORED_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
-
 def parse_ignored(text: str) -> frozenset:
-    """'server_build,buffer_pool_size' -> those names (parameter or option names, nothing else)."""
+    """'server_build,buffer_pool_size' -> those names (parameter or option names, nothing else: a
+    misspelt name would leave the match as it was, and say nothing)."""
     names = [part.strip() for part in text.split(",") if part.strip()]
-    bad = [name for name in names if not IGNORED_NAME.match(name)]
+    bad = [name for name in names if name not in IGNORABLE]
     if bad:
-        raise ValueError(f"not a parameter or option name: {', '.join(bad)[:200]}")
+        shown = ", ".join(repr(name[:64]) for name in bad[:5])
+        known = ", ".join(p.name for p in TABLE)
+        raise ValueError(f"not a parameter or server option: {shown} (the parameters: {known})")
     return frozenset(names)
 
 

@@ -31,44 +31,54 @@ from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
 from experiments.models import Experiment
-from experiments.vocabulary import AXIS_TITLES, CRASH_METHOD_LABELS, PARAMETER_UNITS
+from experiments.parameters import AXIS_TITLES, NUMBER, PARAMETER_UNITS, TABLE
+from experiments.vocabulary import CRASH_METHOD_LABELS
 from recovery_lab_cli.units import MIB, format_size
-from runner.contract import SYSTEM_BUILD
 
-NUMERIC_PARAMETERS = {
-    "buffer_pool_size": F("buffer_pool_bytes"),
-    "redo_log_size": F("redo_log_bytes"),
-    "insert_rate": F("insert_rate"),
-    # cast only where the stored value is a whole number: no stored value can make a query fail
-    "binlog_files": Case(
+
+def _whole_number(name: str) -> Case:
+    """A number kept in a run's parameters, cast only where the stored value is a whole number: no
+    stored value can make a query fail."""
+    return Case(
         When(
-            parameters__binlog_files__regex=r"^[0-9]{1,18}$",
-            then=Cast(KT("parameters__binlog_files"), BigIntegerField()),
+            **{f"parameters__{name}__regex": r"^[0-9]{1,18}$"},
+            then=Cast(KT(f"parameters__{name}"), BigIntegerField()),
         ),
         default=None,
         output_field=BigIntegerField(),
-    ),
+    )
+
+
+def _named(name: str, absent: str | None):
+    """A value kept in a run's parameters as text; a run that names none had `absent` (the system's
+    build, local storage, a warm cache)."""
+    if absent is None:
+        return KT(f"parameters__{name}")
+    return Coalesce(KT(f"parameters__{name}"), Value(absent), output_field=TextField())
+
+
+# Every parameter is an axis (experiments/parameters.py): by its Run column, as a whole number,
+# or as a category (a swept redo target, "96M", among them: its bytes are the redo_bytes metric).
+NUMERIC_PARAMETERS = {
+    parameter.name: F(parameter.column) if parameter.column else _whole_number(parameter.name)
+    for parameter in TABLE
+    if parameter.column or parameter.kind == NUMBER
 }
 CATEGORIES = {
     "engine": F("engine"),
     "server_version": F("server_version"),
     "host": F("host_label"),
     "crash_method": F("crash_method"),
-    # Runs that named no build ran the host's installed server.
-    "server_build": Coalesce(KT("parameters__server_build"), Value(SYSTEM_BUILD), output_field=TextField()),
+    **{
+        parameter.name: _named(parameter.name, parameter.absent_text)
+        for parameter in TABLE
+        if parameter.name not in NUMERIC_PARAMETERS
+    },
 }
 X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
 Y_AXES = NUMERIC_METRICS
 POWER_CUT_SUFFIX = " · power loss"
-GROUPS = (
-    "engine",
-    "host",
-    "server_version",
-    "server_build",
-    "crash_method",
-    "experiment",
-    *NUMERIC_PARAMETERS,
-)
+GROUPS = ("engine", "host", "server_version", "crash_method", "experiment", *(p.name for p in TABLE))
 
 
 class ExploreError(ValueError):
@@ -109,6 +119,14 @@ def _expression(name: str):
     if name == "experiment":
         return F("experiment_id")
     return F(name)
+
+
+def _unit(name: str) -> str:
+    """The unit of an axis' values: bytes where they are numbers of bytes (a swept redo target,
+    "96M", is a category: its text)."""
+    if name in CATEGORIES:
+        return ""
+    return PARAMETER_UNITS.get(name, UNITS.get(name, ""))
 
 
 def title(name: str) -> str:
@@ -218,7 +236,7 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
             "x_kind": "number" if numeric_x else "category",
             "x_title": title(query.x),
             "y_title": title(query.y),
-            "x_unit": PARAMETER_UNITS.get(query.x, UNITS.get(query.x, "")),
+            "x_unit": _unit(query.x),
             "y_unit": UNITS.get(query.y, ""),
         }
     )
@@ -253,7 +271,7 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
 
 def reads_as_rate(query: Query) -> bool:
     """Seconds against bytes: a slope that reads better upside down, as bytes handled per second."""
-    x_unit = PARAMETER_UNITS.get(query.x, UNITS.get(query.x, ""))
+    x_unit = _unit(query.x)
     return x_unit == "B" and UNITS.get(query.y) == "s"
 
 
@@ -310,7 +328,7 @@ def names_known(group: str) -> tuple[dict[str, str], str] | None:
         return ENGINE_NAMES, ""
     if group == "crash_method":
         return CRASH_METHOD_LABELS, "imported (unknown)"
-    if group == "experiment" or group in PARAMETER_UNITS:
+    if group == "experiment" or _unit(group):
         return None
     return {"": "not set"}, ""
 

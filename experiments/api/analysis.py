@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from experiments.analysis.compare import (
-    IGNORED_NAME,
+    IGNORABLE,
     MAX_COMPARED,
     NoSuchExperiment,
     comparison,
@@ -117,7 +117,7 @@ class CompareView(APIView):
             ),
             OpenApiParameter(
                 "ignore",
-                {"type": "array", "items": {"type": "string", "pattern": IGNORED_NAME.pattern}},
+                {"type": "array", "items": {"type": "string", "enum": list(IGNORABLE)}},
                 explode=False,
                 description="parameters or server options, comma-separated, left out of the match (the "
                 "change under test, e.g. server_build or buffer_pool_size): runs are pooled over them",

@@ -24,20 +24,12 @@ from experiments.analysis.explore import (
     points,
 )
 from experiments.metrics import METRIC_NAMES
+from experiments.parameters import BY_NAME, TABLE
 
-# Every parameter a run can have, a column each (empty where a run does not name it: server_build
-# and flushing are named only when not the default, system and held_back).
-PARAMETER_COLUMNS = (
-    "buffer_pool_size",
-    "redo_log_size",
-    "insert_rate",
-    "binlog_files",
-    "server_build",
-    "flushing",
-    "crash_when",
-    "crash_redo_bytes",
-    "crash_after_seconds",
-)
+# Every parameter a run can have (experiments/parameters.py), a column each: where a run names
+# none, what that meant (the system's build, held-back flushing, a warm cache, local storage, no
+# profile), else empty (a crash plan that sweeps nothing).
+PARAMETER_COLUMNS = tuple(parameter.name for parameter in TABLE)
 TEXT = (
     "status",
     "host_label",
@@ -84,7 +76,11 @@ def _cell(column: str) -> sql.Composable:
     """One column of the runs CSV as the text it is written as."""
     name = sql.Identifier("run", column)
     if column in PARAMETER_COLUMNS:
-        return sql.SQL("csv_text({} ->> {})").format(sql.Identifier("run", "parameters"), column)
+        value = sql.SQL("{} ->> {}").format(sql.Identifier("run", "parameters"), column)
+        absent = BY_NAME[column].absent_text
+        if absent is not None:
+            value = sql.SQL("coalesce({}, {})").format(value, absent)
+        return sql.SQL("csv_text({})").format(value)
     if column in TEXT:
         return sql.SQL("csv_text({})").format(name)
     if column in FLAGS:  # as Python writes them; a run never verified stays empty

@@ -21,7 +21,7 @@ from experiments.charts.layout import (
 )
 from experiments.charts.stalled import add_stalled
 from experiments.charts.tradeoff import pages_chart, tradeoff_chart
-from experiments.vocabulary import AXIS_TITLES, PARAMETER_UNITS
+from experiments.parameters import AXIS_TITLES, PARAMETER_UNITS
 from recovery_lab_cli.units import MIB
 
 # Phase breakdown: what happens before the server is ready (downtime) and after (background).

@@ -4,6 +4,7 @@ chart logic lives in templates or scripts."""
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
+from experiments.parameters import NUMBER, SIZE, TABLE
 from experiments.vocabulary import ENGINE_COLOURS
 from recovery_lab_cli.units import SizeError, binary_ticks, parse_size
 from runner.contract import UNSAID_DEFAULTS
@@ -13,16 +14,11 @@ SERIES = (
     ("recovery_seconds", "circle", "crash recovery"),
     ("downtime_seconds", "diamond-open", "kill to first query"),
 )
-# Parameter axes: the numeric column behind a size, or a category.
-NUMERIC_AXES = {
-    "buffer_pool_size": "buffer_pool_bytes",
-    "redo_log_size": "redo_log_bytes",
-    "insert_rate": "insert_rate",
-}
-# Numbers kept only in a run's parameters.
-NUMERIC_PARAMETERS = ("binlog_files", "crash_after_seconds")
-# Sizes kept only in a run's parameters ("96M"), drawn by their bytes.
-SIZE_PARAMETERS = ("crash_redo_bytes",)
+# Parameter axes (experiments/parameters.py): the Run column behind a number, a number or a size
+# kept only in a run's parameters (a size, "96M", drawn by its bytes), or a category.
+NUMERIC_AXES = {p.name: p.column for p in TABLE if p.column}
+NUMERIC_PARAMETERS = tuple(p.name for p in TABLE if p.kind == NUMBER and not p.column)
+SIZE_PARAMETERS = tuple(p.name for p in TABLE if p.kind == SIZE and not p.column)
 WEBGL_FROM_POINTS = 2000
 MAX_SERIES = 8
 # Charts drawn across the whole page width (long labels, many legend entries).

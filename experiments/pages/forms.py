@@ -9,9 +9,10 @@ import re
 import yaml
 from django import forms
 
-from experiments import storage as storage_classes
+from experiments.charts.layout import shown_title
 from experiments.definition import SERVER_OPTIONS
 from experiments.engines import DEFAULT_ENGINE
+from experiments.parameters import CHOICE, DEFINED, FLAG, NUMBER, Parameter
 from experiments.vocabulary import (
     CRASH_METHOD_NAMES,
     CRASH_METHODS,
@@ -23,7 +24,7 @@ from experiments.vocabulary import (
     WORKLOADS,
     choices,
 )
-from runner.contract import LOCAL_STORAGE, WORKLOAD_NUMBERS
+from runner.contract import WORKLOAD_NUMBERS
 
 
 def _listed(values) -> list:
@@ -42,8 +43,7 @@ def _number_or_text(text: str):
 YAML_ORDER = {
     "": ("name", "description", "tags", "hosts", "engines", "parameters", "server_options", "workload",
          "crash", "repetitions"),
-    "parameters": ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files", "server_build",
-                   "flushing", "restart_cache", "storage", "profile"),
+    "parameters": tuple(parameter.name for parameter in DEFINED),
     "workload": ("name", *WORKLOAD_NUMBERS),
     "crash": ("method", "when", "after_seconds", "redo_bytes", "open_rows"),
 }  # fmt: skip
@@ -74,6 +74,53 @@ def definition_yaml(definition: dict) -> str:
     return yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
+def parameter_field(parameter: Parameter) -> forms.Field:
+    """A parameter's field on the experiment form: text for sizes, numbers and names (comma-separated
+    values make a sweep; blank: the definition's default), a box per choice, one for a flag."""
+    label = parameter.label or shown_title(parameter.title, parameter.unit).capitalize()
+    if parameter.kind == FLAG:
+        return forms.BooleanField(required=False, label=label, help_text=parameter.help)
+    if parameter.kind == CHOICE:
+        return forms.MultipleChoiceField(
+            choices=list(parameter.choices),
+            required=False,
+            label=label,
+            widget=forms.CheckboxSelectMultiple,
+            help_text=parameter.help
+            if parameter.kept_when_absent
+            else f"{parameter.help}; none ticked: {parameter.absent}",
+        )
+    blank = parameter.default if parameter.default is not None else parameter.absent
+    initial = parameter.initial if parameter.initial is not None else parameter.default
+    return forms.CharField(
+        required=False,
+        label=label,
+        initial=None if initial is None else str(initial),
+        help_text=f"{parameter.help}; blank: {blank}" if blank is not None else parameter.help,
+    )
+
+
+def parameter_values(parameter: Parameter, entered) -> list:
+    """What the form's field says of a parameter, as a definition's list of values ([]: left to
+    the definition's default, or to what a run naming none has)."""
+    if parameter.kind == FLAG:
+        return [True] if entered else []
+    if parameter.kind == CHOICE:
+        ticked = list(entered or [])
+        return ticked if parameter.kept_when_absent or ticked != [parameter.absent] else []
+    values = _split(entered or "")
+    return [_number_or_text(v) for v in values] if parameter.kind == NUMBER else values
+
+
+def parameter_initial(parameter: Parameter, values):
+    """A definition's values of a parameter as its field shows them (parameter_values' inverse)."""
+    if parameter.kind == FLAG:
+        return True in _listed(values)
+    if parameter.kind == CHOICE:
+        return _listed(values)
+    return ", ".join(str(v) for v in _listed(values))
+
+
 class ExperimentForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(
@@ -88,56 +135,6 @@ class ExperimentForm(forms.Form):
         choices=choices(ENGINES, RUNNABLE_ENGINES),
         widget=forms.CheckboxSelectMultiple,
         initial=[DEFAULT_ENGINE],
-    )
-    buffer_pool_size = forms.CharField(initial="128M", help_text="comma-separated: 128M, 1G")
-    redo_log_size = forms.CharField(initial="64M, 512M", help_text="comma-separated: 64M, 512M")
-    insert_rate = forms.CharField(
-        initial="0", help_text="rows inserted per second, comma-separated; 0 = unthrottled"
-    )
-    binlog_files = forms.CharField(
-        initial="0",
-        required=False,
-        help_text="binary log files the server holds at the crash; 0 = binary log off",
-    )
-    server_build = forms.CharField(
-        required=False,
-        help_text="comma-separated builds the hosts list (the hosts page): system, mariadb-11.8; "
-        "blank: the host's installed servers",
-    )
-    flushing = forms.MultipleChoiceField(
-        choices=[
-            ("held_back", "held back: recovery replays the redo the workload wrote (the method's)"),
-            ("natural", "natural: the server flushes as in production (what a bigger log buys)"),
-        ],
-        initial=["held_back"],
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="both: a sweep; none ticked: held back",
-    )
-    restart_cache = forms.MultipleChoiceField(
-        choices=[
-            ("warm", "warm: the page cache as the kill left it (a crashed process, the machine up)"),
-            ("cold", "cold: every file of the server evicted first (a machine that lost its memory)"),
-        ],
-        required=False,
-        label="Page cache at the restart",
-        widget=forms.CheckboxSelectMultiple,
-        help_text="both: a sweep; none ticked: warm, or cold after a power cut",
-    )
-    storage = forms.MultipleChoiceField(
-        choices=[(LOCAL_STORAGE, f"{LOCAL_STORAGE}: the host's disk as it is")]
-        + [(c.name, c.said()) for c in storage_classes.CLASSES.values()],
-        required=False,
-        label="Storage at the restart",
-        widget=forms.CheckboxSelectMultiple,
-        help_text="a class caps the restarted server's reads and writes to its rates (the kernel's blkio "
-        "throttle); the workload runs uncapped. None ticked: local",
-    )
-    profile = forms.BooleanField(
-        required=False,
-        label="CPU profile of each restart",
-        help_text="perf samples the server from its spawn after the crash to its first query (where the host "
-        "has perf); the run page draws a flame graph, compare what grew",
     )
     server_options = forms.CharField(
         required=False,
@@ -191,11 +188,7 @@ class ExperimentForm(forms.Form):
 
     # definition path -> form field, for putting validation messages where the user typed
     FIELD_FOR = {
-        "parameters.buffer_pool_size": "buffer_pool_size",
-        "parameters.redo_log_size": "redo_log_size",
-        "parameters.insert_rate": "insert_rate",
-        "parameters.binlog_files": "binlog_files",
-        "parameters.server_build": "server_build",
+        **{f"parameters.{parameter.name}": parameter.name for parameter in DEFINED},
         "workload.time_seconds": "time_seconds",
         "workload.name": "workload",
         "workload.tables": "tables",
@@ -214,9 +207,16 @@ class ExperimentForm(forms.Form):
 
     def __init__(self, *args, host_names=(), **kwargs):
         super().__init__(*args, **kwargs)
+        for parameter in DEFINED:  # one field each, from the table of parameters
+            self.fields[parameter.name] = parameter_field(parameter)
         self.fields["hosts"].choices = [(h, h) for h in host_names]
         if len(host_names) == 1:
             self.fields["hosts"].initial = list(host_names)
+
+    @property
+    def parameter_fields(self) -> list:
+        """The parameters' fields in the table's order (the template's fieldset of them)."""
+        return [self[parameter.name] for parameter in DEFINED]
 
     def definition(self) -> dict:
         data = self.cleaned_data
@@ -238,20 +238,10 @@ class ExperimentForm(forms.Form):
         if data.get("one_crash"):
             crash["one_crash"] = True
         parameters = {
-            "buffer_pool_size": _split(data["buffer_pool_size"]),
-            "redo_log_size": _split(data["redo_log_size"]),
-            "insert_rate": [_number_or_text(v) for v in _split(data["insert_rate"])],
-            "binlog_files": [_number_or_text(v) for v in _split(data["binlog_files"] or "0")],
+            parameter.name: values
+            for parameter in DEFINED
+            if (values := parameter_values(parameter, data.get(parameter.name)))
         }
-        if _split(data.get("server_build") or ""):
-            parameters["server_build"] = _split(data["server_build"])
-        if data.get("flushing") and data["flushing"] != ["held_back"]:
-            parameters["flushing"] = data["flushing"]
-        if data.get("profile"):
-            parameters["profile"] = [True]
-        for name, default in (("restart_cache", []), ("storage", [LOCAL_STORAGE])):
-            if data.get(name) and data[name] != default:
-                parameters[name] = data[name]
         return {
             "name": data["name"],
             "hosts": data["hosts"],
@@ -293,20 +283,9 @@ class ExperimentForm(forms.Form):
             "hosts": definition.get("hosts", []),
             "engines": definition.get("engines", []),
             **{
-                name: listed(parameters[name])
-                for name in (
-                    "buffer_pool_size",
-                    "redo_log_size",
-                    "insert_rate",
-                    "binlog_files",
-                    "server_build",
-                )
-                if name in parameters
-            },
-            **({"flushing": _listed(parameters["flushing"])} if "flushing" in parameters else {}),
-            "profile": True in _listed(parameters.get("profile", [])),
-            **{
-                name: _listed(parameters[name]) for name in ("restart_cache", "storage") if name in parameters
+                parameter.name: parameter_initial(parameter, parameters[parameter.name])
+                for parameter in DEFINED
+                if parameter.name in parameters
             },
             "server_options": "\n".join(
                 f"{name}={listed(values)}" for name, values in definition.get("server_options", {}).items()

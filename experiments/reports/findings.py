@@ -4,6 +4,7 @@ table and the caveats. Plain rows in, plain values out; the page and its PDF (pd
 
 from collections import Counter, defaultdict
 
+from experiments import parameters
 from experiments.analysis import aa, stats
 from experiments.analysis.cells import (
     ENGINE_NAMES,
@@ -29,7 +30,7 @@ from recovery_lab_cli.units import SizeError, parse_size, seconds_text
 from runner.contract import SYSTEM_BUILD, UNSAID_DEFAULTS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
-SIZE_PARAMETERS = ("buffer_pool_size", "redo_log_size", "crash_redo_bytes")
+SIZE_PARAMETERS = parameters.SIZE_PARAMETERS
 MAX_LISTED = 8  # caveats list this many runs by name, then count the rest
 
 

@@ -6,7 +6,8 @@ import math
 import statistics
 
 from experiments.analysis.where import carried_by, core_wait_text, held_back
-from experiments.vocabulary import OWN_PHASES, PHASE_WORDS
+from experiments.parameters import OWN_PHASES
+from experiments.vocabulary import PHASE_WORDS
 from recovery_lab_cli.units import MIB, duration_text
 
 # The redo replayed is said when one side's median is this many times the other's.
