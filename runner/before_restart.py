@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from . import floor, noise
-from .contract import RunFailed, size_bytes
+from .contract import RunFailed, RunSpec, size_bytes
 from .crash import Ledger, PowerCutLayer, crash_server, hold_binlog_files, open_transaction, wait_for_redo
 from .dataset import prepare_dataset
 from .events import progress
@@ -20,13 +20,13 @@ from .workload import Sysbench, workload_tables
 
 
 def load_and_crash(
-    spec: dict, server: Server, sysbench: Sysbench, work: Path, result: dict, timeout: float
+    spec: RunSpec, server: Server, sysbench: Sysbench, work: Path, result: dict, timeout: float
 ) -> tuple[dict | None, int | None, Profile | None]:
     """The run up to its kill, measured into `result` as it goes. Returns the tables' checksums
     before the kill (None: crashed mid-workload), the commits a power cut's ledger saw
     acknowledged, and the profiler started before the kill."""
-    clock, engine, crash, times = server.clock, spec["engine"], spec["crash"], result["times"]
-    result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec["work_dir"]), timeout)
+    clock, engine, crash, times = server.clock, spec.engine, spec.crash, result["times"]
+    result["dataset"] = prepare_dataset(spec, server, sysbench, Path(spec.work_dir), timeout)
     layer = None
     if crash.get("method") == "power_loss":
         progress("mounting the power-cut layer over the datadir", 21)
@@ -36,11 +36,11 @@ def load_and_crash(
     times["server_ready"] = server.wait_until_ready(timeout)
     result["server_version"] = server.version()
     result["effective_settings"] = server.effective_settings()
-    hold_binlog_files(server, spec["parameters"].get("binlog_files", 0))
+    hold_binlog_files(server, spec.parameters.get("binlog_files", 0))
     snapshot(server, engine, "before_run", work)
     counters_before = read_counters(server, engine)
 
-    workload = spec["workload"]["name"]
+    workload = spec.workload["name"]
     progress(f"running {workload}", 25)
 
     said = {"percent": -1}
@@ -78,7 +78,7 @@ def load_and_crash(
         if exit_code != 0:
             tail = (work / "sysbench_report.txt").read_text(errors="replace")[-600:]
             raise RunFailed(f"sysbench run failed (exit {exit_code}): {tail}")
-        checksums = server.checksums(workload_tables(spec["workload"]))
+        checksums = server.checksums(workload_tables(spec.workload))
     times["workload_ended"] = clock.now()
     result["noise"]["workload"] = noise.window(workload_mark)
     if crash["when"] == "during_transaction":
@@ -106,27 +106,27 @@ def load_and_crash(
     return checksums, acknowledged, profile
 
 
-def start_profile(spec: dict, work: Path, clock) -> Profile | None:
+def start_profile(spec: RunSpec, work: Path, clock) -> Profile | None:
     """The restart's CPU profile where the run asks for one, started before the kill or the
     restore, so its start costs the downtime nothing."""
-    profile = Profile(work, clock) if spec["parameters"].get("profile") else None
+    profile = Profile(work, clock) if spec.parameters.get("profile") else None
     if profile is not None:
         profile.start()
     return profile
 
 
-def storage_class(spec: dict, server: Server, result: dict) -> Throttle:
+def storage_class(spec: RunSpec, server: Server, result: dict) -> Throttle:
     """The storage class's group for the restart (throttle.py), its floor measured in it (kept
     per class), before the workload: neither noise to it nor downtime. What it applied goes in
     the result."""
-    storage = spec["storage"]
+    storage = spec.storage
     if floor.file_system(server.home) in floor.MEMORY_FILE_SYSTEMS:
         raise RunFailed(f"storage class {storage['name']}: the run's files are in memory, no disk to cap")
     progress(f"measuring storage class {storage['name']}, which the restart will read through", 21)
-    throttle = Throttle(floor.device_of(server.home), storage, spec["run_id"]).make()
+    throttle = Throttle(floor.device_of(server.home), storage, spec.run_id).make()
     result["storage"] = {"name": storage["name"], **throttle.applied()}
     try:
-        result["storage"]["floor"] = floor.class_floor(Path(spec["work_dir"]), storage["name"], throttle)
+        result["storage"]["floor"] = floor.class_floor(Path(spec.work_dir), storage["name"], throttle)
     except (floor.NotMeasured, OSError, subprocess.SubprocessError) as exc:
         result["storage"]["floor_error"] = str(exc)[:300]
     return throttle

@@ -12,6 +12,9 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .builds import BUILD_NAME, SYSTEM_BUILD
+from .builds import BUILDS_DIR as BUILDS_DIR  # where a host keeps its builds, and how each says what
+from .builds import MANIFEST as MANIFEST  # it holds: installbuild writes them, the runner reads them
+from .builds import MANIFEST_FORMAT as MANIFEST_FORMAT
 from .engine import DEFAULT_FLUSHING, FLUSHING
 from .engine import SAMPLE_COUNTERS as SAMPLE_COUNTERS  # a run's samples' names, for the dashboard
 from .engine import SAMPLE_LEVELS as SAMPLE_LEVELS

@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .contract import SCRIPTED_WORKLOADS, RunFailed
+from .contract import SCRIPTED_WORKLOADS, RunFailed, RunSpec
 from .events import progress
 from .server import Server
 from .workload import Sysbench
@@ -188,10 +188,10 @@ class DatasetCache:
         os.chmod(self.root, 0o700)
 
     @staticmethod
-    def key(spec: dict, server_build: str) -> str:
-        workload = spec["workload"]
+    def key(spec: RunSpec, server_build: str) -> str:
+        workload = spec.workload
         # LAYOUT: datasets made before the cache was root's, with a manifest, are not reused
-        identity = [LAYOUT, spec["engine"], server_build, workload["tables"], workload["table_size"]]
+        identity = [LAYOUT, spec.engine, server_build, workload["tables"], workload["table_size"]]
         if workload["name"] in SCRIPTED_WORKLOADS:  # tables of its own schema, not sysbench's OLTP one
             identity.append(workload["name"])
         return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
@@ -243,13 +243,13 @@ class DatasetCache:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, timeout: float) -> dict:
+def prepare_dataset(spec: RunSpec, server: Server, sysbench: Sysbench, base: Path, timeout: float) -> dict:
     """The run's datadir, loaded and cleanly shut down: from the cache, or loaded now (and kept
     for the next runs). Returns what was done, for the result."""
     started = time.monotonic()
     cache = DatasetCache(base)
     key = cache.key(spec, server.build)
-    reuse = spec.get("reuse_dataset", True)
+    reuse = spec.reuse_dataset
     done: dict = {"key": key}
     if reuse and cache.ready(key):
         progress("copying the cached dataset", 5)
@@ -266,12 +266,12 @@ def prepare_dataset(spec: dict, server: Server, sysbench: Sysbench, base: Path, 
     server.start(loading=True)
     server.wait_until_ready(timeout)
     server.create_workload_schema()
-    progress(f"loading {spec['workload']['tables']} x {spec['workload']['table_size']} rows", 5)
+    progress(f"loading {spec.workload['tables']} x {spec.workload['table_size']} rows", 5)
     sysbench.prepare()
     progress("slow shutdown: the loaded dataset written out whole", 18)
     server.slow_shutdown(timeout)
     if reuse:
-        about = {"engine": spec["engine"], **{k: spec["workload"][k] for k in ("tables", "table_size")}}
+        about = {"engine": spec.engine, **{k: spec.workload[k] for k in ("tables", "table_size")}}
         if not_kept := cache.keep(key, server.datadir, about):
             done["not_cached"] = not_kept
     return {**done, "reused": False, "seconds": round(time.monotonic() - started, 3)}

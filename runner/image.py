@@ -108,7 +108,7 @@ def keep(base: Path, name: str, server, work: Path, result: dict, checksums: dic
     times = result["times"]
     about["times"] = {key: times[key] - times["killed"] for key in WORKLOAD_TIMES if key in times}
     about["killed"] = times["killed"]  # the keeping run's clock: a restore's samples move by the difference
-    about.update(checksums=checksums, buffer_pool_size=server.spec["parameters"].get("buffer_pool_size"))
+    about.update(checksums=checksums, buffer_pool_size=server.spec.parameters.get("buffer_pool_size"))
     (partial / MANIFEST).write_text(json.dumps(manifest))
     (partial / ABOUT).write_text(json.dumps(about))
     partial.rename(root / name)

@@ -10,7 +10,7 @@ where the run keeps one (image.ROOM_FACTOR); a restore needs its image's size on
 import shutil
 from pathlib import Path
 
-from .contract import DEFAULT_REDO_LOG, size_bytes
+from .contract import DEFAULT_REDO_LOG, RunSpec, size_bytes
 from .dataset import DatasetCache
 from .errors import RunFailed
 from .image import ROOM_FACTOR, images_root
@@ -22,32 +22,32 @@ ROW_BYTES = 256
 MARGIN = 1.1
 
 
-def datadir_bytes(spec: dict) -> int:
+def datadir_bytes(spec: RunSpec) -> int:
     """About how large the run's datadir grows: its tables and its redo log."""
-    workload, crash = spec["workload"], spec["crash"]
+    workload, crash = spec.workload, spec.crash
     rows = workload.get("tables", 0) * workload.get("table_size", 0)
-    redo = size_bytes(spec["parameters"].get("redo_log_size", DEFAULT_REDO_LOG))
+    redo = size_bytes(spec.parameters.get("redo_log_size", DEFAULT_REDO_LOG))
     if crash.get("when") == "at_redo_bytes":
         redo = max(redo, size_bytes(crash["redo_bytes"]))
     return rows * ROW_BYTES + redo
 
 
-def needed_bytes(spec: dict, base: Path, build: str) -> tuple[int, str]:
+def needed_bytes(spec: RunSpec, base: Path, build: str) -> tuple[int, str]:
     """The bytes the run will write on the work directory's disk at most, and what they are."""
-    image = spec.get("image") or {}
+    image = spec.image or {}
     if image.get("restore"):
         entry = images_root(base) / image["restore"]
         return int(folder_bytes(entry) * MARGIN), f"a copy of crash image {image['restore']}"
     one = datadir_bytes(spec)
     copies, parts = 1.0, ["the datadir"]
-    if spec.get("reuse_dataset", True) and not DatasetCache(base).ready(DatasetCache.key(spec, build)):
+    if spec.reuse_dataset and not DatasetCache(base).ready(DatasetCache.key(spec, build)):
         copies, parts = copies + 1, [*parts, "the dataset cache's copy"]
     if image.get("keep"):
         copies, parts = copies + ROOM_FACTOR, [*parts, "the crash image and a restore's copy"]
     return int(one * copies * MARGIN), ", ".join(parts)
 
 
-def check_room(spec: dict, base: Path, build: str) -> dict:
+def check_room(spec: RunSpec, base: Path, build: str) -> dict:
     """RunFailed (permanent: the same run would fail the same way) before anything is written,
     where the disk is short; what was checked, for the result."""
     needed, what = needed_bytes(spec, base, build)

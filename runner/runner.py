@@ -63,16 +63,16 @@ from .throttle import remove_stale as remove_stale_groups
 from .workload import Sysbench, workload_tables
 
 
-def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
+def execute(spec: RunSpec, work: Path, out: Path, result: dict) -> dict:
     """The run, measured into `result` as it goes: a run that fails part way keeps what was
     measured before (the moments of the kill and the restart, the counters, the dataset)."""
     clock = Clock()
-    timeout = float(spec.get("start_timeout_s", 600))
+    timeout = float(spec.start_timeout_s)
     stamper = LogStamper(server_home(work) / "error.log", work / "error.log.stamped", clock)
     server = open_server(work, spec, clock, stamper)
     sysbench = Sysbench(server, spec, work)
-    crash = spec["crash"]
-    engine = spec["engine"]
+    crash = spec.crash
+    engine = spec.engine
     times: dict[str, float] = {}
     # the run carries its server: the family whose build it ran (families/)
     result.update(times=times, server_args=server.server_args(), server_family=server.engine.server)
@@ -80,9 +80,9 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     oom_kills_before = oom_kills()
     stamper.start()
     try:
-        base, image = Path(spec["work_dir"]), spec.get("image") or {}
+        base, image = Path(spec.work_dir), spec.image or {}
         result["room"] = check_room(spec, base, server.build)  # before anything is written
-        if spec.get("storage"):  # its group made and its floor measured before the workload
+        if spec.storage:  # its group made and its floor measured before the workload
             throttle = storage_class(spec, server, result)
         if image.get("restore"):  # one crash recovered many ways: this restart's copy of it
             progress(f"restoring crash image {image['restore']}: the kill's state, no workload of its own", 5)
@@ -98,7 +98,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
                 times["image_kept"] = clock.now()
         if throttle is not None:  # from the restart on, the server reads and writes through its class
             server.cgroup = throttle.procs
-        cache = spec["parameters"].get("restart_cache", "warm")
+        cache = spec.parameters.get("restart_cache", "warm")
         progress(f"restarting after the crash ({cache} page cache)", 75)
         times["cache_started"] = clock.now()  # the lab's own step: the downtime leaves it out
         result["restart_cache"] = page_cache.before_restart(server.home, cache)
@@ -109,7 +109,7 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         group = throttle.served if throttle is not None else None  # the class's counts, each reading
         watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE, group)
         watcher.start()
-        signs, after_s = server.engine.stall_signs, spec["stall_after_s"]
+        signs, after_s = server.engine.stall_signs, spec.stall_after_s
         stall = StallWatch(lambda: watcher.io_total, stamper, signs, after_s)
         try:
             times["recovery_first_query"] = server.wait_until_ready(timeout, stall)
@@ -133,19 +133,19 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
         if throttle is not None:  # the lab's check is not measured: seed 000's took 5 minutes in its class
             throttle.release()
         if checksums is None:  # crashed mid-workload: no state to compare, the server's own checks
-            problems = server.integrity(workload_tables(spec["workload"]))
+            problems = server.integrity(workload_tables(spec.workload))
             result.update(verified=not problems, verification="integrity check")
             if problems:
                 result["integrity_problems"] = problems[:20]
         else:
             result["verification"] = "checksums"
-            result["verified"] = server.checksums(workload_tables(spec["workload"])) == checksums
+            result["verified"] = server.checksums(workload_tables(spec.workload)) == checksums
             if crash["when"] == "during_transaction":  # and none of the open transaction's rows
                 left = int(server.query(f"SELECT COUNT(*) FROM {OPEN_TRX_TABLE}", timeout=3600).strip())
                 result["crash_plan"]["rows_left_after_recovery"] = left
                 result["verified"] = result["verified"] and left == 0
 
-        warmup_max = spec["workload"].get("warmup_max_seconds", 0)
+        warmup_max = spec.workload.get("warmup_max_seconds", 0)
         before = sysbench.pre_crash_tps() if warmup_max else None
         if warmup_max and before:
             if throttle is not None:  # the way back to throughput is measured, on the class's storage
@@ -180,14 +180,14 @@ def execute(spec: dict, work: Path, out: Path, result: dict) -> dict:
     return result
 
 
-def open_server(work: Path, spec: dict, clock: Clock, stamper: LogStamper) -> Server:
+def open_server(work: Path, spec: RunSpec, clock: Clock, stamper: LogStamper) -> Server:
     """The private server the run's engine runs on: its family's (families/). Where families
     share the engine's name (InnoDB: MariaDB's and MySQL's), the build's server says which."""
-    name = spec["engine"]
+    name = spec.engine
     family = families_running(name)[0]
     if len(families_running(name)) > 1:
-        build = spec["parameters"].get("server_build", SYSTEM_BUILD)
-        family = family_for(name, build, build_programs_named(Path(spec["work_dir"]), build))
+        build = spec.parameters.get("server_build", SYSTEM_BUILD)
+        family = family_for(name, build, build_programs_named(Path(spec.work_dir), build))
     return server_class(family)(work, spec, clock, stamper, FAMILY_ENGINES[family][name])
 
 
@@ -267,9 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"contract_version": CONTRACT_VERSION}
     status, error, permanent, work = "failed", None, True, None
     try:
-        spec = asdict(RunSpec.from_dict(json.loads(Path(args.spec).read_text())))
-        result["spec"] = spec
-        base = own_folder(Path(spec["work_dir"]), "work directory", "the host's work_dir")
+        spec = RunSpec.from_dict(json.loads(Path(args.spec).read_text()))
+        result["spec"] = asdict(spec)
+        base = own_folder(Path(spec.work_dir), "work directory", "the host's work_dir")
         hold_work_dir(base)
         unmount_stale(base)
         remove_stale_groups()
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             result["stale_runs_removed"] = stale
             progress(f"removed what a stopped runner had left: {', '.join(stale)}", 0)
-        work = runner_folder(Path(tempfile.mkdtemp(prefix=f"run-{spec['run_id']}-", dir=base)))
+        work = runner_folder(Path(tempfile.mkdtemp(prefix=f"run-{spec.run_id}-", dir=base)))
         result["facts"] = host_facts(str(base))
         execute(spec, work, out, result)
         status = "done"

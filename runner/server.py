@@ -18,6 +18,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .engine import DEFAULT_FLUSHING, Engine
 from .errors import RunFailed
@@ -25,6 +26,9 @@ from .events import Clock
 from .files import server_home
 from .processes import POLL_S, SETPRIV, spawn
 from .stamper import LogStamper
+
+if TYPE_CHECKING:  # the spec, read from its JSON by the runner (contract.py)
+    from .contract import RunSpec
 
 
 class Server:
@@ -59,12 +63,12 @@ class Server:
         cannot start."""
         raise NotImplementedError
 
-    def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper, engine: Engine):
+    def __init__(self, work: Path, spec: "RunSpec", clock: Clock, stamper: LogStamper, engine: Engine):
         # `work`: the run's folder, root's (its launchers, reports, the bundle's files); `home`:
         # the server's folder in it, its OS user's (files.py says why the two are apart)
         self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
         self.home = server_home(work)
-        self.engine = engine  # the run's (spec["engine"]), from the families' registry
+        self.engine = engine  # the run's (spec.engine), from the families' registry
         self.datadir = self.home / "data"
         self.binlog_dir = self.home
         self.error_log = self.home / "error.log"
@@ -77,9 +81,9 @@ class Server:
     def options(self) -> dict:
         """The engine's flushing held back (unless the run asks for the server's natural
         flushing), then the definition's server options."""
-        flushing = self.spec["parameters"].get("flushing", DEFAULT_FLUSHING)
+        flushing = self.spec.parameters.get("flushing", DEFAULT_FLUSHING)
         held_back = self.engine.held_back if flushing == "held_back" else {}
-        return {**held_back, **self.spec.get("server_options", {})}
+        return {**held_back, **self.spec.server_options}
 
     def own_work_dir(self) -> None:
         """The server's folder: entered by the runner's user and the server's only; its tmpdir

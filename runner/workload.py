@@ -10,7 +10,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from .contract import DEFAULT_OPEN_ROWS, SCRIPTED_WORKLOADS, RunFailed
+from .contract import DEFAULT_OPEN_ROWS, SCRIPTED_WORKLOADS, RunFailed, RunSpec
 from .processes import find_binary, spawn
 from .server import Server
 
@@ -39,11 +39,11 @@ def workload_tables(workload: dict) -> list[str]:
 
 
 class Sysbench:
-    def __init__(self, server: Server, spec: dict, work: Path):
+    def __init__(self, server: Server, spec: RunSpec, work: Path):
         self.server, self.work = server, work
-        self.workload = spec["workload"]
-        self.engine = spec["engine"]
-        self.rate = spec["parameters"].get("insert_rate", 0)
+        self.workload = spec.workload
+        self.engine = spec.engine
+        self.rate = spec.parameters.get("insert_rate", 0)
         self.binary = find_binary("sysbench")
         self.process: subprocess.Popen | None = None
         self.output = None

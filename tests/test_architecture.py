@@ -97,6 +97,23 @@ def test_the_dashboard_takes_from_the_runner_only_its_contract_and_the_families_
     assert not reaching, "ask runner.contract or runner.families instead: " + ", ".join(sorted(reaching))
 
 
+# The workers dispatch to the hosts: the runner's package itself (zipped and sent), and on the host
+# root's folder checks (runner/files.py: one implementation of "a folder no one else can write",
+# the one the runner runs there too, not a copy that could drift from it).
+WORKERS_SEAM = RUNNER_SEAM | {"runner", "runner.files"}
+
+
+def test_the_workers_take_from_the_runner_its_contract_its_package_and_its_folder_checks():
+    reaching = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for package in ("workers", "webapp", "recovery_lab_cli")
+        for path in (ROOT / package).rglob("*.py")
+        for name in runner_imports(path.read_text())
+        if name not in WORKERS_SEAM
+    }
+    assert not reaching, "ask runner.contract or runner.families instead: " + ", ".join(sorted(reaching))
+
+
 def test_the_seam_s_scan_sees_each_way_of_naming_a_runner_module():
     source = "from runner.throttle import X\nfrom runner import contract, floor\nimport runner.processes\n"
     assert runner_imports(source) == {

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from runner.builds import MANIFEST, MANIFEST_FORMAT
+from runner.contract import MANIFEST, MANIFEST_FORMAT
 from runner.families import FAMILIES, debian_recipe
 from runner.files import UnsafeFolder, own_folder, untrusted_in
 

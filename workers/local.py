@@ -15,8 +15,7 @@ from django.conf import settings
 
 from experiments.models import Host
 from experiments.services import Bundle
-from runner.builds import BUILDS_DIR
-from runner.contract import RunSpec
+from runner.contract import BUILDS_DIR, RunSpec
 from runner.files import UnsafeFolder, own_folder
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,

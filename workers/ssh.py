@@ -27,8 +27,7 @@ from experiments.ingest.unpacking import BoundedTar, Limits, UnpackRefused
 from experiments.models import Host
 from experiments.services import Bundle
 from experiments.services.ssh_keys import dashboard_private_key, dashboard_public_key
-from runner.builds import BUILDS_DIR
-from runner.contract import RunSpec
+from runner.contract import BUILDS_DIR, RunSpec
 from workers.transports import (
     RUNNER_HARD_LIMIT_S,
     ProgressCallback,

@@ -9,6 +9,7 @@ as root, the server runs as an unprivileged OS user (mysql, else nobody)."""
 
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...builds import (
     SYSTEM_BUILD,
@@ -25,6 +26,9 @@ from ...events import Clock
 from ...processes import SETPRIV, find_binary, spawn
 from ...server import Server
 from ...stamper import LogStamper
+
+if TYPE_CHECKING:  # the spec, read from its JSON by the runner (contract.py)
+    from ...contract import RunSpec
 
 # Read back from the running server and kept with the run: requested beside effective.
 EFFECTIVE_VARIABLES = (
@@ -73,14 +77,14 @@ class MariaDBServer(Server):
         line = version_line(server_command(programs), "Ver ")
         return line[line.index("Ver ") :][:200]
 
-    def __init__(self, work: Path, spec: dict, clock: Clock, stamper: LogStamper, engine):
+    def __init__(self, work: Path, spec: "RunSpec", clock: Clock, stamper: LogStamper, engine):
         super().__init__(work, spec, clock, stamper, engine)
         # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
         # power-cut layer; otherwise beside it.
-        self.binlog_dir = self.datadir if spec["crash"].get("method") == "power_loss" else self.home
+        self.binlog_dir = self.datadir if spec.crash.get("method") == "power_loss" else self.home
         self.socket = self.home / "mysqld.sock"
         self.programs = server_programs(
-            Path(spec["work_dir"]), spec["parameters"].get("server_build", SYSTEM_BUILD)
+            Path(spec.work_dir), spec.parameters.get("server_build", SYSTEM_BUILD)
         )
         self.client = self.programs["client"] or find_binary("mariadb", "mysql")
         self.build = self.binary_version()
@@ -99,7 +103,7 @@ class MariaDBServer(Server):
     def server_args(self, loading: bool = False) -> list[str]:
         """The run's server; `loading`: the one that loads the dataset, without a binary log
         (the load is not the run's, and its binlog files would be counted at the crash)."""
-        params = self.spec["parameters"]
+        params = self.spec.parameters
         args = [
             *server_command(self.programs),
             "--no-defaults",

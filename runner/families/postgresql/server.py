@@ -14,12 +14,16 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...builds import BUILDS_DIR, SYSTEM_BUILD, folder_programs, launching_script, version_line
 from ...errors import RunFailed
 from ...files import open_to_others
 from ...processes import POLL_S, SETPRIV, spawn, stat_fields
 from ...server import Server
+
+if TYPE_CHECKING:  # the spec, read from its JSON by the runner (contract.py)
+    from ...contract import RunSpec
 
 # The socket's file name is .s.PGSQL.PORT in the run's own folder: a port number, and no TCP.
 PORT = 5432
@@ -135,14 +139,14 @@ class PostgresServer(Server):
         command = [*programs["launcher"], f"{programs['postgres_bin']}/postgres"]
         return version_line(command, "(PostgreSQL)")[:200]
 
-    def __init__(self, work: Path, spec: dict, clock, stamper, engine):
+    def __init__(self, work: Path, spec: "RunSpec", clock, stamper, engine):
         super().__init__(work, spec, clock, stamper, engine)
         if self.os_user and not SETPRIV:
             raise RunFailed(
                 "PostgreSQL does not run as root: this host needs setpriv (util-linux) to start it"
             )
-        build = spec["parameters"].get("server_build", SYSTEM_BUILD)
-        self.bin = postgres_bin(Path(spec["work_dir"]), build, work)
+        build = spec.parameters.get("server_build", SYSTEM_BUILD)
+        self.bin = postgres_bin(Path(spec.work_dir), build, work)
         self.socket = self.home / f".s.PGSQL.{PORT}"
         self.build = self.binary_version()
         self.own_work_dir()
@@ -170,7 +174,7 @@ class PostgresServer(Server):
             raise RunFailed(f"initdb failed (exit {done}): {output[-800:]}")
 
     def server_args(self, loading: bool = False) -> list[str]:
-        params = self.spec["parameters"]
+        params = self.spec.parameters
         settings = {
             "listen_addresses": "",  # the socket only: no TCP port for anyone on the host
             "port": PORT,
