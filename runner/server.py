@@ -18,7 +18,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .engine import DEFAULT_FLUSHING, Engine
 from .errors import RunFailed
@@ -26,9 +25,6 @@ from .events import Clock
 from .files import server_home
 from .processes import POLL_S, SETPRIV, spawn
 from .stamper import LogStamper
-
-if TYPE_CHECKING:  # the spec, read from its JSON by the runner (contract.py)
-    from .contract import RunSpec
 
 
 class Server:
@@ -63,9 +59,10 @@ class Server:
         cannot start."""
         raise NotImplementedError
 
-    def __init__(self, work: Path, spec: "RunSpec", clock: Clock, stamper: LogStamper, engine: Engine):
+    def __init__(self, work: Path, spec, clock: Clock, stamper: LogStamper, engine: Engine):
         # `work`: the run's folder, root's (its launchers, reports, the bundle's files); `home`:
         # the server's folder in it, its OS user's (files.py says why the two are apart)
+        # spec: the run's contract.RunSpec (not imported here: the contract imports the families)
         self.work, self.spec, self.clock, self.stamper = work, spec, clock, stamper
         self.home = server_home(work)
         self.engine = engine  # the run's (spec.engine), from the families' registry

@@ -9,7 +9,6 @@ as root, the server runs as an unprivileged OS user (mysql, else nobody)."""
 
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...builds import (
     SYSTEM_BUILD,
@@ -26,9 +25,6 @@ from ...events import Clock
 from ...processes import SETPRIV, find_binary, spawn
 from ...server import Server
 from ...stamper import LogStamper
-
-if TYPE_CHECKING:  # the spec, read from its JSON by the runner (contract.py)
-    from ...contract import RunSpec
 
 # Read back from the running server and kept with the run: requested beside effective.
 EFFECTIVE_VARIABLES = (
@@ -77,7 +73,7 @@ class MariaDBServer(Server):
         line = version_line(server_command(programs), "Ver ")
         return line[line.index("Ver ") :][:200]
 
-    def __init__(self, work: Path, spec: "RunSpec", clock: Clock, stamper: LogStamper, engine):
+    def __init__(self, work: Path, spec, clock: Clock, stamper: LogStamper, engine):
         super().__init__(work, spec, clock, stamper, engine)
         # Under a power cut the binary log must be on the cut disk too: in the datadir, below the
         # power-cut layer; otherwise beside it.

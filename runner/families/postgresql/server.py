@@ -14,16 +14,12 @@ import stat
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...builds import BUILDS_DIR, SYSTEM_BUILD, folder_programs, launching_script, version_line
 from ...errors import RunFailed
 from ...files import open_to_others
 from ...processes import POLL_S, SETPRIV, spawn, stat_fields
 from ...server import Server
-
-if TYPE_CHECKING:  # the spec, read from its JSON by the runner (contract.py)
-    from ...contract import RunSpec
 
 # The socket's file name is .s.PGSQL.PORT in the run's own folder: a port number, and no TCP.
 PORT = 5432
@@ -139,7 +135,7 @@ class PostgresServer(Server):
         command = [*programs["launcher"], f"{programs['postgres_bin']}/postgres"]
         return version_line(command, "(PostgreSQL)")[:200]
 
-    def __init__(self, work: Path, spec: "RunSpec", clock, stamper, engine):
+    def __init__(self, work: Path, spec, clock, stamper, engine):
         super().__init__(work, spec, clock, stamper, engine)
         if self.os_user and not SETPRIV:
             raise RunFailed(
