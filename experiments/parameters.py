@@ -23,6 +23,7 @@ SIZE, NUMBER, CHOICE, NAME, FLAG = "size", "number", "choice", "name", "flag"
 class Parameter:
     name: str
     title: str  # what an axis and a column say: "buffer pool (bytes)"
+    short: str  # what a cell's name calls it: "pool 1G"
     check: Callable[[object], object]  # one value's rule (experiments/checks.py)
     kind: str
     help: str = ""  # the form's words under its field
@@ -60,6 +61,7 @@ TABLE = (
     Parameter(
         "buffer_pool_size",
         "buffer pool (bytes)",
+        "pool",
         size_between("8M", "64G"),
         SIZE,
         help="comma-separated: 128M, 1G",
@@ -70,6 +72,7 @@ TABLE = (
     Parameter(
         "redo_log_size",
         "redo log size (bytes)",
+        "log",
         size_between("8M", "64G"),
         SIZE,
         help="comma-separated: 64M, 512M",
@@ -81,6 +84,7 @@ TABLE = (
     Parameter(
         "insert_rate",
         "insert rate asked (rows/s)",
+        "rate",
         int_between(0, 1_000_000),
         NUMBER,
         help="rows inserted per second, comma-separated; 0 = unthrottled",
@@ -92,6 +96,7 @@ TABLE = (
     Parameter(
         "binlog_files",
         "binlog files",
+        "binlogs",
         int_between(0, contract.MAX_BINLOG_FILES),
         NUMBER,
         help="binary log files the server holds at the crash; 0 = binary log off",
@@ -103,6 +108,7 @@ TABLE = (
     Parameter(
         "server_build",
         "server build",
+        "build",
         matching(contract.BUILD_NAME, "a build name like 10.11.9 or system"),
         NAME,
         help="comma-separated builds the hosts list (the hosts page): system, mariadb-11.8",
@@ -110,6 +116,7 @@ TABLE = (
     # held_back: the method's, the engine's flushing held back so recovery replays the redo the
     # workload wrote; natural: the server's own flushing, as in production.
     Parameter(
+        "flushing",
         "flushing",
         "flushing",
         one_of(*contract.FLUSHING),
@@ -125,6 +132,7 @@ TABLE = (
     Parameter(
         "restart_cache",
         "page cache at the restart",
+        "page cache",
         one_of(*contract.RESTART_CACHES),
         CHOICE,
         help="both: a sweep; none ticked: warm, or cold after a power cut",
@@ -138,6 +146,7 @@ TABLE = (
     Parameter(
         "storage",
         "storage at the restart",
+        "storage",
         one_of(*storage.NAMES),
         CHOICE,
         help="a class caps the restarted server's reads and writes to its rates (the kernel's blkio "
@@ -150,6 +159,7 @@ TABLE = (
     Parameter(
         "profile",
         "CPU profile of the restart",
+        "profiled",
         boolean(),
         FLAG,
         label="CPU profile of each restart",
@@ -160,6 +170,7 @@ TABLE = (
     Parameter(
         "crash_when",
         "crash plan",
+        "crash",
         one_of(*CRASH_WHEN_NAMES),
         CHOICE,
         choices=tuple(choices(CRASH_WHEN, CRASH_WHEN_NAMES)),
@@ -168,12 +179,18 @@ TABLE = (
     Parameter(
         "crash_redo_bytes",
         "crash at redo to replay (bytes)",
+        "crash at redo",
         size_between("1M", "1T"),
         SIZE,
         crash="redo_bytes",
     ),
     Parameter(
-        "crash_after_seconds", "crash after (s)", int_between(1, 86_400), NUMBER, crash="after_seconds"
+        "crash_after_seconds",
+        "crash after (s)",
+        "crash after s",
+        int_between(1, 86_400),
+        NUMBER,
+        crash="after_seconds",
     ),
 )
 BY_NAME = {parameter.name: parameter for parameter in TABLE}
@@ -190,6 +207,9 @@ AXIS_TITLES = {
     "server_version": "server version",
     "experiment": "experiment",
 }
+PARAMETER_LABELS = {parameter.name: parameter.short for parameter in TABLE}
+# The parameters every run of a definition names (a default where it named none), in order.
+ALWAYS_NAMED = tuple(parameter.name for parameter in DEFINED if parameter.default is not None)
 PARAMETER_UNITS = {parameter.name: parameter.unit for parameter in TABLE if parameter.unit}
 OWN_PHASES = {parameter.name: parameter.phases for parameter in TABLE if parameter.phases}
 SIZE_PARAMETERS = tuple(parameter.name for parameter in TABLE if parameter.kind == SIZE)

@@ -190,6 +190,26 @@ def test_the_hosts_page_shows_each_host_s_a_a_checks_and_starts_one(client, db):
     assert Experiment.objects.filter(aa_check=True).count() == 1
 
 
+def test_the_hosts_page_says_why_an_a_a_cell_has_no_interval(client, db):
+    """A copy whose recovery was shorter than its log resolves (0 s) leaves no interval: the
+    page says so, beside the ratio, instead of a ratio that looks as sure as the others."""
+    host = HostFactory(name="local")
+    check = ExperimentFactory(aa_check=True, definition={**definition("nightly"), "hosts": ["local"]})
+    for repetition, seconds in enumerate([1.0, 0.0, 1.1, 1.2], start=1):
+        RunFactory(
+            experiment=check,
+            host=host,
+            repetition=repetition,
+            status=RunStatus.DONE,
+            recovery_seconds=seconds,
+            downtime_seconds=seconds + 2,
+        )
+    client.force_login(UserFactory(username="viewer"))
+    page = client.get("/hosts/").content.decode()
+    assert "(no interval: 1 run measured 0 or less (shorter than the log resolves))" in page, page
+    assert "95% CI" in page  # the downtime's copies each measured two values
+
+
 def test_the_api_starts_an_a_a_check_and_answers_the_host_s_floor(api, db):
     host = HostFactory(name="local")
     source = ExperimentFactory(definition={**definition("source"), "engines": ["innodb"]})

@@ -56,8 +56,17 @@ def test_an_a_a_check_from_the_hosts_page_runs_interleaved_and_shows_its_copies(
     assert row.count() == 1
     cells = row.locator("td").all_inner_texts()
     assert cells[0].startswith(f"#{check.id}") and cells[1].startswith("InnoDB at pool 256M"), cells
-    for measured in cells[2:4]:  # copy B over copy A, with its interval
-        assert re.match(r"^[0-9.]+x \(95% CI [0-9.]+-[0-9.]+x\)", measured), measured
+    for metric, measured in zip(("recovery_seconds", "downtime_seconds"), cells[2:4], strict=True):
+        # copy B over copy A, with its interval where each copy measured two or more values above 0
+        # (a busy host can leave a run's recovery shorter than its log resolves); else the reason
+        values = {
+            copy: [v for v in runs.filter(repetition__in=reps).values_list(metric, flat=True) if v]
+            for copy, reps in (("A", (1, 3)), ("B", (2, 4)))
+        }
+        if all(len(side) >= 2 for side in values.values()):
+            assert re.match(r"^[0-9.]+x \(95% CI [0-9.]+-[0-9.]+x\)", measured), measured
+        else:
+            assert re.match(r"^[0-9.]+x \(no interval: .+\)$", measured), (measured, values)
     assert cells[4] == "2, 2"
     floor = page.locator(".aa-host[data-host=local] .aa-floor").inner_text()
     assert "(local's A/A spread" in floor and "from 1 A/A check)" in floor, floor

@@ -36,6 +36,7 @@ OTHER = {
 
 def test_the_table_names_each_parameter_once_and_every_value_here_keeps_its_rule():
     assert len(BY_NAME) == len(TABLE) and set(OTHER) == set(BY_NAME)
+    assert len({p.short for p in TABLE}) == len(TABLE) and len({p.title for p in TABLE}) == len(TABLE)
     for parameter in TABLE:
         assert parameter.check(OTHER[parameter.name]) == OTHER[parameter.name], parameter.name
         assert AXIS_TITLES[parameter.name] == parameter.title

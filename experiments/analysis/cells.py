@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from experiments.analysis import stats
 from experiments.engines import engine_order
 from experiments.metrics import NUMERIC_METRICS
+from experiments.parameters import ALWAYS_NAMED, DEFINED, PARAMETER_LABELS, SWEPT
 from experiments.vocabulary import ENGINE_LABELS, RATE_REACHED_SHARE
 from recovery_lab_cli.units import MIB, SizeError, parse_size
 from runner.contract import UNSAID_DEFAULTS
@@ -64,23 +65,9 @@ SUMMARY_METRICS = (
 )
 # Summarised too, for the charts (the trade-off of a bigger log, the clean-start baseline).
 CHART_METRICS = ("pages_written", "log_bytes_written", "clean_start_seconds", "ready_seconds")
-PARAMETER_LABELS = {
-    "buffer_pool_size": "pool",
-    "redo_log_size": "log",
-    "insert_rate": "rate",
-    "binlog_files": "binlogs",
-    "server_build": "build",
-    "flushing": "flushing",
-    "profile": "profiled",
-    "restart_cache": "page cache",
-    "storage": "storage",
-    "crash_when": "crash",
-    "crash_redo_bytes": "crash at redo",
-    "crash_after_seconds": "crash after s",
-}
-PARAMETER_ORDER = ("buffer_pool_size", "redo_log_size", "insert_rate", "binlog_files")
+PARAMETER_ORDER = ALWAYS_NAMED
 # The crash plan's swept values, among a run's parameters (definition.CRASH_SWEEPS).
-CRASH_AXES = ("crash_redo_bytes", "crash_when", "crash_after_seconds")
+CRASH_AXES = tuple(parameter.name for parameter in SWEPT)
 
 
 def log_bytes(cell: "Cell") -> int:
@@ -290,7 +277,7 @@ def varied_axes(rows: list[dict]) -> list[str]:
         values["engine"].add(row["engine"])
         values["host"].add(row["host_label"])
         values["server_version"].add(row["server_version"])
-        for name in PARAMETER_ORDER:
+        for name in PARAMETER_ORDER:  # binlog_files: named by every run made since it existed
             values[name].add(str(row["parameters"].get(name, 0 if name == "binlog_files" else None)))
         for name, value in row["server_options"].items():
             values[name].add(str(value))
@@ -299,8 +286,7 @@ def varied_axes(rows: list[dict]) -> list[str]:
             values[name].add(bool(value) if isinstance(default, bool) else value)
         for name in CRASH_AXES:  # a swept crash plan is an axis too (its values otherwise pooled)
             values[name].add(str(row["parameters"].get(name)))
-    order = [*PARAMETER_ORDER, *CRASH_AXES, "engine", "host", "server_build", "flushing", "profile"]
-    order += ["restart_cache", "storage"]
-    order.append("server_version")
+    unsaid = [parameter.name for parameter in DEFINED if parameter.name in UNSAID_DEFAULTS]
+    order = [*PARAMETER_ORDER, *CRASH_AXES, "engine", "host", *unsaid, "server_version"]
     order += sorted(k for k in values if k not in order)
     return [name for name in order if len(values[name]) > 1]
