@@ -78,11 +78,19 @@ def test_twelve_real_firings_with_the_work_tripled_from_the_seventh(
             and not Notification.objects.filter(status=DeliveryStatus.PENDING).exists()
         )
 
-    wait_for(
-        searched_and_sent,
-        120,
-        "the worker's search and its alerts",
-    )
+    try:
+        wait_for(searched_and_sent, 120, "the worker's search and its alerts")
+    except AssertionError as timed_out:  # say which part never came (a pending alert retries in 2 min)
+        series.refresh_from_db(fields=["analysed_at"])
+        state = {
+            "analysed_at": series.analysed_at,
+            "last firing ended": last_ended,
+            "change points": list(
+                ChangePoint.objects.filter(series=series).values_list("metric", "firing_index")
+            ),
+            "alerts": list(Notification.objects.values_list("status", "attempts", "error_detail")),
+        }
+        raise AssertionError(f"{timed_out}: {state}") from None
     runs = list(Run.objects.filter(experiment__series=series).order_by("experiment__fired_for"))
     # the definition's work really tripled from the seventh firing: sysbench's own count
     assert [r.rows_inserted for r in runs] == [EVENTS] * (STEP_AT - 1) + [EVENTS * FACTOR] * (

@@ -81,6 +81,8 @@ def parameter_field(parameter: Parameter) -> forms.Field:
     if parameter.kind == FLAG:
         return forms.BooleanField(required=False, label=label, help_text=parameter.help)
     if parameter.kind == CHOICE:
+        # what none ticked means, in the words of its box ("held back", not "held_back")
+        words = dict(parameter.choices).get(parameter.absent, str(parameter.absent)).split(":")[0]
         return forms.MultipleChoiceField(
             choices=list(parameter.choices),
             required=False,
@@ -88,7 +90,7 @@ def parameter_field(parameter: Parameter) -> forms.Field:
             widget=forms.CheckboxSelectMultiple,
             help_text=parameter.help
             if parameter.kept_when_absent
-            else f"{parameter.help}; none ticked: {parameter.absent}",
+            else f"{parameter.help}; none ticked: {words}",
         )
     blank = parameter.default if parameter.default is not None else parameter.absent
     initial = parameter.initial if parameter.initial is not None else parameter.default
