@@ -33,8 +33,8 @@ from runner.families import (
     ENGINES,
     FAMILIES,
     FAMILY_ENGINES,
+    declared_for,
     families_running,
-    family_of_version,
     live_scheme,
 )
 
@@ -237,7 +237,7 @@ def engine_of(version: str, engine: str):
     """The engine of that name in the family whose release `version` names (its
     redo_to_replay_sql is what the lab's runner reads its redo to replay with); None where no
     family claims the version."""
-    family = family_of_version(version)
+    family = declared_for(version)
     return FAMILY_ENGINES[family.name].get(engine) if family is not None else None
 
 

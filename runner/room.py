@@ -34,7 +34,7 @@ def datadir_bytes(spec: RunSpec) -> int:
 
 def needed_bytes(spec: RunSpec, base: Path, build: str) -> tuple[int, str]:
     """The bytes the run will write on the work directory's disk at most, and what they are."""
-    image = spec.image or {}
+    image = spec.image
     if image.get("restore"):
         entry = images_root(base) / image["restore"]
         return int(folder_bytes(entry) * MARGIN), f"a copy of crash image {image['restore']}"

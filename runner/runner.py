@@ -35,7 +35,7 @@ from . import image as crash_image
 from .before_restart import load_and_crash, start_profile, storage_class
 from .builds import SYSTEM_BUILD, folder_programs
 from .bundle import collect
-from .contract import CONTRACT_VERSION, RunFailed, RunSpec
+from .contract import CONTRACT_VERSION, DEFAULT_RESTART_CACHE, RunFailed, RunSpec
 from .crash import (
     OPEN_TRX_TABLE,
     Ledger,
@@ -80,7 +80,7 @@ def execute(spec: RunSpec, work: Path, out: Path, result: dict) -> dict:
     oom_kills_before = oom_kills()
     stamper.start()
     try:
-        base, image = Path(spec.work_dir), spec.image or {}
+        base, image = Path(spec.work_dir), spec.image
         result["room"] = check_room(spec, base, server.build)  # before anything is written
         if spec.storage:  # its group made and its floor measured before the workload
             throttle = storage_class(spec, server, result)
@@ -98,7 +98,7 @@ def execute(spec: RunSpec, work: Path, out: Path, result: dict) -> dict:
                 times["image_kept"] = clock.now()
         if throttle is not None:  # from the restart on, the server reads and writes through its class
             server.cgroup = throttle.procs
-        cache = spec.parameters.get("restart_cache", "warm")
+        cache = spec.parameters.get("restart_cache", DEFAULT_RESTART_CACHE)
         progress(f"restarting after the crash ({cache} page cache)", 75)
         times["cache_started"] = clock.now()  # the lab's own step: the downtime leaves it out
         result["restart_cache"] = page_cache.before_restart(server.home, cache)

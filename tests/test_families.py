@@ -36,11 +36,11 @@ def test_a_fourth_family_is_a_folder_of_its_own_and_the_registry_knows_its_build
         REGISTRY.family_for("innodb", "percona-8.0", build)
     assert registry.family_for("innodb", "percona-8.0", build) == "percona"
     assert registry.build_version("percona", build) == PERCONA_LINE
-    assert registry.family_of_version("Percona Server 8.0.36-28").named("Percona Server 8.0.36-28") == (
+    assert registry.declared_for("Percona Server 8.0.36-28").named("Percona Server 8.0.36-28") == (
         "Percona Server 8.0.36"
     )
-    assert registry.family_of_version("9.7.4-2").name == "mysql"  # Debian's MySQL stays MySQL's
-    assert registry.family_of_version("10.11.19-MariaDB-0+deb12u1").series("10.11.19-MariaDB") == (
+    assert registry.declared_for("9.7.4-2").name == "mysql"  # Debian's MySQL stays MySQL's
+    assert registry.declared_for("10.11.19-MariaDB-0+deb12u1").series("10.11.19-MariaDB") == (
         "MariaDB",
         "10.11",
     )

@@ -97,7 +97,7 @@ def _shared(row: dict) -> dict:
     """A sample's numbers under the shared names (a runner's from before them named each engine's
     own: REGISTRY.shared_sample reads those), with its moment and what it took."""
     numbers = {name: value for name, value in row.items() if _number(value)}
-    kept = {name: numbers[name] for name in ("t", "took_ms") if name in numbers}
+    kept = {name: numbers.pop(name) for name in ("t", "took_ms") if name in numbers}
     return {**kept, **REGISTRY.shared_sample(numbers)}
 
 

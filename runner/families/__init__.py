@@ -25,6 +25,9 @@ from ..engine import SAMPLE_COUNTERS, SAMPLE_LEVELS, Engine
 from ..errors import RunFailed
 from ..family import Family
 
+# The names every engine's samples share (engine.py).
+SHARED_SAMPLES = frozenset((*SAMPLE_LEVELS, *SAMPLE_COUNTERS))
+
 
 class Registry:
     """The families found in folders: `sources`, each a package's name and its folder (the runner's
@@ -100,16 +103,13 @@ class Registry:
             (declared for declared in self.declared.values() if getattr(declared, claims)(text)), None
         )
 
-    def family_of_version(self, version: str | None) -> Family | None:
-        """The family whose release a running server's version names."""
-        return self.declared_for(version)
-
     def shared_sample(self, row: dict) -> dict:
         """A sample's values under the names every engine shares. The runner writes them so; one
         before it wrote each engine's own names (the samples.jsonl of runs already stored), which
         are read through every engine's table. A shared name the row has is kept as it is."""
-        shared = (*SAMPLE_LEVELS, *SAMPLE_COUNTERS)
-        found = {name: value for name, value in row.items() if name in shared}
+        found = {name: value for name, value in row.items() if name in SHARED_SAMPLES}
+        if len(found) == len(row):  # nothing of an engine's own to read
+            return found
         for family in self.names:
             for kind in self.engines[family].values():
                 for name, value in kind.sample_of(row).items():
@@ -177,10 +177,6 @@ def debian_recipe(family: str) -> dict | None:
 
 def build_version(family: str, found: dict) -> str | None:
     return REGISTRY.build_version(family, found)
-
-
-def family_of_version(version: str | None) -> Family | None:
-    return REGISTRY.family_of_version(version)
 
 
 def declared_for(text: str | None, family: str = "", build: bool = False) -> Family | None:
