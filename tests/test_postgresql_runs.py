@@ -276,7 +276,10 @@ def test_innodb_and_postgresql_in_one_experiment_crashed_after_and_during_the_wo
         # >= 0: InnoDB's recovery of ~1 MiB can start and end between two stamps of the log
         # (a CI run beside a loaded server measured 0.0); measured it must be
         assert metrics["recovery_seconds"] is not None and metrics["recovery_seconds"] >= 0, run
-        assert metrics["redo_bytes"] > 100_000, run
+        # the whole workload's redo after it; during it, what the workload had done by the crash:
+        # beside another test's servers it can be a few dozen rows (a CI run: 29 rows in its second)
+        after = run["parameters"]["crash_when"] == "after_workload"
+        assert metrics["redo_bytes"] > (100_000 if after else 0), run
         assert metrics["downtime_seconds"] >= metrics["ready_seconds"] > 0, run
         assert metrics["verified"] is True, run
     postgres = Run.objects.filter(experiment_id=experiment, engine="postgresql")
