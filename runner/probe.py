@@ -9,7 +9,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from .builds import BUILD_NAME, BUILDS_DIR, SYSTEM_BUILD, BuildUnusable, build_programs, installed
+from .builds import (
+    BUILD_NAME,
+    BUILDS_DIR,
+    SYSTEM_BUILD,
+    BuildUnusable,
+    build_programs,
+    each_command_once,
+    installed,
+)
 from .families import FAMILIES, FAMILY_ENGINES, build_version, server_class, system_programs
 from .files import UnsafeFolder, own_folder
 from .floor import file_system, kept
@@ -136,6 +144,11 @@ def server_builds(work_dir: str) -> list[dict]:
 
 
 def host_facts(work_dir: str) -> dict:
+    with each_command_once():  # the families ask about the same servers
+        return _host_facts(work_dir)
+
+
+def _host_facts(work_dir: str) -> dict:
     servers = {
         name: {"path": path, "version": first_line([path, "--version"])}
         for server in _servers().values()

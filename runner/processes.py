@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .builds import installed
+from .builds import installed, printed
 from .errors import RunFailed
 from .throttle import JOIN
 
@@ -201,7 +201,7 @@ def first_line(args: list[str]) -> str | None:
     """The first line a command prints (its output, else its errors), cut short; None where it
     printed nothing or could not run (the probe's versions, fio's, perf's exec path)."""
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+        done = printed(args)
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = (done.stdout or done.stderr).strip()

@@ -63,6 +63,27 @@ def test_the_probe_lists_the_system_server_and_each_build_with_its_version(copie
     assert "MariaDB" in builds["copy"]["version"] and builds["copy"]["version"] == builds["system"]["version"]
 
 
+def test_a_hosts_facts_ask_each_server_its_version_once_and_a_changed_build_is_seen_by_the_next_probe(
+    copied_build, tmp_path
+):
+    """The families ask about the same servers: inside one reading of the host's facts a command
+    runs once (a counting wrapper stands for the copied build's server); the next reading runs it
+    again, so a build replaced between two runs is described as it now is."""
+    from runner.probe import host_facts
+
+    server = settings.RUNNER_WORK_DIR / "builds" / "copy" / "bin" / "mariadbd"
+    real, counted = server.with_name("mariadbd.real"), tmp_path / "asked"
+    server.rename(real)
+    server.write_text(f'#!/bin/sh\necho asked >> {counted}\nexec {real} "$@"\n')
+    server.chmod(0o755)
+    first = {build["name"]: build for build in host_facts(str(settings.RUNNER_WORK_DIR))["server_builds"]}
+    asked_once = counted.read_text().count("asked")
+    assert asked_once == 1 and "MariaDB" in first["copy"]["version"], (asked_once, first["copy"])
+    server.write_text("#!/bin/sh\necho 'mariadbd  Ver 99.1.0-MariaDB for a test'\n")
+    second = {build["name"]: build for build in host_facts(str(settings.RUNNER_WORK_DIR))["server_builds"]}
+    assert second["copy"]["version"].startswith("Ver 99.1.0-MariaDB"), second["copy"]
+
+
 @pytest.mark.django_db
 def test_a_build_the_probed_host_does_not_have_is_refused_and_nothing_queued(api, local_host):
     local_host.facts = {"server_builds": [{"name": "system", "path": SYSTEM_SERVER, "version": "x"}]}
