@@ -7,7 +7,8 @@ snapshots engine status and counters, runs the workload, kills its server with S
 crash plan says, restarts it and times everything on the host's monotonic clock. Each error-log
 line is stamped the moment it appears, so phases have millisecond resolution though MariaDB logs
 whole seconds. Then a clean shutdown and a restart give the baseline; that server is then killed,
-not shut down, since its files are removed (MySQL 9.7's clean shutdown takes 1.5 s). It writes
+not shut down, since its files are removed (MySQL 9.7's clean shutdown takes 1.5 s; with --keep
+they stay, and it is shut down). It writes
 `result.json` and the raw files into BUNDLE_DIR.
 
 This module is the sequence; the parts are its neighbours: contract.py (the spec and the option
@@ -64,9 +65,10 @@ from .throttle import remove_stale as remove_stale_groups
 from .workload import Sysbench, workload_tables
 
 
-def execute(spec: RunSpec, work: Path, out: Path, result: dict) -> dict:
+def execute(spec: RunSpec, work: Path, out: Path, result: dict, keep: bool = False) -> dict:
     """The run, measured into `result` as it goes: a run that fails part way keeps what was
-    measured before (the moments of the kill and the restart, the counters, the dataset)."""
+    measured before (the moments of the kill and the restart, the counters, the dataset).
+    `keep`: the run's files stay for inspection, so its last server is shut down cleanly."""
     clock = Clock()
     timeout = float(spec.start_timeout_s)
     stamper = LogStamper(server_home(work) / "error.log", work / "error.log.stamped", clock)
@@ -160,6 +162,8 @@ def execute(spec: RunSpec, work: Path, out: Path, result: dict) -> dict:
         server.shutdown(timeout)
         times["clean_spawned"] = server.start()
         times["clean_first_query"] = server.wait_until_ready(timeout)
+        if keep:
+            server.shutdown(timeout)
         server.stop_if_running()  # the baseline is measured: a kill, as its files go with the run's
         if image.get("remove"):  # the last restart from it (a failed one leaves it for its retry)
             crash_image.remove(base, image["restore"])
@@ -278,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             progress(f"removed what a stopped runner had left: {', '.join(stale)}", 0)
         work = runner_folder(Path(tempfile.mkdtemp(prefix=f"run-{spec.run_id}-", dir=base)))
         result["facts"] = host_facts(str(base))
-        execute(spec, work, out, result)
+        execute(spec, work, out, result, keep=args.keep)
         status = "done"
     except RecoveryStalled as exc:  # a result: the run is not tried again
         status, error, result["stall"] = "stalled", str(exc), exc.evidence

@@ -21,6 +21,7 @@ from runner.probe import server_builds
 from workers.builds import BuildError, make_debian_build
 from workers.transports import write_runner
 
+from .conftest import runner_processes
 from .test_end_to_end import endless_spec, runner_in_its_workload
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as another OS user needs root")
@@ -165,6 +166,35 @@ def test_the_next_runner_removes_the_run_folder_a_killed_runner_left(tmp_path):
         assert "MiB)" in result["stale_runs_removed"][0]
     finally:
         shutil.rmtree(kept, ignore_errors=True)
+
+
+@pytest.mark.mariadb
+def test_the_baselines_server_is_killed_unless_the_run_is_kept_then_it_is_shut_down(tmp_path):
+    """Once the clean start is measured the runner kills that server: its files go with the run's.
+    With --keep they stay for inspection, so it shuts the server down cleanly first."""
+    spec = {**endless_spec(74), "workload": {**endless_spec(74)["workload"], "events": 50}}
+    logs = {}
+    for keep in (False, True):
+        folder = tmp_path / str(keep)
+        folder.mkdir()
+        (folder / "spec.json").write_text(json.dumps(spec))
+        command = [sys.executable, str(write_runner(folder)), "--spec", str(folder / "spec.json")]
+        done = subprocess.run(
+            [*command, "--out", str(folder / "b"), *(["--keep"] if keep else [])],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert json.loads((folder / "b" / "result.json").read_text())["status"] == "done", done.stdout[-500:]
+        logs[keep] = (folder / "b" / "error.log").read_text()
+        assert runner_processes() == []
+    kept = [run for run in Path(spec["work_dir"]).glob("run-74-*") if (run / "KEPT").exists()]
+    try:
+        assert len(kept) == 1 and (kept[0] / "server" / "data").is_dir()
+        for keep, log in logs.items():  # the clean start, then a stop only where the files stay
+            tail = log[log.rindex("ready for connections") :]
+            assert ("Shutdown complete" in tail) == keep, (keep, tail[-300:])
+    finally:
+        for run in kept:
+            shutil.rmtree(run, ignore_errors=True)
 
 
 def test_a_run_says_what_it_refused_and_is_suspect(tmp_path):
