@@ -8,8 +8,7 @@ crash plan says, restarts it and times everything on the host's monotonic clock.
 line is stamped the moment it appears, so phases have millisecond resolution though MariaDB logs
 whole seconds. Then a clean shutdown and a restart give the baseline; that server is then killed,
 not shut down, since its files are removed (MySQL 9.7's clean shutdown takes 1.5 s; with --keep
-they stay, and it is shut down). It writes
-`result.json` and the raw files into BUNDLE_DIR.
+they stay, and it is shut down). It writes `result.json` and the raw files into BUNDLE_DIR.
 
 This module is the sequence; the parts are its neighbours: contract.py (the spec and the option
 allow-list, shared with the dashboard), probe.py (the host's facts and builds), processes.py
