@@ -3,6 +3,7 @@ host or beside other work; A/A checks measure a host's own noise and raise the f
 on it must clear."""
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,9 @@ from .factories import ExperimentFactory, HostFactory, RunFactory, UserFactory
 from .test_analysis import done_run, noisy
 
 ROOT = Path(__file__).resolve().parent.parent
+# Other processes' share of the host's CPU (the median of each experiment's runs) that differs
+# this much between two experiments: they ran on a host loaded differently.
+LOAD_MOVED = 0.15
 
 
 def definition(name: str) -> dict:
@@ -112,7 +116,24 @@ def test_identical_experiments_are_not_called_different_quiet_or_beside_two_cpu_
         for result in block["versus"].values()
         if result["significant"] and metric != "recovery_core_wait_share"
     ]
-    assert not called and not significant_sentences(quiet), (called, significant_sentences(quiet))
+    # Identical experiments are measured alike where the host was loaded alike: beside the light
+    # tests both are (each run records what other processes took, about 45% of the CPU). Where
+    # the load moved between them (work outside this suite: a CI run beside a CPU-bound process
+    # ran the first with twice the second's, and called InnoDB 0.69x), they were not measured
+    # alike; then the product's own rule holds, as beside the two loops above: every sentence
+    # that calls a difference says the host was disturbed.
+    shares = {
+        experiment.name: statistics.median(
+            noise["workload"]["others_cpu_share"]
+            for noise in Run.objects.filter(experiment=experiment).values_list("noise", flat=True)
+        )
+        for experiment in (first, second)
+    }
+    if abs(shares[first.name] - shares[second.name]) > LOAD_MOVED:
+        for line in significant_sentences(quiet):
+            assert "(on a disturbed host:" in line, (line, shares)
+        return
+    assert not called and not significant_sentences(quiet), (called, significant_sentences(quiet), shares)
 
 
 def aa_rows(check: Experiment) -> list[dict]:
