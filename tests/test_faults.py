@@ -211,7 +211,14 @@ def test_postgresql_restarted_mid_run_the_worker_reconnects_and_stores_the_resul
         db.execute("CREATE DATABASE recovery_lab")
     url = private_postgres.url("recovery_lab")
     manage_on(url, "from django.core.management import call_command; call_command('migrate', verbosity=0)")
-    definition = {**DEFINITION, "name": "fault: PostgreSQL restarted"}
+    # A workload of about 12 s: the run must outlive the outage (stopped, found gone, started,
+    # then beat's pass from a fresh process: about 5 s). With 4 s it could end, be stored and
+    # wake its next run first, and beat then rightly found the host's lock held.
+    definition = {
+        **DEFINITION,
+        "name": "fault: PostgreSQL restarted",
+        "workload": {**DEFINITION["workload"], "events": 60000},
+    }
     experiment_id = int(
         manage_on(
             url,
