@@ -83,13 +83,13 @@ def test_profiled_runs_say_what_bound_them_against_the_measured_disk_and_compare
             # InnoDB reads its redo from the disk with O_DIRECT (on tmpfs MariaDB maps it instead)
             assert recovery["read_bytes"] + recovery["rchar"] >= run.redo_bytes * 0.9, (run.engine, recovery)
         if run.engine == "postgresql":  # its WAL through read() calls, from the page cache or memory
-            # All of it within the restart. The recovery's own share is known to a reading (50 ms):
-            # the startup process reads its last WAL and exits, and what it read after its last
-            # reading is counted where the next one falls, spread over the two (a CI run: 85% of
-            # 70.5 MB inside the recovery, the rest just after; 280 MB/s is 14 MB a reading).
+            # All of it within the restart, and most within the recovery: the startup process's
+            # reads after its last reading are timed at its own pace (tests/test_resources_ended.py;
+            # spread over the next 50 ms, a CI run had counted 85% of 70.5 MB there). A process
+            # slowed at its very end by a busy host is timed early: hence 80%, not 90%.
             rest = resources["rest"]
             assert recovery["rchar"] + rest["rchar"] >= run.redo_bytes * 0.9, (recovery, rest)
-            assert recovery["rchar"] >= run.redo_bytes * 0.5, recovery
+            assert recovery["rchar"] >= run.redo_bytes * 0.8, recovery
         profile = resources["profile"]
         assert "error" not in profile and profile["samples"] > 0, profile
         drawn = figures_of(page, "run-figures")
