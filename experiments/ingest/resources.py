@@ -129,8 +129,9 @@ def _time_ended_io(threads: list[Thread]) -> None:
             (thread.rows[-1][column] - thread.rows[-2][column]) / (thread.moments[-1] - thread.moments[-2])
             for thread in gone.get(t0, [])
         )
-        if r1[column] > r0[column] and pace > 0 and t0 + (r1[column] - r0[column]) / pace < t1:
-            moments.append(t0 + (r1[column] - r0[column]) / pace)
+        done = t0 + (r1[column] - r0[column]) / pace if pace > 0 else t1
+        if t0 < done < t1:  # (nothing grew: done is t0)
+            moments.append(done)
             rows.append(r1)
         moments.append(t1)
         rows.append(r1)
