@@ -492,3 +492,61 @@ def test_generated_nightly_histories_give_the_change_points_written_in_them():
     assert sum(found_as_written(step, seed) for seed in range(20)) >= 19
     assert sum(found_as_written(flat, seed) for seed in range(20)) >= 19
     assert sum(found_as_written(night, seed) for seed in range(20)) >= 19
+
+
+def test_a_step_followed_by_a_smaller_shift_is_confirmed_by_the_nights_after_it(
+    user, django_capture_on_commit_callbacks
+):
+    """x3 at the seventh firing, then x1.1 one night later: two change points, and the first has
+    one firing on its side up to the second. The nights after it all stand on its after side, so
+    it is confirmed and alerted (a real series' tripled redo had waited forever for more firings)."""
+    series = Series.objects.create(
+        name="step, then a shift",
+        definition=DEFINITION,
+        schedule="@nightly",
+        next_firing_at=timezone.now(),
+        created_by=user,
+        alert_emails=["dba@example.com"],
+    )
+    history_of(series, [10.0] * 6 + [30.0] + [33.0] * 5, spread=0.01)
+    with django_capture_on_commit_callbacks(execute=True):
+        points = series_service.refresh_change_points(series.pk)
+    step, shift = sorted((p for p in points if p.metric == "recovery_seconds"), key=lambda p: p.firing_index)
+    assert (step.firing_index, step.firings_after, step.firings_agreeing) == (7, 1, 6), points
+    assert step.confirmed and step.needs_more_firings == 0
+    assert Notification.objects.filter(change_point=step).count() == 1
+    assert shift.firing_index == 8 and 1.05 < shift.ratio < 1.15  # under the 10% threshold: not sent
+    assert not Notification.objects.filter(change_point=shift).exists()
+
+
+def test_the_nights_that_agree_with_a_change_stop_at_the_first_that_does_not():
+    """Nearer the after median than the before one counts; the first night back ends the count,
+    so a change that went back is not confirmed by the nights after its return."""
+    from experiments.analysis.series import _agreeing
+
+    assert _agreeing([30, 33, 33, 33], before=10, after=30) == 4  # past a smaller shift
+    assert _agreeing([30, 30, 10, 30, 30], before=10, after=30) == 2  # two bad nights, then back
+    assert _agreeing([19, 30], before=10, after=30) == 0  # the midpoint's near side is the before
+    assert _agreeing([5, 6, 9], before=10, after=5) == 2  # a metric that went down
+
+
+def test_stored_change_points_stay_as_confirmed_as_they_were_after_the_migration(user):
+    """0037 counts a stored point's agreeing firings as its firings after, until the next search."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("experiments.migrations.0037_change_point_firings_agreeing")
+    series = Series.objects.create(
+        name="stored", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now(),
+        created_by=user,
+    )  # fmt: skip
+    (experiment,) = history_of(series, [10.0])
+    point = ChangePoint.objects.create(
+        series=series, metric="recovery_seconds", experiment=experiment, firing_index=7, before_median=10,
+        after_median=30, ratio=3.0, worse=True, firings_before=6, firings_after=4,
+    )  # fmt: skip
+    assert not point.confirmed  # the field's default, before the migration's step
+    migration.agreeing_as_before(apps, None)
+    point.refresh_from_db()
+    assert point.firings_agreeing == 4 and point.confirmed

@@ -89,6 +89,7 @@ class Found:
     differences: list[str]
     firings_before: int = 0  # measured firings on each side, up to the neighbouring change points
     firings_after: int = 0
+    firings_agreeing: int = 0  # from the change on, nearer its after median, until one is not
 
     def as_fields(self) -> dict:
         """What a stored change point keeps of it (ChangePoint's fields)."""
@@ -105,6 +106,7 @@ class Found:
             "differences": self.differences,
             "firings_before": self.firings_before,
             "firings_after": self.firings_after,
+            "firings_agreeing": self.firings_agreeing,
         }
 
 
@@ -127,21 +129,36 @@ def change_points(firings: list[Firing], metric: str) -> list[Found]:
         )
         if comparison.ratio is None:
             continue
+        before_median = median(f.median(metric) for f in before)
+        after_median = median(f.median(metric) for f in after)
         answers.append(
             Found(
                 metric=metric,
                 index=measured[edges[k]],
                 experiment_id=after[0].experiment_id,
-                before_median=median(f.median(metric) for f in before),
-                after_median=median(f.median(metric) for f in after),
+                before_median=before_median,
+                after_median=after_median,
                 comparison=comparison,
                 worse=comparison.ratio > 1 if SERIES_METRICS[metric] else comparison.ratio < 1,
                 differences=differences(before[-1], after[0]) + _disturbed(before + after),
                 firings_before=len(before),
                 firings_after=len(after),
+                firings_agreeing=_agreeing(medians[edges[k] :], before_median, after_median),
             )
         )
     return answers
+
+
+def _agreeing(later: list[float], before: float, after: float) -> int:
+    """How many firings from a change on stand on its after side (nearer the after median than
+    the before one), up to the first that does not: the nights that confirm it, across a later,
+    smaller shift; a change that went back is not confirmed by the nights after its return."""
+    count = 0
+    for value in later:
+        if abs(value - after) >= abs(value - before):
+            break
+        count += 1
+    return count
 
 
 def _disturbed(firings: list[Firing]) -> list[str]:

@@ -45,6 +45,7 @@ class ChangePointSerializer(serializers.ModelSerializer):
             "differences",
             "firings_before",
             "firings_after",
+            "firings_agreeing",
             "confirmed",
             "needs_more_firings",
             "triage",
