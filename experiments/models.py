@@ -543,8 +543,8 @@ class ChangePoint(models.Model):
     worse = models.BooleanField(help_text="The metric moved the bad way (slower, more redo, fewer TPS).")
     # What differed between the last firing before and the first after: build, host facts, settings.
     differences = models.JSONField(default=list, blank=True)
-    # Measured firings on each side (up to the neighbouring change points): confirmed, and
-    # alerted, once CONFIRMING_FIRINGS stand on each side.
+    # Measured firings on each side (up to the neighbouring change points): the sides compared.
+    # Confirmed, and alerted, once CONFIRMING_FIRINGS stand before it and agree after it.
     firings_before = models.PositiveIntegerField(default=0, db_default=0)
     firings_after = models.PositiveIntegerField(default=0, db_default=0)
     # Firings from the change on that agree with it (nearer its after median than its before
