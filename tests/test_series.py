@@ -152,6 +152,13 @@ def test_a_firing_never_probes_a_host_inside_its_series_lock_and_goes_by_the_bui
     assert local_host.last_seen is None  # not probed
 
 
+def nightly(name: str, **fields) -> Series:
+    """A series of DEFINITION fired nightly from now, with the fields a test gives it."""
+    return Series.objects.create(
+        name=name, definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now(), **fields
+    )
+
+
 def history_of(
     series: Series, medians: list[float], spread: float = 0.05, runs: int = 3, seed: int = 7
 ) -> list[Experiment]:
@@ -181,11 +188,8 @@ def test_a_step_is_found_at_its_firing_measured_and_alerted_once(
     user, webhook, django_capture_on_commit_callbacks, broker
 ):
     url, received = webhook
-    series = Series.objects.create(
-        name="step",
-        definition=DEFINITION,
-        schedule="@nightly",
-        next_firing_at=timezone.now(),
+    series = nightly(
+        "step",
         created_by=user,
         alert_emails=["dba@example.com"],
         alert_webhooks=[url],
@@ -229,9 +233,7 @@ def test_a_step_is_found_at_its_firing_measured_and_alerted_once(
 
 
 def test_a_history_without_a_step_has_no_change_point(user):
-    series = Series.objects.create(
-        name="flat", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now()
-    )
+    series = nightly("flat")
     history_of(series, [10.0] * 14, spread=0.15)
     assert series_service.refresh_change_points(series.pk) == []
 
@@ -239,9 +241,7 @@ def test_a_history_without_a_step_has_no_change_point(user):
 def test_a_search_of_an_older_history_that_ends_last_does_not_undo_the_newer_one(user):
     # Two firings end close together; the search the first one sent reads the history before the
     # second's runs are in it and ends after the second's search stored its answer.
-    series = Series.objects.create(
-        name="out of order", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now()
-    )
+    series = nightly("out of order")
     history_of(series, [10.0] * 6 + [30.0] * 6)
     [point] = series_service.refresh_change_points(series.pk)
     newer = timezone.now() + timedelta(seconds=30)  # the second search read the history then
@@ -256,11 +256,8 @@ def test_a_search_of_an_older_history_that_ends_last_does_not_undo_the_newer_one
 
 def test_a_better_metric_is_found_but_not_alerted(user, webhook):
     url, received = webhook
-    series = Series.objects.create(
-        name="faster",
-        definition=DEFINITION,
-        schedule="@nightly",
-        next_firing_at=timezone.now(),
+    series = nightly(
+        "faster",
         alert_webhooks=[url],
     )
     history_of(series, [30.0] * 6 + [10.0] * 6)
@@ -269,11 +266,8 @@ def test_a_better_metric_is_found_but_not_alerted(user, webhook):
 
 
 def test_an_unreachable_webhook_is_tried_again_then_failed_with_the_reason(user):
-    series = Series.objects.create(
-        name="hook",
-        definition=DEFINITION,
-        schedule="@nightly",
-        next_firing_at=timezone.now(),
+    series = nightly(
+        "hook",
         alert_webhooks=["http://127.0.0.1:9/nothing-listens"],
     )
     history_of(series, [10.0] * 6 + [30.0] * 6)
@@ -317,9 +311,7 @@ def test_fewer_than_four_firings_are_not_searched():
 def test_a_firing_that_ends_asks_for_its_series_to_be_searched(
     user, broker, django_capture_on_commit_callbacks
 ):
-    series = Series.objects.create(
-        name="s", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now()
-    )
+    series = nightly("s")
     experiment = ExperimentFactory(series=series, fired_for=timezone.now())
     RunFactory(experiment=experiment, status=RunStatus.DONE)
     with django_capture_on_commit_callbacks(execute=True):
@@ -330,9 +322,7 @@ def test_a_firing_that_ends_asks_for_its_series_to_be_searched(
 
 
 def test_triage_needs_a_reason_for_expected_and_the_owner_or_an_admin(api, user):
-    series = Series.objects.create(
-        name="t", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now(), created_by=user
-    )
+    series = nightly("t", created_by=user)
     history_of(series, [10.0] * 6 + [30.0] * 6)
     [point] = series_service.refresh_change_points(series.pk)
     refused = api.patch(f"/api/change-points/{point.pk}/", {"triage": "expected"}, format="json")
@@ -356,9 +346,7 @@ def test_triage_needs_a_reason_for_expected_and_the_owner_or_an_admin(api, user)
 
 
 def test_a_change_point_goes_from_acknowledged_to_fixed_and_a_false_alarm_needs_its_reason(api, user):
-    series = Series.objects.create(
-        name="t", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now(), created_by=user
-    )
+    series = nightly("t", created_by=user)
     history_of(series, [10.0] * 6 + [30.0] * 6)
     [point] = series_service.refresh_change_points(series.pk)
     url = f"/api/change-points/{point.pk}/"
@@ -399,9 +387,7 @@ def test_the_api_lists_series_and_answers_points_and_change_points(api, user, lo
 def test_the_client_prints_a_series_change_points(live_server, user):
     from experiments.services.tokens import new_token
 
-    series = Series.objects.create(
-        name="cli", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now()
-    )
+    series = nightly("cli")
     history_of(series, [10.0] * 6 + [30.0] * 6)
     series_service.refresh_change_points(series.pk)
     done = run_cli(live_server.url, new_token(user), "series", str(series.pk))
@@ -415,11 +401,8 @@ def test_alerts_of_one_series_go_out_side_by_side(webhook):
     """A worker sending one alert holds the series' rows it read; another alert of the same
     series is sent meanwhile, not skipped as taken."""
     url, received = webhook
-    series = Series.objects.create(
-        name="two",
-        definition=DEFINITION,
-        schedule="@nightly",
-        next_firing_at=timezone.now(),
+    series = nightly(
+        "two",
         alert_webhooks=[url],
     )
     history_of(series, [10.0] * 6 + [30.0] * 6)
@@ -451,11 +434,8 @@ def test_a_change_is_alerted_only_once_three_firings_after_it_agree(
 ):
     """A step in the last two firings is found but not confirmed: the page says how many more
     firings it needs and nothing is sent; the next firing confirms it and one alert goes."""
-    series = Series.objects.create(
-        name="late step",
-        definition=DEFINITION,
-        schedule="@nightly",
-        next_firing_at=timezone.now(),
+    series = nightly(
+        "late step",
         created_by=user,
         alert_emails=["dba@example.com"],
     )
@@ -500,11 +480,8 @@ def test_a_step_followed_by_a_smaller_shift_is_confirmed_by_the_nights_after_it(
     """x3 at the seventh firing, then x1.1 one night later: two change points, and the first has
     one firing on its side up to the second. The nights after it all stand on its after side, so
     it is confirmed and alerted (a real series' tripled redo had waited forever for more firings)."""
-    series = Series.objects.create(
-        name="step, then a shift",
-        definition=DEFINITION,
-        schedule="@nightly",
-        next_firing_at=timezone.now(),
+    series = nightly(
+        "step, then a shift",
         created_by=user,
         alert_emails=["dba@example.com"],
     )
@@ -537,10 +514,7 @@ def test_stored_change_points_stay_as_confirmed_as_they_were_after_the_migration
     from django.apps import apps
 
     migration = importlib.import_module("experiments.migrations.0037_change_point_firings_agreeing")
-    series = Series.objects.create(
-        name="stored", definition=DEFINITION, schedule="@nightly", next_firing_at=timezone.now(),
-        created_by=user,
-    )  # fmt: skip
+    series = nightly("stored", created_by=user)
     (experiment,) = history_of(series, [10.0])
     point = ChangePoint.objects.create(
         series=series, metric="recovery_seconds", experiment=experiment, firing_index=7, before_median=10,
