@@ -24,6 +24,7 @@ from .errors import RunFailed
 from .events import Clock
 from .files import server_home
 from .processes import POLL_S, SETPRIV, spawn
+from .stall import Progress
 from .stamper import LogStamper
 
 
@@ -131,11 +132,13 @@ class Server:
 
     def wait_until_ready(self, timeout_s: float, watch=None) -> float:
         """Poll with a real query until one succeeds; return the moment it did. `watch`
-        (stall.StallWatch): checked between polls, it ends a restart that stopped moving."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if watch is not None:
-                watch.check()
+        (stall.StallWatch): checked between polls, it ends a restart that stopped moving. The
+        timeout counts from the last sign of progress the watch saw (without one, the server's
+        own reads, writes and log lines): a recovery still moving is never cut off by it."""
+        if watch is None:
+            watch = Progress(self.process.pid, self.stamper, self.engine.stall_signs)
+        while True:
+            watch.check()
             if self.process.poll() is not None:
                 self.stamper.settle()  # its last lines, the reason it gave, read before they are quoted
                 raise RunFailed(
@@ -145,10 +148,14 @@ class Server:
             probe = subprocess.run(self.ready_probe(), capture_output=True, timeout=30)
             if probe.returncode == 0:
                 return self.clock.now()
+            now = time.monotonic()
+            if now - watch.moved_at >= timeout_s:
+                break
             time.sleep(POLL_S)
         raise RunFailed(
-            f"the server never came back: no successful query within {timeout_s:.0f} s. "
-            f"Last lines of its error log:\n{self.stamper.tail()}"
+            f"the server never came back: no successful query, and nothing moved for {timeout_s:.0f} s "
+            f"(no reads or writes but to its own log, no new line in it), {now - watch.started:.0f} s "
+            f"into the start. Last lines of its error log:\n{self.stamper.tail()}"
         )
 
     def exited_unasked(self, grace_s: float = 0) -> str | None:

@@ -10,9 +10,18 @@ the pages; what they write to the error log does not count), or its log gains a 
 one of the engine's signs of a stall. CPU time is not progress: a thread
 looking for a free block spins. Where nothing moved for `after_s`, the restart has stalled: once,
 with the evidence, and no retry (the same datadir stalls again). Standard library only.
+
+The same signs bound every start's wait: the start timeout counts from the last one, never from
+the spawn, so a recovery still moving is never cut off (seed 000's 8 GiB on hdd-raid10 was killed
+at 600 s, 97% through its redo). Where a start has no stall watch of its own (the loaded
+dataset's first start, the clean restart), `Progress` keeps the same count without ending it.
 """
 
+import contextlib
+import math
+import os
 import time
+from pathlib import Path
 
 from .errors import RunFailed
 
@@ -33,6 +42,30 @@ class RecoveryStalled(RunFailed):
     def __init__(self, message: str, evidence: dict):
         super().__init__(message, permanent=True)
         self.evidence = evidence
+
+
+def tree_io(pid: int) -> int:
+    """Bytes the process `pid` and its descendants read and wrote (disk and system calls, as
+    resources.py counts them). A process's /proc/PID/io holds its ended threads and reaped
+    children, so the sum of the live tree does not go back when a child ends."""
+    total, queue = 0, [pid]
+    while queue:
+        current = queue.pop()
+        with contextlib.suppress(OSError, ValueError):
+            lines = Path(f"/proc/{current}/io").read_text().splitlines()
+            fields = dict(line.split(": ") for line in lines)
+            total += sum(int(fields.get(name, 0)) for name in ("read_bytes", "write_bytes", "rchar", "wchar"))
+        for task in _listing(f"/proc/{current}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                queue += [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+    return total
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 class StallWatch:
@@ -90,3 +123,11 @@ class StallWatch:
             f"{self.moved_at - self.started:.0f} s into the restart (no reads or writes but to its own "
             f"log, no new line in it){said}{last}"
         )
+
+
+class Progress(StallWatch):
+    """A start's signs of progress, counted as StallWatch counts them, that never end it: the
+    start timeout alone does, counted from `moved_at`."""
+
+    def __init__(self, pid: int, stamper, signs: tuple[str, ...] = ()):
+        super().__init__(lambda: tree_io(pid), stamper, signs, math.inf)

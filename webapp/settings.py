@@ -345,8 +345,10 @@ RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/lib/recovery-lab
 # here, copied to each host's builds folder. The mirror they come from.
 BUILDS_CACHE_DIR = Path(env.str("BUILDS_CACHE_DIR", default="/var/lib/recovery-lab/builds"))
 DEBIAN_MIRROR = env.str("DEBIAN_MIRROR", default="http://deb.debian.org/debian")
-# Seconds a restarted server may take before the Run fails with "server never came back"; a
-# restart that moves nothing this long ends "stalled" (runner/stall.py), never tried again.
+# Seconds a starting server may go without a sign of progress (reads, writes, log lines) before the
+# Run fails with "server never came back": counted from the last sign, so a recovery still moving
+# is never cut off. A crash restart that moves nothing for RUNNER_STALL_AFTER_S ends "stalled"
+# first (runner/stall.py), never tried again.
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
 RUNNER_STALL_AFTER_S = env.int("RUNNER_STALL_AFTER_S", default=90)
 # Runs start from a host's cached copy of their loaded dataset (docs/method.md).
