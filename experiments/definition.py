@@ -41,11 +41,14 @@ MAX_NOTES = 5000
 
 
 class DefinitionError(Exception):
-    """A definition that cannot run; `errors` maps a field path to its messages."""
+    """A definition that cannot run; `errors` maps a field path to its messages. `partial`: the
+    definition as far as it passed (its bad fields left out or at their defaults), so the checks
+    made against the hosts can say their part in the same answer: every bad field at once."""
 
-    def __init__(self, errors: dict[str, list[str]]):
+    def __init__(self, errors: dict[str, list[str]], partial: "ExperimentDefinition | None" = None):
         super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
         self.errors = errors
+        self.partial = partial
 
 
 # Engine-neutral parameters: name -> (validator, default), from the one table of them
@@ -632,20 +635,27 @@ def validate_definition(raw: object, known_hosts: Iterable[str]) -> ExperimentDe
     except ValueError as exc:
         errors.add("tags", str(exc))
 
+    def made() -> ExperimentDefinition:
+        return ExperimentDefinition(
+            name=name.strip(),
+            hosts=hosts,
+            engines=engines,
+            parameters=parameters,
+            server_options=server_options,
+            workload=workload,
+            crash=crash,
+            repetitions=repetitions,
+            description=description,
+            tags=tags,
+        )
+
     if errors.errors:
-        raise DefinitionError(errors.errors)
-    definition = ExperimentDefinition(
-        name=name.strip(),
-        hosts=hosts,
-        engines=engines,
-        parameters=parameters,
-        server_options=server_options,
-        workload=workload,
-        crash=crash,
-        repetitions=repetitions,
-        description=description,
-        tags=tags,
-    )
+        try:
+            partial = made()
+        except (TypeError, ValueError, KeyError, AttributeError):  # too little passed to stand
+            partial = None
+        raise DefinitionError(errors.errors, partial=partial)
+    definition = made()
     if definition.run_count > MAX_RUNS:
         raise DefinitionError(
             {

@@ -29,6 +29,23 @@ def test_bad_definition_gets_400_creates_nothing_queues_nothing(api, local_host,
     assert queued_messages(broker) == 0
 
 
+# Issue 68: three bad fields, one of them wrong only against the host (its builds): all three at once.
+THREE_BAD = {"parameters": {"redo_log_size": ["64Q"], "server_build": ["nosuch"]}, "repetitions": 0}
+ON_THE_HOST = {"server_builds": [{"name": "system", "path": "/usr/sbin/mariadbd", "version": "x"}]}
+
+
+def test_every_bad_field_is_answered_at_once_those_the_host_refuses_too(api, local_host, broker):
+    local_host.facts = ON_THE_HOST
+    local_host.save()
+    response = api.post("/api/experiments/", definition(**THREE_BAD), format="json")
+    assert response.status_code == 400, response.content
+    said = response.json()
+    assert set(said) == {"parameters.redo_log_size", "repetitions", "parameters.server_build"}, said
+    assert "is not a size" in said["parameters.redo_log_size"][0]
+    assert "has no server build nosuch (its last probe listed: system)" in said["parameters.server_build"][0]
+    assert Experiment.objects.count() == 0 and queued_messages(broker) == 0
+
+
 def test_body_that_is_not_json_gets_400(api, local_host, broker):
     response = api.post("/api/experiments/", "{name: oops", content_type="application/json")
     assert response.status_code == 400

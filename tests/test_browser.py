@@ -55,6 +55,25 @@ def test_bad_values_in_the_form_are_shown_next_to_their_fields(page, live_server
     screenshot(page, "form-error.png")
 
 
+def test_every_bad_field_of_the_form_is_shown_at_once_the_host_s_refusal_too(page, live_server, local_host):
+    """Issue 68: a size, a build the host does not have and no repetitions, in one answer."""
+    local_host.facts = {"server_builds": [{"name": "system", "path": "/usr/sbin/mariadbd", "version": "x"}]}
+    local_host.save()
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/experiments/new/")
+    page.fill("input[name=name]", "three bad fields")
+    page.check("input[name=hosts][value=local]")
+    page.fill("input[name=redo_log_size]", "64Q")
+    page.fill("input[name=server_build]", "nosuch")
+    page.fill("input[name=repetitions]", "0")
+    page.click("text=Create and run")
+    assert "is not a size" in page.locator(".error[data-field=redo_log_size]").inner_text()
+    assert "has no server build nosuch" in page.locator(".error[data-field=server_build]").inner_text()
+    assert "outside 1..20" in page.locator(".error[data-field=repetitions]").inner_text()
+    assert page.locator("input[name=redo_log_size]").input_value() == "64Q"  # nothing typed is lost
+    screenshot(page, "form-three-errors.png")
+
+
 def test_create_an_experiment_through_the_form_and_see_the_chart(
     page, live_server, local_host, celery_worker_process
 ):

@@ -44,6 +44,21 @@ def test_a_bad_definition_is_refused_with_the_servers_message_per_field_and_noth
     assert Experiment.objects.count() == 0
 
 
+def test_the_command_line_says_every_bad_field_at_once(live_server, token, local_host, tmp_path):
+    from .test_api import ON_THE_HOST, THREE_BAD
+    from .test_definition import definition
+
+    local_host.facts = ON_THE_HOST
+    local_host.save()
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml.safe_dump(definition(**THREE_BAD)))
+    done = run_cli(live_server.url, token, "run", str(path))
+    assert done.returncode == 2
+    for field in ("parameters.redo_log_size", "repetitions", "parameters.server_build"):
+        assert field in done.stderr, done.stderr
+    assert "has no server build nosuch" in done.stderr and Experiment.objects.count() == 0
+
+
 @pytest.mark.parametrize(
     "text, said",
     [("- just\n- a list\n", "must be a mapping"), ("name: [unclosed\n", "is not taken: not YAML: line 2")],

@@ -51,10 +51,7 @@ def create_experiment(
         earlier = Experiment.objects.filter(created_by=user, idempotency_key=idempotency_key).first()
         if earlier is not None:
             return earlier, False
-    definition = validate_definition(raw_definition, active_host_names())
-    _check_hosts_can_crash_so(definition)
-    _check_hosts_can_throttle(definition)
-    _check_hosts_have_builds(definition, user, probe)
+    definition = _checked(raw_definition, user, probe)
     try:
         with transaction.atomic(), audited_by(user):
             experiment = Experiment.objects.create(
@@ -103,6 +100,32 @@ def start_aa_check(host_name: str, experiment_id: int, user=None) -> Experiment:
     )
     experiment, _ = create_experiment(definition, user, aa_check=True)
     return experiment
+
+
+def _checked(raw_definition: object, user, probe) -> ExperimentDefinition:
+    """The definition validated, then checked against its hosts; DefinitionError with every bad
+    field at once: the hosts' checks run on what passed even where other fields did not."""
+    try:
+        definition, errors = validate_definition(raw_definition, active_host_names()), {}
+    except DefinitionError as exc:
+        if exc.partial is None:  # not even an object
+            raise
+        definition, errors = exc.partial, dict(exc.errors)
+    for check in (_check_hosts_can_crash_so, _check_hosts_can_throttle):
+        _gather(errors, check, definition)
+    _gather(errors, _check_hosts_have_builds, definition, user, probe)
+    if errors:
+        raise DefinitionError(errors)
+    return definition
+
+
+def _gather(errors: dict[str, list[str]], check, *args) -> None:
+    """A host check's refusals added to `errors`, field by field."""
+    try:
+        check(*args)
+    except DefinitionError as exc:
+        for path, messages in exc.errors.items():
+            errors.setdefault(path, []).extend(messages)
 
 
 def _check_hosts_can_crash_so(definition: ExperimentDefinition) -> None:
