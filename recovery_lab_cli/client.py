@@ -442,11 +442,22 @@ def command_compare(api: Api, args, out) -> int:
         print(json.dumps(result, indent=2), file=out)
         return EXIT_OK
     if not rows:
-        raise ClientError(f"experiments {args.a} and {args.b} have no cell in common (engine and settings)")
+        raise ClientError(no_cell_in_common(args.a, args.b, result.get("leave_out") or []))
     print(f"A = experiment {args.a}, B = experiment {args.b}", file=out)
     print(differences_text(result), file=out)
     print(table(COMPARISON_HEADERS, rows), file=out)
     return EXIT_OK
+
+
+def no_cell_in_common(first: int, second: int, leave_out: list[str]) -> str:
+    """What the compare page says where nothing matched: which settings differ, and how to leave
+    them out of the match."""
+    said = f"experiments {first} and {second} have no cell in common (engine and settings)"
+    if not leave_out:
+        return said
+    names = ", ".join(leave_out)
+    flags = " ".join(f"--ignore {name}" for name in leave_out)
+    return f"{said}: they differ in {names}; {flags} compares them with it as the change under test"
 
 
 def command_export(api: Api, args, out) -> int:
@@ -637,7 +648,10 @@ def parser() -> argparse.ArgumentParser:
     compare_.add_argument("a", type=int)
     compare_.add_argument("b", type=int)
     compare_.add_argument(
-        "--metric", action="append", help="recovery_seconds (default), downtime_seconds, ..."
+        "--metric",
+        action="append",
+        help="recovery_seconds (default), downtime_seconds, ...; the recovery's resources "
+        "(recovery_disk_read_bytes, recovery_cpu_seconds) too, each tested alone",
     )
     compare_.add_argument("--ignore", action="append", default=[], help="a setting left out of the match")
     compare_.add_argument("--json", action="store_true", help="the API's answer as it is")

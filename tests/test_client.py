@@ -99,6 +99,8 @@ def test_compare_matches_cells_only_with_the_changed_setting_ignored(live_server
     baseline, candidate = two_builds(3.0)
     unmatched = run_cli(live_server.url, token, "compare", str(baseline.id), str(candidate.id))
     assert unmatched.returncode == 2 and "no cell in common" in unmatched.stderr
+    # the page's hint, on the command line too (issue 68)
+    assert "they differ in buffer_pool_size; --ignore buffer_pool_size compares them" in unmatched.stderr
     matched = run_cli(
         live_server.url, token, "compare", str(baseline.id), str(candidate.id), "--ignore", "buffer_pool_size"
     )
@@ -178,6 +180,20 @@ def test_the_gate_adjusts_its_p_values_over_the_metrics_it_decides_on(api):
     )
     refused = api.get("/api/compare/", {**query, "tested": "recovery_seconds,bogus"})
     assert refused.status_code == 400 and "bogus" in refused.json()["tested"][0]
+
+
+def test_compare_takes_what_the_page_compares_the_recovery_s_reads_too(live_server, token):
+    """`--metric recovery_disk_read_bytes` had been refused ("not a compared metric") though the
+    compare page shows it: the recovery's resources are each tested alone, asked for or not."""
+    baseline, candidate = ExperimentFactory(), ExperimentFactory()
+    for index, seconds in enumerate(noisy(3, 3, 1.0)):
+        done_run(baseline, recovery_seconds=seconds, recovery_disk_read_bytes=10_000_000 + index)
+        done_run(candidate, recovery_seconds=seconds * 2, recovery_disk_read_bytes=40_000_000 + index)
+    ids = (str(baseline.id), str(candidate.id))
+    done = run_cli(live_server.url, token, "compare", *ids, "--metric", "recovery_disk_read_bytes")
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "recovery_disk_read_bytes" in line)
+    assert "(n=3)" in row, row
 
 
 def test_compare_api_refuses_an_ignored_name_that_is_no_name(api):

@@ -18,7 +18,7 @@ from experiments.analysis.compare import (
 from experiments.analysis.explore import GROUPS, X_AXES, Y_AXES, ExploreError, Query, explore
 from experiments.analysis.planner import PlanRefused, plan_from
 from experiments.analysis.planner_form import MAX_TARGET_SECONDS, MAX_WRITE_MB_PER_S, PlannerForm
-from experiments.analysis.sentences import COMPARED_METRICS
+from experiments.analysis.sentences import COMPARED_METRICS, RESOURCE_METRICS
 from experiments.api.common import CSVRenderer, wants_csv
 from experiments.api.csv import explore_csv
 from experiments.definition import BUILD_NAME
@@ -28,6 +28,9 @@ from experiments.models import (
 )
 from experiments.vocabulary import ENGINES, WORKLOAD_NAMES
 from recovery_lab_cli.units import SIZE_TEXT
+
+# what ?tested= may name: the page's metrics and the recovery's resources
+TESTABLE = sorted({*COMPARED_METRICS, *RESOURCE_METRICS})
 
 
 class ExploreSeriesSerializer(serializers.Serializer):
@@ -124,10 +127,11 @@ class CompareView(APIView):
             ),
             OpenApiParameter(
                 "tested",
-                {"type": "array", "items": {"type": "string", "enum": sorted(COMPARED_METRICS)}},
+                {"type": "array", "items": {"type": "string", "enum": TESTABLE}},
                 explode=False,
                 description="the metrics you decide on, comma-separated (a gate's): their p-values are "
-                "adjusted together, as one family; by default every compared metric is",
+                "adjusted together, as one family; by default every compared metric is. The recovery's "
+                "resources (recovery_cpu_seconds, recovery_disk_read_bytes...) are each tested alone",
             ),
         ],
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
@@ -144,14 +148,11 @@ class CompareView(APIView):
         except ValueError as exc:
             return Response({"ignore": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         tested = frozenset(name for name in request.query_params.get("tested", "").split(",") if name.strip())
-        unknown = sorted(tested - set(COMPARED_METRICS))
+        unknown = sorted(tested - set(TESTABLE))
         if unknown:
+            known = ", ".join([*COMPARED_METRICS, *RESOURCE_METRICS])
             return Response(
-                {
-                    "tested": [
-                        f"not a compared metric: {', '.join(unknown)} (one of {', '.join(COMPARED_METRICS)})"
-                    ]
-                },
+                {"tested": [f"not a compared metric: {', '.join(unknown)} (one of {known})"]},
                 status=status.HTTP_400_BAD_REQUEST,
             )
         return Response(comparison(ids, ignore, tested))

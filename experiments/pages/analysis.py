@@ -1,6 +1,5 @@
 """The pages that ask questions of many runs: explore, compare (with its report) and the planner."""
 
-import json
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
@@ -180,30 +179,8 @@ def compare_page(request):
         profile_diffs=profile_diffs(result),
         csv_query=query,
         api_query=query + (f"&ignore={','.join(sorted(ignore))}" if ignore else ""),
-        leave_out=settings_to_leave_out(result, ignore),
+        leave_out=result["leave_out"],
     )
     return render(request, "experiments/compare.html", context)
 
 
-def settings_to_leave_out(result: dict, ignore: frozenset) -> list[str]:
-    """Where no cell matched: the parameters and server options whose values differ between the
-    experiments' runs (a build, a buffer pool), which "Leave out of the match" would pool; []
-    where cells matched. Two builds compared had answered "nothing to match" and no more."""
-    if result.get("cells"):
-        return []
-    seen: dict[str, dict[int, set]] = {}
-    runs = Run.objects.filter(experiment_id__in=result.get("experiments", [])).values_list(
-        "experiment_id", "parameters", "server_options"
-    )
-    for experiment, parameters, options in runs:
-        for name, value in {**(parameters or {}), **(options or {})}.items():
-            seen.setdefault(name, {}).setdefault(experiment, set()).add(json.dumps(value, sort_keys=True))
-    return sorted(
-        name
-        for name, by_side in seen.items()
-        if name not in ignore
-        and (
-            len(by_side) < len(result["experiments"])
-            or len({frozenset(values) for values in by_side.values()}) > 1
-        )
-    )
