@@ -5,7 +5,9 @@ notes, denied logins), with the stamped error log of a real MariaDB run (tests/d
 start, its crash recovery and its clean restart) 162 times, each copy an hour after the last,
 evenly spread through the file. The parser must find every one of them: the bench prints the
 crash recoveries found against those written, and fails when they differ. It is built once
-under /var/tmp and reused.
+into the bench's cache and reused: BENCH_DIR, by default .cache/bench in the checkout, root's and
+writable by nobody else (checked as the runner checks its work directory, refused by name
+otherwise). What else it writes goes in a folder made fresh (benchlib.fresh_folder).
 
 Each command runs three times from a warm page cache; the best time counts. The parser runs in
 a child process so its peak memory (max RSS) can be reported.
@@ -15,8 +17,10 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,10 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.parsers.errorlog import TRIGGERS  # noqa: E402
+from benchlib import fresh_folder, new_file  # noqa: E402
 
-BENCH_DIR = Path(os.environ.get("BENCH_DIR", "/var/tmp/recovery-lab-bench"))
-LOG = BENCH_DIR / "mostly-warnings-1GiB-v3.log"  # v3: 162 stamped runs, an hour apart
+from experiments.parsers.errorlog import TRIGGERS  # noqa: E402
+from runner.files import UnsafeFolder, own_folder  # noqa: E402
+
+BENCH_DIR = Path(os.environ.get("BENCH_DIR", ROOT / ".cache" / "bench"))
+LOG_NAME = "mostly-warnings-1GiB-v3.log"  # v3: 162 stamped runs, an hour apart
+SAMPLE_BYTES = 64 << 20
 SIZE = 1 << 30
 COPIES = 162
 RUN_LOG = ROOT / "tests/data/bundles/innodb_during_workload/error.log.stamped"
@@ -64,23 +72,69 @@ def run_log_later(hours: int) -> bytes:
     ).encode()  # fmt: skip
 
 
-def build_log() -> None:
-    if LOG.exists() and LOG.stat().st_size >= SIZE:
-        return
-    BENCH_DIR.mkdir(parents=True, exist_ok=True)
-    print(f"building {LOG} (once)...", flush=True)
+def write_log(out, size: int, copies: int) -> None:
     chunk = b"".join(warning_lines(2000))
-    every = SIZE // COPIES
+    every = size // copies
     written, copy = 0, 0
-    with LOG.open("wb") as out:
-        while written < SIZE or copy < COPIES:
-            if copy < COPIES and written >= every * copy + every // 2:
-                run = run_log_later(copy)
-                out.write(run)
-                written += len(run)
-                copy += 1
-            out.write(chunk)
-            written += len(chunk)
+    while written < size or copy < copies:
+        if copy < copies and written >= every * copy + every // 2:
+            run = run_log_later(copy)
+            out.write(run)
+            written += len(run)
+            copy += 1
+        out.write(chunk)
+        written += len(chunk)
+
+
+def regular_size(path: Path) -> int:
+    """The size of the regular file at `path`; 0 when it is missing, a link or anything else."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
+
+
+def cached_log(cache: Path, size: int = SIZE, copies: int = COPIES) -> Path:
+    """The generated log in `cache`, built once and reused while it is whole. The cache must be
+    root's and writable by nobody else (the runner's own check), so nothing in it changes
+    between a look and a use; a link found at the log's name is replaced, never followed."""
+    try:
+        cache = own_folder(cache, "bench's cache", "BENCH_DIR")
+    except UnsafeFolder as refused:
+        raise SystemExit(str(refused)) from None
+    log = cache / LOG_NAME
+    if regular_size(log) >= size:
+        return log
+    print(f"building {log} (once)...", flush=True)
+    fd, building = tempfile.mkstemp(prefix=".building-", dir=cache)  # O_EXCL: a name of its own
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write_log(out, size, copies)
+        os.replace(building, log)  # a rename replaces a link at that name, never follows it
+    except BaseException:
+        os.unlink(building)
+        raise
+    return log
+
+
+def write_triggers(folder: Path) -> Path:
+    """The parser's words, one a line, for grep -f."""
+    path = folder / "triggers.txt"
+    with new_file(path) as out:
+        out.write(("\n".join(TRIGGERS) + "\n").encode())
+    return path
+
+
+def write_sample(log: Path, folder: Path) -> Path:
+    """The log's first 64 MiB, for the parser to read every line of."""
+    path = folder / "first-64MiB.log"
+    with (
+        os.fdopen(os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as source,
+        new_file(path) as out,
+    ):
+        out.write(source.read(SAMPLE_BYTES))
+    return path
 
 
 def best_time(command: list[str]) -> tuple[float, str]:
@@ -120,27 +174,28 @@ def parse_run(path: Path, mode: str) -> dict:
 
 
 def main() -> None:
-    build_log()
-    size_mib = LOG.stat().st_size / (1 << 20)
+    log = cached_log(BENCH_DIR)
+    with fresh_folder("parse") as folder:
+        measure(log, folder)
+
+
+def measure(log: Path, folder: Path) -> None:
+    size_mib = log.stat().st_size / (1 << 20)
     expected_recoveries = COPIES
-    subprocess.run(["cat", str(LOG)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
-    triggers = BENCH_DIR / "triggers.txt"
-    triggers.write_text("\n".join(TRIGGERS) + "\n")
+    subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    triggers = write_triggers(folder)
 
     grep = shutil.which("grep")
-    grep_ready, count = best_time([grep, "-c", "ready for connections", str(LOG)])
-    grep_words, _ = best_time([grep, "-c", "-F", "-f", str(triggers), str(LOG)])
-    parsed = parse_run(LOG, "scan")
-    sample = BENCH_DIR / "first-64MiB.log"
-    with LOG.open("rb") as source, sample.open("wb") as out:
-        out.write(source.read(64 << 20))
-    every_line = parse_run(sample, "full")
+    grep_ready, count = best_time([grep, "-c", "ready for connections", str(log)])
+    grep_words, _ = best_time([grep, "-c", "-F", "-f", str(triggers), str(log)])
+    parsed = parse_run(log, "scan")
+    every_line = parse_run(write_sample(log, folder), "full")
 
     # The commands as a DBA runs them: start-up, reading, JSON out (to /dev/null), all counted.
-    command = [str(ROOT / ".venv" / "bin" / "recovery-lab-parse"), "--json", str(LOG)]
+    command = [str(ROOT / ".venv" / "bin" / "recovery-lab-parse"), "--json", str(log)]
     whole, _ = best_time(command)
     startup, _ = best_time([command[0], "--help"])
-    django_whole, _ = best_time([sys.executable, str(ROOT / "manage.py"), "parselog", "--json", str(LOG)])
+    django_whole, _ = best_time([sys.executable, str(ROOT / "manage.py"), "parselog", "--json", str(log)])
     django_startup, _ = best_time([sys.executable, str(ROOT / "manage.py"), "parselog", "--help"])
 
     ok = parsed["crashes"] == expected_recoveries and parsed["episodes"] == 3 * expected_recoveries

@@ -31,11 +31,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_analysis import FILL_SQL, RUNS  # noqa: E402
 from bench_load import answers, free_port  # noqa: E402
-from benchlib import BIN, database_url, fresh_database, psql, start, stop, wait_until  # noqa: E402
+from benchlib import BIN, database_url, fresh_database, fresh_folder, psql, start, stop, wait_until  # noqa: E402
 
 BENCH_DB = "recovery_lab_bench_browser"
 BENCH_URL = database_url(BENCH_DB)
-WORK_DIR = "/var/tmp/recovery-lab-bench-browser"
 REPEATS = 7
 CHART_TARGET_S, PDF_TARGET_S = 0.5, 3.0
 # The profiled run page (issue 53: 15 s to draw on a busy host, all its charts at once): its first
@@ -169,12 +168,19 @@ def draw_alone(page) -> None:
 
 def main() -> None:
     print(f"\nIn the browser (Chromium, headless; {RUNS:,} runs of history; median and worst of {REPEATS})")
+    with fresh_folder("browser", runner=True) as folder:
+        measure(folder)
+
+
+def measure(folder: Path) -> None:
+    """The web process's runner directory and log in `folder`, the bench's own."""
+    work_dir = folder / "work"
     env = {
         **os.environ,
         "DATABASE_URL": BENCH_URL,
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
         "ALLOWED_HOSTS": "127.0.0.1",
-        "RUNNER_WORK_DIR": WORK_DIR,
+        "RUNNER_WORK_DIR": str(work_dir),
     }
     os.environ.update(env)
     fresh_database(BENCH_DB)
@@ -200,8 +206,8 @@ def main() -> None:
     profiled = profiled_run(experiment)  # (the ORM before Playwright's loop runs)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    Path(WORK_DIR).mkdir(parents=True, exist_ok=True)
-    log = Path(f"{WORK_DIR}.web.log")
+    work_dir.mkdir()
+    log = folder / "web.log"
     web = start(
         [str(BIN / "gunicorn"), "-c", "webapp/gunicorn.conf.py", "-b", f"127.0.0.1:{port}", "-w", "2"],
         log,

@@ -16,6 +16,10 @@ helper here yet):
 It prints each trial, then the coverage of the 95% prediction interval (how many real
 downtimes fell inside it), the median ratio of the typical value to the real downtime, and the
 interval's median half-width as a share of its typical value. Figures in docs/production.md.
+
+The lab's runs work in a folder of their own made fresh (benchlib.fresh_folder), removed after
+each family. MySQL is the build `make setup` installed in the runner's work directory
+(RUNNER_WORK_DIR, as the local host's runs take it), for the lab and for "production" alike.
 """
 
 import os
@@ -27,18 +31,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import django  # noqa: E402
-from benchlib import run_runner  # noqa: E402
+from benchlib import fresh_folder, run_runner  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 django.setup()  # the ingest and the fit read Django's settings; no database is used
+from django.conf import settings  # noqa: E402
+
 from experiments.analysis.predict import fit_points  # noqa: E402
 from experiments.ingest.bundle import analyse_run  # noqa: E402
 from recovery_lab_cli.live import read_server  # noqa: E402
 from recovery_lab_cli.server_url import parse_server_url  # noqa: E402
+from runner.files import UnsafeFolder, own_folder, untrusted_in  # noqa: E402
 from tests.live_mariadb import LiveMariaDB  # noqa: E402
 from tests.live_mysql import LiveMySQL  # noqa: E402
 
-WORK = Path("/var/tmp/recovery-lab-bench-calibration")
 TARGETS = ("4M", "8M", "16M", "24M", "32M")
 REPEATS = 2
 LEVELS = (400, 800, 1600, 3200, 6400)  # rows per second on 2 threads
@@ -46,12 +52,23 @@ TRIALS = 10
 LOADED_S = (2.0, 30.0)  # the redo to replay grows for at least this, at most that, per trial
 
 
-MYSQL_BUILD = Path("/var/lib/recovery-lab/work/builds/mysql-9.7")  # where make setup installs it
-# family: (the lab runs' server_build, the live server's class)
-FAMILIES = {"MariaDB 10.11": (None, LiveMariaDB), "MySQL 9.7": ("mysql-9.7", LiveMySQL)}
+# family: the lab runs' server_build (None: the system's MariaDB)
+FAMILIES = {"MariaDB 10.11": None, "MySQL 9.7": "mysql-9.7"}
 
 
-def lab_spec(target: str, run_id: int, build: str | None) -> dict:
+def installed_build(build: str) -> Path:
+    """Where `make setup` installed `build`: the local host's work directory (RUNNER_WORK_DIR)."""
+    return settings.RUNNER_WORK_DIR / "builds" / build
+
+
+def live_server(build: str | None) -> LiveMariaDB:
+    """The "production" server: the system's MariaDB, or the MySQL build the lab's runs use."""
+    if build is None:
+        return LiveMariaDB(log_file_size="128M")
+    return LiveMySQL(build=installed_build(build), log_file_size="128M")
+
+
+def lab_spec(work: Path, target: str, run_id: int, build: str | None) -> dict:
     parameters = {"buffer_pool_size": "128M", "redo_log_size": "128M", "insert_rate": 0}
     parameters.update({"server_build": build} if build else {})
     return {
@@ -62,16 +79,16 @@ def lab_spec(target: str, run_id: int, build: str | None) -> dict:
         "workload": {"name": "oltp_insert", "tables": 2, "table_size": 5000, "threads": 2, "events": 0,
                      "time_seconds": 300},
         "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": target},
-        "work_dir": str(WORK / "work"),
+        "work_dir": str(work / "work"),
         "start_timeout_s": 600,
     }  # fmt: skip
 
 
-def lab_fit(build: str | None):
+def lab_fit(work: Path, build: str | None):
     points = []
     for index, target in enumerate(t for t in TARGETS for _ in range(REPEATS)):
-        folder = WORK / f"lab-{index}"
-        result = run_runner(lab_spec(target, 900 + index, build), folder, f"the lab run at {target}")
+        folder = work / f"lab-{index}"
+        result = run_runner(lab_spec(work, target, 900 + index, build), folder, f"the lab run at {target}")
         files = {p.name: p.read_bytes() for p in (folder / "bundle").iterdir() if p.is_file()}
         metrics = analyse_run(result, files, "innodb", 128 << 20).metrics
         points.append((metrics["redo_bytes"], metrics["downtime_seconds"]))
@@ -83,8 +100,8 @@ def lab_fit(build: str | None):
     return fit
 
 
-def trials(fit, live_class) -> list[tuple]:
-    live = live_class(log_file_size="128M")
+def trials(fit, build: str | None) -> list[tuple]:
+    live = live_server(build)
     found = []
     try:
         live.start()
@@ -111,18 +128,31 @@ def trials(fit, live_class) -> list[tuple]:
     return found
 
 
-def calibrate(family: str, build: str | None, live_class) -> str:
-    shutil.rmtree(WORK, ignore_errors=True)
-    WORK.mkdir(parents=True)
+def copy_build(build: str, work: Path) -> None:
+    """The installed build copied into the lab's work directory, where the runner takes it
+    from; refused when another user could have changed it or the folders it lies in (the copy
+    would be root's, and run by root), as the runner refuses its own builds."""
+    source = installed_build(build)
+    if not source.is_dir():
+        raise SystemExit(f"no build {build} in {source}: run make setup (it installs one)")
     try:
+        own_folder(source.parent.parent, "work directory", "RUNNER_WORK_DIR")
+        own_folder(source.parent, "builds folder", "RUNNER_WORK_DIR")
+    except UnsafeFolder as refused:
+        raise SystemExit(str(refused)) from None
+    if unsafe := untrusted_in(source):
+        raise SystemExit(f"refusing the build {source}: {unsafe}. Install it again (manage.py installbuild).")
+    (work / "work" / "builds").mkdir(parents=True)
+    shutil.copytree(source, work / "work" / "builds" / build, symlinks=True)
+
+
+def calibrate(family: str, build: str | None) -> str:
+    with fresh_folder("calibration", runner=True) as work:
         if build:  # the runner takes a build from its work dir's builds/, root's alone
-            (WORK / "work" / "builds").mkdir(parents=True)
-            shutil.copytree(MYSQL_BUILD, WORK / "work" / "builds" / build, symlinks=True)
+            copy_build(build, work)
         print(f"== {family}")
-        fit = lab_fit(build)
-        found = trials(fit, live_class)
-    finally:
-        shutil.rmtree(WORK, ignore_errors=True)
+        fit = lab_fit(work, build)
+        found = trials(fit, build)
     inside = sum(trial[3] for trial in found)
     ratios = [p.typical_seconds / real for _, p, real, _ in found if real > 0]
     widths = [
@@ -136,7 +166,7 @@ def calibrate(family: str, build: str | None, live_class) -> str:
 
 
 def main() -> None:
-    said = [calibrate(family, build, live_class) for family, (build, live_class) in FAMILIES.items()]
+    said = [calibrate(family, build) for family, build in FAMILIES.items()]
     print("\n".join(said))
 
 

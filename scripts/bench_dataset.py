@@ -6,22 +6,20 @@ several times on the demo's dataset (4 tables x 20,000 rows, oltp_write_only, ki
 workload): first with `reuse_dataset` off (every run installs a server, loads with sysbench
 prepare and shuts down slowly), then with it on (the first run loads and keeps the dataset, the
 next ones copy it). "Setup" is the runner's own measure of getting the loaded, cleanly shut down
-datadir; "run" is the whole run, start-up of the runner included. Its own work directory under
-/var/tmp, removed at the end.
+datadir; "run" is the whole run, start-up of the runner included. Its own work directory, on the
+disk, in a folder made fresh (benchlib.fresh_folder), removed at the end.
 """
 
-import shutil
 import statistics
 import time
 from pathlib import Path
 
-from benchlib import run_runner  # noqa: E402
+from benchlib import fresh_folder, run_runner  # noqa: E402
 
-WORK = Path("/var/tmp/recovery-lab-bench-dataset")
 RUNS = 4
 
 
-def spec(reuse: bool) -> dict:
+def spec(work: Path, reuse: bool) -> dict:
     return {
         "run_id": 1,
         "engine": "innodb",
@@ -34,24 +32,23 @@ def spec(reuse: bool) -> dict:
             "events": 8000,
         },
         "crash": {"method": "sigkill", "when": "after_workload"},
-        "work_dir": str(WORK / "host"),
+        "work_dir": str(work / "host"),
         "start_timeout_s": 600,
         "reuse_dataset": reuse,
     }
 
 
-def one_run(reuse: bool, index: int) -> tuple[float, dict]:
+def one_run(work: Path, reuse: bool, index: int) -> tuple[float, dict]:
     started = time.perf_counter()
-    result = run_runner(spec(reuse), WORK / f"{'cached' if reuse else 'fresh'}-{index}")
+    result = run_runner(spec(work, reuse), work / f"{'cached' if reuse else 'fresh'}-{index}")
     return time.perf_counter() - started, result
 
 
 def main() -> None:
     print(f"\nDataset cache: {RUNS} runs each way, 4 x 20,000 rows, InnoDB (runner only, no worker)")
-    shutil.rmtree(WORK, ignore_errors=True)
-    try:
-        fresh = [one_run(False, i) for i in range(RUNS)]
-        cached = [one_run(True, i) for i in range(RUNS)]
+    with fresh_folder("dataset", runner=True) as work:
+        fresh = [one_run(work, False, i) for i in range(RUNS)]
+        cached = [one_run(work, True, i) for i in range(RUNS)]
         loaded, reused = cached[0], cached[1:]
         rows = [
             ("without the cache (install, load, slow shutdown)", fresh),
@@ -66,8 +63,6 @@ def main() -> None:
         print(
             f"  redo written by the workload: {min(redo) / 1e6:.1f} to {max(redo) / 1e6:.1f} MB in every run"
         )
-    finally:
-        shutil.rmtree(WORK, ignore_errors=True)
 
 
 if __name__ == "__main__":

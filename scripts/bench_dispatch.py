@@ -6,12 +6,12 @@ database's own record: one attempt's end (its bundle ingested) to the next attem
 next run claimed). Before dispatch by host it was 8 to 21 s (tasks retrying on the host lock).
 
 It works in a database (`recovery_lab_bench_dispatch`), a broker queue and a runner directory of
-its own, made anew each time, so a developer's running worker or test session is not disturbed.
+its own, made anew each time, so a developer's running worker or test session is not disturbed;
+the runner directory and the worker's log in a folder made fresh (benchlib.fresh_folder).
 """
 
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,10 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from benchlib import carry_out, own_environment, start_worker, stop, wait_until  # noqa: E402
+from benchlib import carry_out, fresh_folder, own_environment, start_worker, stop, wait_until  # noqa: E402
 
 BENCH_DB = "recovery_lab_bench_dispatch"
-WORK_DIR = "/var/tmp/recovery-lab-bench-dispatch"
 DEFINITION = {
     "name": "bench: consecutive runs on one host",
     "hosts": ["local"],
@@ -38,8 +37,13 @@ TARGET_S = 1.0
 def main() -> None:
     count = DEFINITION["repetitions"]
     print(f"\nDispatch: consecutive runs on one host ({count} real runs, database {BENCH_DB})")
-    os.environ.update(own_environment(BENCH_DB, WORK_DIR))
-    log = Path(WORK_DIR + ".worker.log")
+    with fresh_folder("dispatch", runner=True) as folder:
+        measure(folder)
+
+
+def measure(folder: Path) -> None:
+    os.environ.update(own_environment(BENCH_DB, folder / "work"))
+    log = folder / "worker.log"
     worker = start_worker(2, log)
     try:
         import django
@@ -68,7 +72,6 @@ def main() -> None:
         print(f"  target (next run within {TARGET_S:g} s): {'met' if max(gaps) < TARGET_S else 'NOT met'}")
     finally:
         stop(worker)
-        subprocess.run(["rm", "-rf", WORK_DIR], check=False)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,14 @@ printed is what dispatch gives when the CPUs are not the limit less what sharing
 A first untimed run on each machine builds its dataset, so neither timed experiment pays for it.
 
 It works in a database (`recovery_lab_bench_hosts`), a broker queue and a runner directory of
-its own, made anew each time, so a developer's running worker or test session is not disturbed.
+its own, made anew each time, so a developer's running worker or test session is not disturbed;
+the runner directories (the local one, each machine's) and the worker's log in a folder made fresh
+(benchlib.fresh_folder).
 """
 
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,10 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from benchlib import carry_out, own_environment, start_worker, stop, wait_until  # noqa: E402
+from benchlib import carry_out, fresh_folder, own_environment, start_worker, stop, wait_until  # noqa: E402
 
 BENCH_DB = "recovery_lab_bench_hosts"
-WORK_DIR = "/var/tmp/recovery-lab-bench-hosts"
 NAMES = ["bench1", "bench2", "bench3"]
 RUNS = 9
 WORKLOAD = {"name": "oltp_write_only", "tables": 1, "table_size": 10000, "threads": 2, "events": 2000}
@@ -56,13 +58,20 @@ def timed(body: dict, worker: subprocess.Popen, log: Path) -> tuple[float, list[
 
 
 def main() -> None:
-    from tests.machines import namespaces_allowed, start_machine
+    from tests.machines import namespaces_allowed
 
     isolated = namespaces_allowed()
     kind = "network namespaces" if isolated else "loopback addresses (no network namespaces here)"
     print(f"\nSeveral hosts: {RUNS} real runs on one machine, then over {len(NAMES)} ({kind})")
-    os.environ.update(own_environment(BENCH_DB, WORK_DIR))
-    log = Path(WORK_DIR + ".worker.log")
+    with fresh_folder("hosts", runner=True) as work:
+        measure(work, isolated)
+
+
+def measure(work: Path, isolated: bool) -> None:
+    from tests.machines import start_machine
+
+    os.environ.update(own_environment(BENCH_DB, work / "local"))
+    log = work / "worker.log"
     worker = start_worker(len(NAMES), log)
     folder = Path(tempfile.mkdtemp(prefix="recovery-lab-bench-hosts-"))  # the machines' sshd files
     machines = []
@@ -83,7 +92,7 @@ def main() -> None:
                 "registerhost",
                 name,
                 ssh=f"root@{machine.address}:{machine.port}",
-                work_dir=f"{WORK_DIR}/{name}",
+                work_dir=str(work / name),
                 trust_host_key=machine.sshd.fingerprint,
                 probe=True,
                 stdout=open(os.devnull, "w"),  # noqa: SIM115
@@ -113,7 +122,7 @@ def main() -> None:
         stop(worker)
         for machine in machines:
             machine.power_off()
-        subprocess.run(["rm", "-rf", WORK_DIR, str(folder)], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

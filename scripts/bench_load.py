@@ -9,7 +9,8 @@ worst latency as the clients saw them; and the runs ingested during the minute. 
 any request failed or any run did not end done.
 
 It works in a database (`recovery_lab_bench_load`), broker queue and runner directory of its own,
-made anew each time.
+made anew each time; the runner directory and the processes' logs in a folder made fresh
+(benchlib.fresh_folder).
 """
 
 import csv
@@ -26,12 +27,20 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_analysis import FILL_SQL, RUNS  # noqa: E402
-from benchlib import BIN, database_url, fresh_database, psql, start, start_worker, stop, wait_until  # noqa: E402
+from benchlib import (  # noqa: E402
+    BIN,
+    database_url,
+    fresh_database,
+    fresh_folder,
+    psql,
+    start,
+    start_worker,
+    stop,
+    wait_until,
+)
 
 BENCH_DB = "recovery_lab_bench_load"
 BENCH_URL = database_url(BENCH_DB)
-WORK_DIR = "/var/tmp/recovery-lab-bench-load"
-LOGS = f"{WORK_DIR}.*.log"
 CLIENTS = 20
 SECONDS = 60
 DEFINITION = {
@@ -62,12 +71,18 @@ def answers(url: str) -> bool:
 
 def main() -> None:
     print(f"\nLoad: {CLIENTS} clients for {SECONDS} s while runs ingest (database {BENCH_DB})")
+    with fresh_folder("load", runner=True) as folder:
+        measure(folder)
+
+
+def measure(folder: Path) -> None:
+    work_dir, logs = folder / "work", f"{folder}/*.log"
     env = {
         **os.environ,
         "DATABASE_URL": BENCH_URL,
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
         "CELERY_TASK_DEFAULT_QUEUE": f"recovery-lab-bench-{uuid.uuid4().hex[:8]}",
-        "RUNNER_WORK_DIR": WORK_DIR,
+        "RUNNER_WORK_DIR": str(work_dir),
         "ALLOWED_HOSTS": "127.0.0.1",
     }
     os.environ.update(env)
@@ -96,22 +111,22 @@ def main() -> None:
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    Path(WORK_DIR).mkdir(parents=True, exist_ok=True)
+    work_dir.mkdir()
     web = start(
         [str(BIN / "gunicorn"), "-c", "webapp/gunicorn.conf.py", "-b", f"127.0.0.1:{port}", "-w", "2"],
-        Path(f"{WORK_DIR}.web.log"),
+        folder / "web.log",
         env,
     )
-    worker = start_worker(2, Path(f"{WORK_DIR}.worker.log"), env)
+    worker = start_worker(2, folder / "worker.log", env)
     try:
-        wait_until(lambda: answers(f"{base}/login/"), 120, "the web process", web, logs=LOGS)
+        wait_until(lambda: answers(f"{base}/login/"), 120, "the web process", web, logs=logs)
         from celery import current_app
 
-        wait_until(lambda: current_app.control.ping(timeout=0.5), 120, "the worker", worker, logs=LOGS)
+        wait_until(lambda: current_app.control.ping(timeout=0.5), 120, "the worker", worker, logs=logs)
         experiment, _ = services.create_experiment(DEFINITION)
         runs = Run.objects.filter(experiment=experiment)
         first = wait_until(
-            lambda: runs.filter(status=RunStatus.DONE).first(), 300, "the first run", worker, logs=LOGS
+            lambda: runs.filter(status=RunStatus.DONE).first(), 300, "the first run", worker, logs=logs
         )
         done_before = runs.filter(status=RunStatus.DONE).count()
         load_env = {

@@ -12,24 +12,24 @@
    rocksdb_flush_log_at_trx_commit 1, 2) crashed by power_loss: the commits the ledger saw
    acknowledged, and how many of them recovery lost.
 
-Its own directories under /var/tmp, removed at the end.
+Its own folder, made fresh (benchlib.fresh_folder), removed at the end; the folder handed to the
+server's user is made inside it, where nobody else may put a link.
 """
 
 import os
-import shutil
+import pwd
 import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-from benchlib import run_runner  # noqa: E402
+from benchlib import fresh_folder, run_runner  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from runner.crash import PowerCutLayer  # noqa: E402
 from runner.server import server_os_user  # noqa: E402
 
-WORK = Path("/var/tmp/recovery-lab-bench-power-loss")
 PAGE = 16 * 1024
 TOTAL = 64 * 1024 * 1024
 SYNC_EVERY = 1024 * 1024
@@ -56,15 +56,21 @@ def write_and_read(directory: Path) -> tuple[float, float]:
     return wrote, time.perf_counter() - started
 
 
-def layer_alone() -> None:
-    directory = WORK / "layer"
-    directory.mkdir(parents=True)
+def hand_over(folder: Path, user: str) -> None:
+    """`folder` made the server's user's. It lies in the bench's fresh folder, root's, so nobody
+    can have put a link at its name since it was made; and a link is not followed anyway."""
+    os.chown(folder, pwd.getpwnam(user).pw_uid, -1, follow_symlinks=False)
+
+
+def layer_alone(work: Path) -> None:
+    directory = work / "layer"
+    directory.mkdir()
     plain = [write_and_read(directory) for _ in range(RUNS)]
     # mounted as a run mounts it: by root, served by a process of the server's OS user
     user = server_os_user(("mysql", "nobody"))
     if user:
-        shutil.chown(directory, user=user)
-    layer = PowerCutLayer(directory, WORK / "powercut.log", user)
+        hand_over(directory, user)
+    layer = PowerCutLayer(directory, work / "powercut.log", user)
     try:
         under = [write_and_read(directory) for _ in range(RUNS)]
     finally:
@@ -78,7 +84,9 @@ def layer_alone() -> None:
     print(f"  writes under the layer take {ratio:.1f}x as long")
 
 
-def spec(method: str, engine: str = "innodb", options: dict | None = None, events: int = 8000) -> dict:
+def spec(
+    work: Path, method: str, engine: str = "innodb", options: dict | None = None, events: int = 8000
+) -> dict:
     return {
         "run_id": 1,
         "engine": engine,
@@ -92,18 +100,18 @@ def spec(method: str, engine: str = "innodb", options: dict | None = None, event
             "events": events,
         },
         "crash": {"method": method, "when": "after_workload"},
-        "work_dir": str(WORK / "host"),
+        "work_dir": str(work / "host"),
         "start_timeout_s": 600,
     }
 
 
-def one_run(method: str, index: int | str, run_spec: dict | None = None) -> dict:
-    return run_runner(run_spec or spec(method), WORK / f"{method}-{index}", f"the {method} run")
+def one_run(work: Path, method: str, index: int | str, run_spec: dict | None = None) -> dict:
+    return run_runner(run_spec or spec(work, method), work / f"{method}-{index}", f"the {method} run")
 
 
-def runs_compared() -> None:
+def runs_compared(work: Path) -> None:
     for method in ("sigkill", "power_loss"):
-        results = [one_run(method, i) for i in range(RUNS)]
+        results = [one_run(work, method, i) for i in range(RUNS)]
         tps = [8000 / (r["times"]["workload_ended"] - r["times"]["workload_started"]) for r in results]
         # from the moment the power is back (power_loss: after the layer's cut and unmount)
         down = [
@@ -130,10 +138,11 @@ SETTINGS = (
 LEDGER_EVENTS = 4000
 
 
-def lost_commits_per_setting() -> None:
+def lost_commits_per_setting(work: Path) -> None:
     print("  setting                                   acknowledged       lost   workload s")
     for n, (engine, options) in enumerate(SETTINGS):
-        result = one_run("power_loss", f"setting-{n}", spec("power_loss", engine, options, LEDGER_EVENTS))
+        setting = spec(work, "power_loss", engine, options, LEDGER_EVENTS)
+        result = one_run(work, "power_loss", f"setting-{n}", setting)
         durability = result["durability"]
         ((name, value),) = options.items()
         label = f"{'InnoDB' if engine == 'innodb' else 'MyRocks'} {name}={value}"
@@ -145,19 +154,16 @@ def lost_commits_per_setting() -> None:
 
 
 def main() -> None:
-    shutil.rmtree(WORK, ignore_errors=True)
-    try:
+    with fresh_folder("power-loss", runner=True) as work:
         print(f"\nPower-cut layer: 64 MiB in 16 KiB pages, median of {RUNS}")
-        layer_alone()
+        layer_alone(work)
         print(f"\nThe same InnoDB run crashed by sigkill and by power_loss, median of {RUNS}")
-        runs_compared()
+        runs_compared(work)
         print(
             f"\nCommits acknowledged before a power cut and lost after recovery, per setting: "
             f"{LEDGER_EVENTS:,} oltp_write_only transactions, the commit ledger beside them"
         )
-        lost_commits_per_setting()
-    finally:
-        shutil.rmtree(WORK, ignore_errors=True)
+        lost_commits_per_setting(work)
 
 
 if __name__ == "__main__":

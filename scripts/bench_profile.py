@@ -7,10 +7,10 @@ tables of 20,000 rows, 4 threads, `kill -9` once 128M of redo is to replay. Each
 recovery (the error log's, as the dashboard reads it) and its downtime (kill to first query) are
 compared: the medians with and without, their ratio. perf's own work after the first query
 (folding its samples) is printed apart: it lengthens the run, not the recovery. Its own work
-directory under /var/tmp (on the disk, as users' runs are), removed at the end.
+directory, on the disk as users' runs are, in a folder made fresh (benchlib.fresh_folder), removed
+at the end.
 """
 
-import shutil
 import statistics
 import sys
 import time
@@ -19,15 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchlib import run_runner  # noqa: E402
+from benchlib import fresh_folder, run_runner  # noqa: E402
 
 from experiments.ingest.bundle import analyse_run  # noqa: E402
 
-WORK = Path("/var/tmp/recovery-lab-bench-profile")
 PAIRS = 3
 
 
-def spec(profile: bool) -> dict:
+def spec(work: Path, profile: bool) -> dict:
     return {
         "run_id": 1,
         "engine": "innodb",
@@ -41,15 +40,15 @@ def spec(profile: bool) -> dict:
             "time_seconds": 300,
         },
         "crash": {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": "128M"},
-        "work_dir": str(WORK / "host"),
+        "work_dir": str(work / "host"),
         "start_timeout_s": 600,
         "reuse_dataset": True,
     }
 
 
-def one_run(profile: bool, index: int) -> dict:
-    folder = WORK / f"{'on' if profile else 'off'}-{index}"
-    result = run_runner(spec(profile), folder)
+def one_run(work: Path, profile: bool, index: int) -> dict:
+    folder = work / f"{'on' if profile else 'off'}-{index}"
+    result = run_runner(spec(work, profile), folder)
     bundle = folder / "bundle"
     files = {path.name: path.read_bytes() for path in bundle.iterdir()}
     metrics = analyse_run(result, files, "innodb", 1 << 30).metrics
@@ -63,13 +62,12 @@ def one_run(profile: bool, index: int) -> dict:
 
 def main() -> None:
     print(f"\nWhat a CPU profile costs a recovery: {PAIRS} pairs, interleaved, InnoDB at 128M of redo")
-    shutil.rmtree(WORK, ignore_errors=True)
     started = time.monotonic()
-    try:
+    with fresh_folder("profile", runner=True) as work:
         runs = {False: [], True: []}
         for index in range(PAIRS):
             for profile in (False, True):
-                runs[profile].append(one_run(profile, index))
+                runs[profile].append(one_run(work, profile, index))
         for name, label in (("recovery", "crash recovery"), ("downtime", "kill to first query")):
             off = statistics.median(r[name] for r in runs[False])
             on = statistics.median(r[name] for r in runs[True])
@@ -86,8 +84,6 @@ def main() -> None:
         print(f"  redo replayed {redo:.0f} MiB (median); samples kept {samples:.0f} at 999 Hz")
         print(f"  folding the samples after the first query: {fold:.2f} s a run (not in the recovery)")
         print(f"  ({time.monotonic() - started:.0f} s for the {2 * PAIRS} runs)")
-    finally:
-        shutil.rmtree(WORK, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,52 @@
 """What the `make bench` parts share: a PostgreSQL database of their own, made anew and migrated,
-and processes (web, Celery worker) started in a process group of their own and stopped with it,
-so a developer's running worker or test session is never disturbed."""
+processes (web, Celery worker) started in a process group of their own and stopped with it, so a
+developer's running worker or test session is never disturbed, and a folder of their own made
+fresh: the benches run as root, so they write nowhere a local user could have been first."""
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"
 ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+# On the disk, as users' runs are (/tmp may be memory). Sticky: what root makes in it stays root's.
+DISK = Path("/var/tmp")
+
+
+@contextlib.contextmanager
+def fresh_folder(part: str, runner: bool = False) -> Iterator[Path]:
+    """A folder of this bench part's own, made now by root (mkdtemp: a name nobody can have taken
+    first, so nothing of another user's is in it, and nobody else may write in it): root's alone
+    (0700), or entered but not listed by others (0711) when a runner's work directory goes in it,
+    for the server's OS user to reach its own folder. Two benches never share one. Removed at
+    the end; kept, and named, when the bench failed, for its logs."""
+    folder = Path(tempfile.mkdtemp(prefix=f"recovery-lab-bench-{part}-", dir=DISK))
+    os.chmod(folder, 0o711 if runner else 0o700)
+    try:
+        yield folder
+    except BaseException:
+        print(f"kept {folder} (the bench failed): its logs are there; remove it when read", file=sys.stderr)
+        raise
+    shutil.rmtree(folder)
+
+
+def new_file(path: Path):
+    """`path` made now and opened to write, root's alone: never a link followed, never a file
+    someone else made first (O_EXCL, O_NOFOLLOW)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
 
 
 def database_url(name: str) -> str:
@@ -42,20 +75,19 @@ def fresh_database(name: str, env: dict | None = None) -> str:
     return url
 
 
-def own_environment(database: str, work_dir: str) -> dict:
+def own_environment(database: str, work_dir: Path) -> dict:
     """This process's environment, pointed at the bench's database, a broker queue of its own
-    and a runner directory of its own (made anew)."""
-    subprocess.run(["rm", "-rf", work_dir], check=False)
+    and a runner directory of its own (`work_dir`, in a folder of the bench's: fresh_folder)."""
     return {
         "DATABASE_URL": fresh_database(database),
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
         "CELERY_TASK_DEFAULT_QUEUE": f"recovery-lab-bench-{uuid.uuid4().hex[:8]}",
-        "RUNNER_WORK_DIR": work_dir,
+        "RUNNER_WORK_DIR": str(work_dir),
     }
 
 
 def start(args: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
-    with log.open("wb") as out:
+    with new_file(log) as out:
         return subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -115,7 +147,8 @@ def run_runner(spec: dict, folder: Path, what: str = "the run") -> dict:
     """One run through the host runner alone (no worker): the spec written to FOLDER, the bundle
     left in FOLDER/bundle; its result.json, or SystemExit naming what failed."""
     folder.mkdir(parents=True)
-    (folder / "spec.json").write_text(json.dumps(spec))
+    with new_file(folder / "spec.json") as out:
+        out.write(json.dumps(spec).encode())
     done = subprocess.run(
         [*RUNNER, "--spec", str(folder / "spec.json"), "--out", str(folder / "bundle")],
         cwd=ROOT,
