@@ -7,9 +7,10 @@ PROGRAM` away where PostgreSQL trusts local logins) may put anything there: a sy
 
 - root never runs, sources or follows what a less-privileged user can write: launchers and
   scripts live in the run's own folder, root's, that nobody else may write (`runner_folder`);
-- what root reads out of the server's folder is read as a regular file only, opened without
-  following a link, up to a size (`read_regular`, `copy_regular`); what it refused is said
-  (`REFUSED`, carried into the run's result);
+- what root reads out of the server's folder, or writes there (PostgreSQL's log, its stderr),
+  is a regular file of one name only, opened without following a link, read up to a size
+  (`read_regular`, `copy_regular`, `append_regular`); what it refused is said (`REFUSED`,
+  carried into the run's result);
 - the work directory and the builds' cache are root's and writable by nobody else, or refused
   by name before anything in them is used (`own_folder`), as sshd's StrictModes refuses a
   home folder another user could write.
@@ -36,20 +37,27 @@ class Refused(Exception):
     """A file of the server's folder that is not a plain file of its own (a link, a device, a fifo)."""
 
 
-def _open_regular(path: Path, depth: int = 0) -> int:
-    """A descriptor of `path` read-only, walked one folder at a time without following a link
-    another user made (a link root made, as /var/run, is followed), the file itself never a link;
-    Refused unless it is a regular file of one name. O_NONBLOCK: a fifo planted there would
-    otherwise hold the open for ever. Race-free: each step is opened with O_NOFOLLOW from the
-    folder before it."""
+def _open_regular(path: Path, depth: int = 0, appending: bool = False) -> int:
+    """A descriptor of `path` read-only (`appending`: write-only, appended to, made when missing),
+    walked one folder at a time without following a link another user made (a link root made, as
+    /var/run, is followed), the file itself never a link; Refused unless it is a regular file of
+    one name. O_NONBLOCK: a fifo planted there would otherwise hold the open for ever. Race-free:
+    each step is opened with O_NOFOLLOW from the folder before it."""
     parts = Path(os.path.abspath(path)).parts
     fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     current = Path("/")
+    access = os.O_WRONLY | os.O_APPEND | os.O_CREAT if appending else os.O_RDONLY
+    undone = "not written to" if appending else "not read"
     try:
         for index, name in enumerate(parts[1:], start=1):
             last = index == len(parts) - 1
-            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(info.st_mode):
+            try:
+                info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                if not (last and appending):
+                    raise
+                info = None  # made by the open below, which follows no link planted meanwhile
+            if info is not None and stat.S_ISLNK(info.st_mode):
                 if last:
                     target = _link_target(current / name)
                     raise Refused(f"{path.name} is a symbolic link ({target}): not followed")
@@ -59,21 +67,24 @@ def _open_regular(path: Path, depth: int = 0) -> int:
                         f"{_link_target(current / name)}): not followed"
                     )
                 target = Path(os.path.realpath(current / name)).joinpath(*parts[index + 1 :])
-                return _open_regular(target, depth + 1)
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+                return _open_regular(target, depth + 1, appending)
+            step = access | os.O_NONBLOCK if last else os.O_RDONLY | os.O_DIRECTORY
+            flags = os.O_NOFOLLOW | os.O_CLOEXEC | step
             try:
-                opened = os.open(name, flags, dir_fd=fd)
+                opened = os.open(name, flags, 0o600, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # made a link since it was looked at
                     raise Refused(f"{path.name}: {current / name} changed into a link while read") from None
+                if exc.errno == errno.ENXIO and last:  # a fifo no one reads, opened to be written
+                    raise Refused(f"{path.name} is not a regular file: {undone}") from None
                 raise
             os.close(fd)
             fd, current = opened, current / name
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{path.name} is not a regular file: not read")
+            raise Refused(f"{path.name} is not a regular file: {undone}")
         if info.st_nlink > 1:  # a hard link to another file, where the kernel lets one be made
-            raise Refused(f"{path.name} has other names (hard links): not read")
+            raise Refused(f"{path.name} has other names (hard links): {undone}")
     except BaseException:
         os.close(fd)
         raise
@@ -99,6 +110,17 @@ def read_regular(path: Path, limit: int = FILE_LIMIT_BYTES, start: int = 0) -> b
     with os.fdopen(fd, "rb") as handle:
         handle.seek(start)
         return handle.read(limit)
+
+
+def append_regular(path: Path) -> int:
+    """A descriptor that appends to `path` (made root's, 0600, when missing), opened as
+    read_regular opens: Refused, and said in REFUSED, unless it is a regular file of one name
+    that no link another user made leads to. Nothing is written before it is checked."""
+    try:
+        return _open_regular(path, appending=True)
+    except Refused as exc:
+        refuse(str(exc))
+        raise
 
 
 def copy_regular(source: Path, target: Path, limit: int = FILE_LIMIT_BYTES) -> bool:

@@ -14,6 +14,9 @@ its error log goes in first, so the log reads as a crashed server's; its files a
 run's, moved to the run's clock; then the restart goes on as after a kill. `"remove": true` removes
 the image once the run has restored it.
 
+The dashboard names an image for its run and no other (`run-<id>-<experiment's uid>`): run ids are
+each dashboard's own, and dashboards that share a host share its images folder.
+
 Images are root's (WORK_DIR/images/, 700), like the dataset cache: the server's OS user, who owned
 the datadir they were copied from, can change no later restart's starting state. Before keeping
 one, the runner checks the disk holds it twice over (the image and a restore's copy) with a margin.

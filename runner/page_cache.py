@@ -6,11 +6,17 @@ running) reads whatever the cache still holds.
 The server's folder is its OS user's: it is walked with directory descriptors, no link is
 followed, and only regular files count. Each file is opened without following a link, synced
 (a dirty page cannot be evicted), advised away (POSIX_FADV_DONTNEED), and its resident pages
-counted with mincore(2) on a read-only mapping that is never touched. Standard library only."""
+counted with mincore(2) on a read-only mapping that is never touched.
+
+The count follows the file's data, not its size: the server's user can make a file of 256 GiB
+that holds nothing (`truncate`), which counted by its size had cost root 14.7 s and 144 MB at
+every restart. Only the stretches that hold data (SEEK_DATA, SEEK_HOLE) are mapped, at most
+WINDOW_BYTES at a time. Standard library only."""
 
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import mmap
 import os
 import stat
@@ -33,21 +39,62 @@ _MAP_FAILED = ctypes.c_void_p(-1).value
 PAGE = mmap.PAGESIZE
 
 
+# What one mapping spans at most: its residency vector is then 16 KiB, whatever the file's size.
+WINDOW_BYTES = 64 * 2**20
+# mincore(2) sets bit 0 of a page's byte when the page is resident; the other bits are reserved.
+_RESIDENT_BIT = bytes(byte & 1 for byte in range(256))
+# The windows mapped since the runner started: what the count cost, in mappings (tests read it).
+windows_mapped = 0
+
+
+def data_stretches(fd: int, size: int):
+    """(start, end) of each stretch of the file's first `size` bytes that holds data, its holes
+    skipped; the whole file where its filesystem cannot tell."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data after `offset`
+                return
+            if exc.errno == errno.EINVAL:  # the filesystem cannot say: all of it is data
+                yield offset, size
+                return
+            raise
+        end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+        if end <= start:  # cut short since it was measured
+            return
+        yield start, end
+        offset = end
+
+
 def resident_bytes(fd: int, size: int) -> int:
-    """How much of an open file the page cache holds (whole pages)."""
-    if size == 0:
-        return 0
-    address = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    """How much of an open file's data the page cache holds (whole pages), one window at a time."""
+    held = counted_to = 0
+    for start, end in data_stretches(fd, size):
+        start = max(start - start % PAGE, counted_to)  # a mapping starts at a page; none counted twice
+        end = -(-end // PAGE) * PAGE
+        for window in range(start, end, WINDOW_BYTES):
+            held += _resident_in_window(fd, window, min(WINDOW_BYTES, end - window))
+        counted_to = max(counted_to, end)
+    return held
+
+
+def _resident_in_window(fd: int, offset: int, length: int) -> int:
+    """The resident bytes of `length` bytes of the file from `offset` (a page's start)."""
+    global windows_mapped
+    address = _LIBC.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
     if address in (None, _MAP_FAILED):
         raise OSError(ctypes.get_errno(), "mmap failed")
+    windows_mapped += 1
     try:
-        pages = (size + PAGE - 1) // PAGE
+        pages = (length + PAGE - 1) // PAGE
         vector = ctypes.create_string_buffer(pages)
-        if _LIBC.mincore(address, size, vector) != 0:
+        if _LIBC.mincore(address, length, vector) != 0:
             raise OSError(ctypes.get_errno(), "mincore failed")
-        return sum(byte & 1 for byte in vector.raw) * PAGE
+        return (pages - vector.raw.translate(_RESIDENT_BIT).count(0)) * PAGE
     finally:
-        _LIBC.munmap(address, size)
+        _LIBC.munmap(address, length)
 
 
 def _each_file(folder: Path, act) -> None:

@@ -18,6 +18,7 @@ from experiments import services
 from experiments.definition import DefinitionError, validate_definition
 from experiments.ingest.bundle import analyse_run
 from experiments.models import Run, RunStatus
+from experiments.services.images import image_name
 from experiments.services.runs import run_spec
 from runner.contract import RunFailed, RunSpec
 
@@ -210,8 +211,8 @@ def test_the_restarts_of_a_crash_never_kept_fail_saying_whose_crash(local_host):
     experiment, _ = services.create_experiment(ONE_CRASH)
     lead, *restarts = experiment.runs.order_by("id")
     assert lead.image_of_id is None and [run.image_of_id for run in restarts] == [lead.id] * 3
-    assert run_spec(lead).image == {"keep": f"run-{lead.id}"}
-    assert run_spec(restarts[0]).image == {"restore": f"run-{lead.id}", "remove": False}
+    assert run_spec(lead).image == {"keep": f"run-{lead.id}-{experiment.uid}"}  # its dashboard's alone
+    assert run_spec(restarts[0]).image == {"restore": f"run-{lead.id}-{experiment.uid}", "remove": False}
     assert (
         not services.has_claimable_run(local_host.id)
         or services.claim_next_run(local_host.id, "w")[0] == lead
@@ -254,7 +255,7 @@ def test_one_crash_restarted_by_the_dashboard_s_runs_each_replays_it_under_its_o
         "All 4 runs restart one crash (crash.one_crash): they differ by their restart alone."
         in experiment_page
     )
-    assert not (Path(settings.RUNNER_WORK_DIR) / "images" / f"run-{lead.id}").exists(), "left behind"
+    assert not (Path(settings.RUNNER_WORK_DIR) / "images" / image_name(lead)).exists(), "left behind"
 
 
 def test_an_image_its_runs_left_behind_is_removed_by_a_later_run_after_a_day(tmp_path):

@@ -10,14 +10,13 @@ Its log is its stderr, in the run's error.log, each line prefixed with the milli
 import contextlib
 import os
 import signal
-import stat
 import subprocess
 import time
 from pathlib import Path
 
 from ...builds import BUILDS_DIR, SYSTEM_BUILD, folder_programs, launching_script, version_line
 from ...errors import RunFailed
-from ...files import open_to_others
+from ...files import Refused, append_regular, open_to_others
 from ...processes import POLL_S, SETPRIV, spawn, stat_fields
 from ...server import Server
 
@@ -196,13 +195,18 @@ class PostgresServer(Server):
         return args
 
     def start(self, loading: bool = False) -> float:
-        # the server holds its own descriptor; opened by root in the server's folder, so a link
-        # planted at its name is not followed, nor anything but a plain file appended to
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-        fd = os.open(self.error_log, flags, 0o600)
+        # the server holds its own descriptor, opened by root in the server's folder: a link
+        # planted at its name is not followed, nor anything but a plain file of one name appended
+        # to (a hard link to root's file would have had the server's log written into it)
+        try:
+            fd = append_regular(self.error_log)
+        except Refused as exc:
+            who = self.os_user or "the runner's own"
+            raise RunFailed(
+                f"the server's error log was refused: {exc}. Only the server's OS user ({who}) "
+                "could have put it there: see who acts as that user on this host"
+            ) from None
         with os.fdopen(fd, "ab") as log:
-            if not stat.S_ISREG(os.fstat(log.fileno()).st_mode):
-                raise RunFailed(f"{self.error_log} is not a regular file: the server's OS user replaced it")
             return self.spawn_server(self.server_args(loading), log)
 
     def _psql(self, connect_timeout_s: int = 2) -> list[str]:
