@@ -60,6 +60,7 @@ class Resources(threading.Thread):
         # stall.py reads it as progress
         self._io_of: dict[tuple[int, int], int] = {}
         self.io_total = 0
+        self.on_disk = False  # a thread of the server's in state D at the last reading (stall.py)
         self._last_io: dict[tuple[int, int], list[int]] = {}  # each thread's IO_FIELDS as last read
         self._ended = [0] * len(IO_FIELDS)
 
@@ -86,6 +87,7 @@ class Resources(threading.Thread):
             # recovery under a class's caps wrote pages for 90 s and read none: "stalled"
             self._io_of.update({(row[0], row[1]): sum(row[-4:]) for row in tasks})
             self.io_total = sum(self._io_of.values())
+            self.on_disk = any(row[3] == "D" for row in tasks)
             reading = {"t": round(moment, 4), "took_ms": took_ms, "tasks": tasks}
             if self.group is not None:
                 reading["group"] = self.group()

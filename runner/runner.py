@@ -112,7 +112,7 @@ def execute(spec: RunSpec, work: Path, out: Path, result: dict, keep: bool = Fal
         watcher = Resources(server.process.pid, clock, work / RESOURCES_FILE, group)
         watcher.start()
         signs, after_s = server.engine.stall_signs, spec.stall_after_s
-        stall = StallWatch(lambda: watcher.io_total, stamper, signs, after_s)
+        stall = StallWatch(lambda: watcher.io_total, stamper, signs, after_s, on_disk=lambda: watcher.on_disk)
         try:
             times["recovery_first_query"] = server.wait_until_ready(timeout, stall)
         finally:

@@ -154,7 +154,8 @@ class Server:
             time.sleep(POLL_S)
         raise RunFailed(
             f"the server never came back: no successful query, and nothing moved for {timeout_s:.0f} s "
-            f"(no reads or writes but to its own log, no new line in it), {now - watch.started:.0f} s "
+            f"(no reads or writes but to its own log, no wait on the disk, no new line in it), "
+            f"{now - watch.started:.0f} s "
             f"into the start. Last lines of its error log:\n{self.stamper.tail()}"
         )
 

@@ -6,8 +6,10 @@ buffer pool" lines; the same datadir recovered in 12.4 s with a 1G pool. Waiting
 timeout (600 s, three attempts) held the host for 45 minutes and said nothing of why.
 
 Progress is what a recovery does and a stuck one does not: its processes read or write (the redo,
-the pages; what they write to the error log does not count), or its log gains a line that is not
-one of the engine's signs of a stall. CPU time is not progress: a thread
+the pages; what they write to the error log does not count), a thread of theirs waits on the disk
+(state D: the kernel counts a read when it is asked, so a restart whose reads queue behind a
+storage class's cap counts nothing for seconds while the disk works for it), or its log gains a
+line that is not one of the engine's signs of a stall. CPU time is not progress: a thread
 looking for a free block spins. Where nothing moved for `after_s`, the restart has stalled: once,
 with the evidence, and no retry (the same datadir stalls again). Standard library only.
 
@@ -44,11 +46,12 @@ class RecoveryStalled(RunFailed):
         self.evidence = evidence
 
 
-def tree_io(pid: int) -> int:
+def tree_io(pid: int) -> tuple[int, bool]:
     """Bytes the process `pid` and its descendants read and wrote (disk and system calls, as
-    resources.py counts them). A process's /proc/PID/io holds its ended threads and reaped
-    children, so the sum of the live tree does not go back when a child ends."""
-    total, queue = 0, [pid]
+    resources.py counts them), and whether one of their threads waits on the disk (state D). A
+    process's /proc/PID/io holds its ended threads and reaped children, so the sum of the live
+    tree does not go back when a child ends."""
+    total, on_disk, queue = 0, False, [pid]
     while queue:
         current = queue.pop()
         with contextlib.suppress(OSError, ValueError):
@@ -56,9 +59,11 @@ def tree_io(pid: int) -> int:
             fields = dict(line.split(": ") for line in lines)
             total += sum(int(fields.get(name, 0)) for name in ("read_bytes", "write_bytes", "rchar", "wchar"))
         for task in _listing(f"/proc/{current}/task"):
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                state = Path(f"/proc/{current}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                on_disk |= state == "D"
                 queue += [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
-    return total
+    return total, on_disk
 
 
 def _listing(folder: str) -> list[str]:
@@ -73,8 +78,9 @@ class StallWatch:
     for `after_s`. `io()` is the server's bytes read and written so far (runner.resources),
     `stamper` the error log's reader, `signs` the engine's words for a stall."""
 
-    def __init__(self, io, stamper, signs: tuple[str, ...], after_s: float):
+    def __init__(self, io, stamper, signs: tuple[str, ...], after_s: float, on_disk=lambda: False):
         self.io, self.stamper, self.signs, self.after_s = io, stamper, signs, after_s
+        self.on_disk = on_disk  # whether a thread of the server's waits on the disk now
         self.started = self.moved_at = time.monotonic()
         self.moved_io, self.lines_read, self.signs_seen = self._io_less_log(), stamper.line_count(), 0
         self.last_sign = self.last_line = ""
@@ -96,7 +102,7 @@ class StallWatch:
             else:
                 said, self.last_line = True, text
         io = self._io_less_log()
-        if said or io - self.moved_io >= PROGRESS_BYTES:
+        if said or io - self.moved_io >= PROGRESS_BYTES or self.on_disk():
             self.moved_at, self.moved_io = now, io
         elif now - self.moved_at >= self.after_s:
             raise RecoveryStalled(self.sentence(now), self.evidence(now))
@@ -121,7 +127,7 @@ class StallWatch:
         return (
             f"recovery stalled: nothing moved for {now - self.moved_at:.0f} s, from "
             f"{self.moved_at - self.started:.0f} s into the restart (no reads or writes but to its own "
-            f"log, no new line in it){said}{last}"
+            f"log, no wait on the disk, no new line in it){said}{last}"
         )
 
 
@@ -130,4 +136,9 @@ class Progress(StallWatch):
     start timeout alone does, counted from `moved_at`."""
 
     def __init__(self, pid: int, stamper, signs: tuple[str, ...] = ()):
-        super().__init__(lambda: tree_io(pid), stamper, signs, math.inf)
+        self.pid, self.reading = pid, (0, False)
+        super().__init__(self._read_io, stamper, signs, math.inf, on_disk=lambda: self.reading[1])
+
+    def _read_io(self) -> int:
+        self.reading = tree_io(self.pid)  # read once a check: its bytes first, then its state
+        return self.reading[0]
