@@ -467,6 +467,40 @@ class RunFile(models.Model):
         return bytes(self.content).decode("utf-8", errors="replace")
 
 
+class LogImport(models.Model):
+    """One upload of logs made elsewhere (/imports/new/, POST /api/imports/): who, when, from which
+    host, which files, and the runs it became (found by the error log's digest, which every run of
+    it carries). Written once, by services.imports; imports stored before this table existed were
+    filled in from their runs, with no importer (`created_by` None)."""
+
+    created_at = models.DateTimeField(db_index=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    host_label = models.CharField(max_length=100)
+    engine = models.CharField(max_length=20)
+    server_version = models.CharField(max_length=120, blank=True)
+    # None once its experiment is deleted: the import stays on record, its runs went with it
+    experiment = models.ForeignKey(
+        Experiment, null=True, on_delete=models.SET_NULL, related_name="log_imports"
+    )
+    source_sha256 = models.CharField(max_length=64, db_index=True)
+    # each uploaded file: [{"field": "error_log", "name": "mysqld.err", "bytes": 81234}]
+    files = models.JSONField(default=list)
+    run_count = models.PositiveIntegerField()
+    warnings = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"import of {self.host_label}'s log ({self.run_count} runs)"
+
+    @property
+    def runs(self):
+        return Run.objects.filter(source_sha256=self.source_sha256, experiment=self.experiment).order_by("id")
+
+
 class Series(models.Model):
     """A definition on a schedule: each firing creates an experiment from it (its `firings`), and
     the history of those firings is searched for change points. The definition is kept as stored

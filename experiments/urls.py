@@ -23,7 +23,7 @@ from experiments.pages.experiments import (
     experiment_report_pdf,
 )
 from experiments.pages.hosts import host_aa_check, host_list, host_measure, host_probe, host_trust_key
-from experiments.pages.imports import import_new
+from experiments.pages.imports import import_list, import_new
 from experiments.pages.runs import (
     run_annotate,
     run_cancel,
@@ -73,6 +73,7 @@ urlpatterns = [
     path("hosts/<int:pk>/measure/", host_measure, name="host-measure"),
     path("hosts/<int:pk>/aa-check/", host_aa_check, name="host-aa-check"),
     path("hosts/<int:pk>/trust-key/", host_trust_key, name="host-trust-key"),
+    path("imports/", import_list, name="import-list"),
     path("imports/new/", import_new, name="import-new"),
     path("series/", series_list, name="series-list"),
     path("series/<int:pk>/", series_detail, name="series-detail"),

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.models import Run
+from experiments.models import LogImport, Run
 
 from .conftest import ROOT
 from .factories import UserFactory
@@ -150,6 +150,20 @@ def test_import_a_percona8_log_into_an_experiment_and_see_it_on_the_chart(page, 
     )
     assert "square" in symbols
     screenshot(page, "import.png")
+    # the imports have a home (issue 68): from the history and the import page, who, when, which
+    # file and what it became; the history filters the experiments made of imported runs
+    page.goto(f"{live_server.url}/experiments/")
+    page.click("#imports-link")
+    row = page.locator(f"#imports tr#import-{LogImport.objects.get(source_sha256=imported.source_sha256).id}")
+    said = row.inner_text()
+    assert "alice" in said and "mgr07.greatsql" in said and "greatsql-error.log" in said, said
+    assert f"1 run in #{live.experiment_id}" in said, said
+    row.locator("a").click()
+    page.wait_for_url(f"**/experiments/{live.experiment_id}/")
+    page.goto(f"{live_server.url}/imports/new/")
+    page.click("#imports-link")
+    page.wait_for_url("**/imports/")
+    screenshot(page, "imports.png")
 
 
 def test_a_stalled_run_is_said_on_its_experiment_page_beside_what_recovered(page, live_server):

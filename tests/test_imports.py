@@ -350,3 +350,53 @@ def test_a_recovery_timed_in_whole_seconds_says_so_beside_its_apply_rate(api, cl
         shown[name] = page
     assert "from whole-second stamps: ±1 s on the recovery" in shown["mariadb"]
     assert "from whole-second stamps" not in shown["mysql8"]
+
+
+def test_every_import_is_listed_with_who_when_which_file_and_what_it_became(api, user):
+    """Issue 68: /api/imports/ had answered 405 and nothing listed the imports."""
+    body = {
+        **parameters(),
+        "experiment_name": "borrowed logs",
+        "error_log": upload(MARIADB_CRASH.read_bytes(), "db7.err"),
+    }
+    made = api.post("/api/imports/", body, format="multipart")
+    assert made.status_code == 201, made.content
+    listed = api.get("/api/imports/")
+    assert listed.status_code == 200, listed.content
+    (item,) = listed.json()["results"]
+    assert item["created_by"] == user.username and item["host_label"] == "mgr07.greatsql"
+    assert item["experiment"] == made.json()["experiment"]
+    assert item["runs"] == [run["id"] for run in made.json()["runs"]] and item["run_count"] == len(
+        item["runs"]
+    )
+    assert item["files"] == [{"field": "error_log", "name": "db7.err", "bytes": MARIADB_CRASH.stat().st_size}]
+
+
+def test_a_refused_import_lists_nothing_and_a_path_in_a_file_name_is_only_its_last_part(api):
+    refused = api.post(
+        "/api/imports/", {**parameters(), "error_log": upload(b"no log at all\n")}, format="multipart"
+    )
+    assert refused.status_code == 400 and api.get("/api/imports/").json()["count"] == 0
+    named = upload(MARIADB_CRASH.read_bytes(), "../../etc/\x07mysqld.log")
+    assert (
+        api.post("/api/imports/", {**parameters(), "error_log": named}, format="multipart").status_code == 201
+    )
+    assert api.get("/api/imports/").json()["results"][0]["files"][0]["name"] == "mysqld.log"
+
+
+def test_imports_stored_before_the_list_are_listed_from_their_runs():
+    """0038 makes one import per error log imported before it (the same digest in one experiment)."""
+    import importlib
+
+    from django.apps import apps
+
+    from experiments.models import LogImport
+
+    migration = importlib.import_module("experiments.migrations.0038_log_import")
+    result = services_import({"error_log": upload(MARIADB_CRASH.read_bytes())})
+    LogImport.objects.all().delete()  # as before the table existed
+    migration.imports_from_their_runs(apps, None)
+    (item,) = LogImport.objects.all()
+    assert item.created_by is None and item.experiment == result.experiment
+    assert list(item.runs) == result.runs and item.run_count == len(result.runs)
+    assert item.host_label == "mgr07.greatsql" and item.files[0]["name"] == "error.log"

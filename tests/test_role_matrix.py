@@ -133,6 +133,7 @@ MATRIX = [
         {},
         (LOGIN, 403, 302, 302, 302),
     ),
+    ("get", "imports/", "/imports/", None, READ),
     ("get", "imports/new/", "/imports/new/", None, EXPERIMENTER_PAGE),
     ("post", "imports/new/", "/imports/new/", {}, EXPERIMENTER_PAGE),
     # API
@@ -165,6 +166,7 @@ MATRIX = [
         {},
         (401, 403, 403, 403, 400),  # an admin's empty body: no fingerprint
     ),
+    ("get", "api/imports/", "/api/imports/", None, API_READ),
     ("post", "api/imports/", "/api/imports/", {}, EXPERIMENTER_API_BAD_BODY),
     ("get", "api/series/", "/api/series/", None, API_READ),
     ("post", "api/series/", "/api/series/", {}, EXPERIMENTER_API_BAD_BODY),

@@ -4,7 +4,6 @@ numbers come from stats.compare, the sentences are built from them. At the end, 
 the compare page share: their parameters parsed, and `comparison`, the one reader of the
 database here (the experiments' rows)."""
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 
@@ -13,7 +12,7 @@ from django.db.models import Max, Min
 from experiments.analysis import aa, stats
 from experiments.analysis import cells as cell_rows
 from experiments.analysis.cells import ENGINE_NAMES, ROW_FIELDS, analysable, settings_text, value_order
-from experiments.analysis.differences import crash_plans_differ, definition_differences
+from experiments.analysis.differences import crash_plans_differ, definition_differences, settings_to_leave_out
 from experiments.analysis.noise import disturbed_text
 from experiments.analysis.sentences import (
     COMPARED_METRICS,
@@ -111,9 +110,7 @@ def _metric_blocks(
     # the resources' tests stand alone: in the family they would raise every other test's bar; so
     # do the metrics a caller does not decide on (`tested`: a gate on two metrics had adjusted its
     # p-values over all twelve the page shows)
-    def in_family(metric: str) -> bool:  # the resources are each tested alone, asked for or not
-        return metric not in RESOURCE_METRICS and (not tested or metric in tested)
-
+    in_family = lambda m: m not in RESOURCE_METRICS and (not tested or m in tested)  # noqa: E731
     family = [i for i, request in enumerate(compare_requests) if in_family(request[1])]
     alone = [i for i, request in enumerate(compare_requests) if not in_family(request[1])]
     comparisons: list = [None] * len(compare_requests)
@@ -361,37 +358,9 @@ def comparison(ids: list[int], ignore: frozenset = frozenset(), tested: frozense
         for host in sorted(hosts)
         if host
     }
-    return {
-        **result,
-        **when_they_ran(ids),
-        "noise_floor": floors,
-        "aa_spreads": spreads,
-        "leave_out": settings_to_leave_out(result, ignore),
-    }
-
-
-def settings_to_leave_out(result: dict, ignore: frozenset) -> list[str]:
-    """Where no cell matched: the parameters and server options whose values differ between the
-    experiments' runs (a build, a buffer pool), which "Leave out of the match" would pool; []
-    where cells matched. Two builds compared had answered "nothing to match" and no more."""
-    if result.get("cells"):
-        return []
-    seen: dict[str, dict[int, set]] = {}
-    runs = Run.objects.filter(experiment_id__in=result.get("experiments", [])).values_list(
-        "experiment_id", "parameters", "server_options"
-    )
-    for experiment, parameters, options in runs:
-        for name, value in {**(parameters or {}), **(options or {})}.items():
-            seen.setdefault(name, {}).setdefault(experiment, set()).add(json.dumps(value, sort_keys=True))
-    return sorted(
-        name
-        for name, by_side in seen.items()
-        if name not in ignore
-        and (
-            len(by_side) < len(result["experiments"])
-            or len({frozenset(values) for values in by_side.values()}) > 1
-        )
-    )
+    runs = [(row["experiment_id"], row["parameters"], row["server_options"]) for row in rows]
+    result["leave_out"] = [] if result.get("cells") else settings_to_leave_out(runs, len(ids), ignore)
+    return {**result, **when_they_ran(ids), "noise_floor": floors, "aa_spreads": spreads}
 
 
 def when_they_ran(ids: list[int]) -> dict:

@@ -3,6 +3,8 @@ matrix and of how a run is made (workload and its events, time or rate, crash pl
 repetitions, server options, builds, hosts), so a comparison never reads as like for like when
 it is not. Plain dicts in and out."""
 
+import json
+
 from runner.contract import DEFAULT_FLUSHING, SYSTEM_BUILD
 
 # Keys that do not change what a run measures: what the experiment is called and why.
@@ -74,3 +76,19 @@ def _order(key: str) -> tuple:
 
 def crash_plans_differ(differences: list[dict]) -> list[dict]:
     return [d for d in differences if d["key"].startswith("crash.")]
+
+
+def settings_to_leave_out(runs, experiments: int, ignore: frozenset) -> list[str]:
+    """Where no cell matched: the parameters and server options whose values differ between the
+    experiments' runs (`runs`: (experiment id, parameters, server options) each), which "Leave
+    out of the match" would pool. Two builds compared had answered "nothing to match" and no more."""
+    seen: dict[str, dict[int, set]] = {}
+    for experiment, parameters, options in runs:
+        for name, value in {**(parameters or {}), **(options or {})}.items():
+            seen.setdefault(name, {}).setdefault(experiment, set()).add(json.dumps(value, sort_keys=True))
+    return sorted(
+        name
+        for name, by_side in seen.items()
+        if name not in ignore
+        and (len(by_side) < experiments or len({frozenset(values) for values in by_side.values()}) > 1)
+    )

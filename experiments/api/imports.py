@@ -2,6 +2,7 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,7 +10,7 @@ from rest_framework.views import APIView
 from experiments import roles
 from experiments.api.runs import RunSerializer
 from experiments.definition import EXPERIMENT_NAME
-from experiments.models import Engine, Experiment
+from experiments.models import Engine, Experiment, LogImport
 from experiments.services.imports import (
     HOST_LABEL,
     IMPORT_FILES,
@@ -70,10 +71,33 @@ class ImportResultSerializer(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
 
 
+class LogImportSerializer(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    runs = serializers.SerializerMethodField()
+
+    class Meta:
+        model = LogImport
+        fields = [
+            "id", "created_at", "created_by", "host_label", "engine", "server_version",
+            "experiment", "files", "run_count", "runs", "warnings", "source_sha256",
+        ]  # fmt: skip
+
+    def get_runs(self, item: LogImport) -> list[int]:
+        return list(item.runs.values_list("id", flat=True)) if item.experiment_id else []
+
+
 class ImportView(APIView):
-    """POST /api/imports/: runs done elsewhere, one per crash recovery found in the error log."""
+    """GET /api/imports/: every import, newest first (who, when, from which host, which files,
+    what they became). POST: runs done elsewhere, one per crash recovery found in the error log."""
 
     parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(responses={200: LogImportSerializer(many=True)})
+    def get(self, request):
+        paginator = PageNumberPagination()
+        found = LogImport.objects.select_related("created_by")
+        page = paginator.paginate_queryset(found, request, view=self)
+        return paginator.get_paginated_response(LogImportSerializer(page, many=True).data)
 
     @extend_schema(
         request={"multipart/form-data": ImportSerializer},
@@ -98,6 +122,7 @@ class ImportView(APIView):
                 experiment_id=experiment,
                 experiment_name=data.pop("experiment_name", "") or "",
                 user=request.user,
+                names={name: upload.name for name, upload in uploads.items()},
             )
         except ImportRejected as exc:
             return Response(exc.errors, status=status.HTTP_400_BAD_REQUEST)

@@ -370,6 +370,11 @@ class ImportForm(forms.Form):
             name: self.cleaned_data[name].file for name in self.FILE_FIELDS if self.cleaned_data.get(name)
         }
 
+    def upload_names(self) -> dict[str, str]:
+        """The files' names as the browser sent them, by field (shown on the imports page)."""
+        given = [name for name in self.FILE_FIELDS if self.cleaned_data.get(name)]
+        return {name: self.cleaned_data[name].name for name in given}
+
     def parameters(self) -> dict:
         return {name: self.cleaned_data.get(name) for name in self.fields if name not in self.FILE_FIELDS}
 

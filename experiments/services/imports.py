@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from experiments.definition import EXPERIMENT_NAME, DefinitionError, int_between
 from experiments.engines import engine as engine_named
-from experiments.models import Engine, Experiment, ExperimentStatus, Run, RunStatus
+from experiments.models import Engine, Experiment, ExperimentStatus, LogImport, Run, RunStatus
 from experiments.parsers import parse_bytes, reduce_error_log
 from experiments.services import (
     TRUNCATION_MARKER,
@@ -152,10 +152,13 @@ def import_runs(
     experiment_id: int | None = None,
     experiment_name: str = "",
     user=None,
+    names: dict[str, str] | None = None,
 ) -> ImportResult:
-    """Create imported runs from uploaded files and parameters.
+    """Create imported runs from uploaded files and parameters, and the import's row (LogImport:
+    who, when, which files, what they became).
 
-    uploads: upload field (IMPORT_FILES) -> seekable binary file. Raises ImportRejected, storing
+    uploads: upload field (IMPORT_FILES) -> seekable binary file; names: the files' names as
+    uploaded, by field (kept on the import's row, never used as a path). Raises ImportRejected, storing
     nothing, when a parameter is bad, the log holds no crash recovery or the same error log was
     imported before (the message names that import): a second copy would count one crash twice
     in every statistic.
@@ -225,12 +228,37 @@ def import_runs(
             )
             runs.append(run)
             warnings += run_warnings
-    refresh_experiment_status(experiment.pk)
-    if crashes > MAX_RUNS_PER_IMPORT:
-        warnings.append(
-            f"the log holds {crashes} crash recoveries; the first {MAX_RUNS_PER_IMPORT} were imported"
+        if crashes > MAX_RUNS_PER_IMPORT:
+            warnings.append(
+                f"the log holds {crashes} crash recoveries; the first {MAX_RUNS_PER_IMPORT} were imported"
+            )
+        warnings = sorted(set(warnings))
+        LogImport.objects.create(
+            created_at=timezone.now(),
+            created_by=user if getattr(user, "pk", None) else None,
+            host_label=parameters.host_label,
+            engine=parameters.engine,
+            server_version=parameters.server_version or "",
+            experiment=experiment,
+            source_sha256=digest,
+            files=[
+                {"field": f, "name": _shown_name((names or {}).get(f), f), "bytes": sizes[IMPORT_FILES[f]]}
+                for f in uploads
+            ],
+            run_count=len(runs),
+            warnings=warnings,
         )
-    return ImportResult(experiment, runs, sorted(set(warnings)))
+    refresh_experiment_status(experiment.pk)
+    return ImportResult(experiment, runs, warnings)
+
+
+def _shown_name(name: str | None, field: str) -> str:
+    """An uploaded file's name as the importer's browser sent it: its last part, printable, cut
+    short (it is shown, never opened)."""
+    if not name:
+        return IMPORT_FILES[field]
+    last = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return "".join(c for c in last if c.isprintable())[:120] or IMPORT_FILES[field]
 
 
 def _refuse_a_second_import(digest: str) -> None:
