@@ -18,6 +18,11 @@ class SizeError(ValueError):
     pass
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """'1 run', '2 runs', '1,200 runs': a count and its noun, agreeing."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def parse_size(text: str) -> int:
     """`"256M"` -> 268435456. A unit is required: a bare number is ambiguous (bytes? MB?)."""
     if not isinstance(text, str):

@@ -11,12 +11,15 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from experiments.analysis.cells import build_cells
 from experiments.models import Run, RunStatus
 from experiments.pages.context import row_of
 from experiments.reports import pdf
 from experiments.reports.findings import caveats, findings
+from recovery_lab_cli.units import counted
 
 from .factories import ExperimentFactory, UserFactory
 from .sshd import descendants
@@ -118,6 +121,31 @@ def test_caveats_name_failed_suspect_and_excluded_runs_and_thin_cells(known):
 def test_a_complete_experiment_has_no_caveat(known):
     runs = list(known.runs.all())
     assert caveats(runs, build_cells([row_of(r) for r in runs])) == []
+
+
+def test_a_queued_experiment_is_said_not_started_and_counts_agree_with_their_nouns():
+    """Issue 68: a queued experiment had read "still running" before any run started; "1 runs"."""
+    from .factories import RunFactory
+
+    experiment = ExperimentFactory()
+    queued = [RunFactory(experiment=experiment, status=RunStatus.QUEUED)]
+    assert caveats(queued, []) == ["No run had started when this report was made: 1 run queued."]
+    queued.append(RunFactory(experiment=experiment, status=RunStatus.CANCELLED))
+    said = caveats(queued, [])
+    assert said[0] == "No run had started when this report was made: 1 of 2 runs queued."
+    assert "1 run was cancelled before it finished." in said
+    queued.append(RunFactory(experiment=experiment, status=RunStatus.RUNNING))
+    assert caveats(queued, [])[0] == (
+        "The experiment was still running when this report was made: 2 of 3 runs had not finished."
+    )
+
+
+@given(st.integers(min_value=0, max_value=10**7))
+def test_a_count_and_its_noun_agree(count):
+    """The rule (docs/sentences.md): one of a thing is singular, any other count plural."""
+    said = counted(count, "run")
+    assert said.endswith(" run") == (count == 1) and said.endswith(" runs") == (count != 1)
+    assert int(said.split()[0].replace(",", "")) == count
 
 
 def test_the_report_page_has_question_method_findings_summary_and_caveats(client, known):

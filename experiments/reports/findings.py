@@ -26,7 +26,7 @@ from experiments.reports.moved import what_moved
 from experiments.reports.redo import engine_where, fit_says, redo_findings, redo_fits
 from experiments.reports.stalled import stall_findings
 from recovery_lab_cli.prediction import server_named
-from recovery_lab_cli.units import SizeError, parse_size, seconds_text
+from recovery_lab_cli.units import SizeError, counted, parse_size, seconds_text
 from runner.contract import SYSTEM_BUILD, UNSAID_DEFAULTS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
@@ -71,7 +71,7 @@ def headline_findings(cells: list[Cell]) -> list[str]:
         else:
             sentence = (
                 f"{where}: crash recovery took {_range(recovery)} across {len(group)} settings "
-                f"(the median per setting, {runs} runs)"
+                f"(the median per setting, {counted(runs, 'run')})"
                 if recovery
                 else f"{where}: no crash recovery time was measured"
             )
@@ -237,10 +237,19 @@ def caveats(runs: list, cells: list[Cell]) -> list[str]:
     with too few runs or a rate not reached, imported runs, work still going."""
     found = []
     unfinished = [r for r in runs if not r.is_finished]
-    if unfinished:
+    # "still running" only once a run has: a queued experiment's runs wait for their host
+    started = any(r.started_at or r.status not in ("queued", "cancelled") for r in runs)
+    if unfinished and not started:
+        waiting = (
+            counted(len(runs), "run")
+            if len(unfinished) == len(runs)
+            else f"{len(unfinished)} of {counted(len(runs), 'run')}"
+        )
+        found.append(f"No run had started when this report was made: {waiting} queued.")
+    elif unfinished:
         found.append(
             f"The experiment was still running when this report was made: {len(unfinished)} of "
-            f"{len(runs)} runs had not finished."
+            f"{counted(len(runs), 'run')} had not finished."
         )
     failed = [r for r in runs if r.status == "failed"]
     if failed:
@@ -250,7 +259,11 @@ def caveats(runs: list, cells: list[Cell]) -> list[str]:
         )
     cancelled = [r for r in runs if r.status == "cancelled"]
     if cancelled:
-        found.append(f"{len(cancelled)} runs were cancelled before they finished.")
+        one = len(cancelled) == 1
+        found.append(
+            f"{counted(len(cancelled), 'run')} {'was' if one else 'were'} cancelled before "
+            f"{'it' if one else 'they'} finished."
+        )
     found += one_crash_caveat(runs)
     found += _listed(
         [
@@ -285,7 +298,8 @@ def caveats(runs: list, cells: list[Cell]) -> list[str]:
     imported = [r for r in runs if r.imported]
     if imported:
         found.append(
-            f"{len(imported)} runs were imported from logs of runs done elsewhere: their method is "
+            f"{counted(len(imported), 'run')} {'was' if len(imported) == 1 else 'were'} imported from logs "
+            f"of runs done elsewhere: {'its' if len(imported) == 1 else 'their'} method is "
             "what those servers did, not this experiment's crash plan."
         )
     return found
