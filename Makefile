@@ -17,20 +17,28 @@ SETUP_INPUTS := pyproject.toml uv.lock .env.example scripts/setup.sh scripts/wri
 $(RUN_DIR)/setup.done: $(SETUP_INPUTS)
 	@$(MAKE) -s setup
 
+# The logs (the alerts' mails among them) and nginx's configuration are the operator's alone:
+# made so before anything writes them (`>` keeps a file's mode), and what an older start left is
+# closed too. The processes keep their own umask: the runner's files for a server's user need it.
+# webapp.proxy lets nginx's workers through $(RUN_DIR) (never listed) to gunicorn's socket's folder.
+RUN_PATH = $(abspath $(RUN_DIR))
+RUN_FILES = web.log nginx.log nginx-error.log worker.log alerts.log beat.log nginx.conf
+WEB_SOCKET = $(RUN_PATH)/web/web.sock
 start: $(RUN_DIR)/setup.done
 	@{ [ -f .env ] && pg_isready -q -h 127.0.0.1 -p 5432 && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; } \
 	  || $(MAKE) -s setup
-	@mkdir -p $(RUN_DIR)
+	@umask 077; mkdir -p $(RUN_DIR) && cd $(RUN_DIR) && touch $(RUN_FILES) \
+	  && find . -maxdepth 1 -type f -exec chmod go-rwx {} +
 	@$(MAKE) -s stop
 	@$(PY) manage.py collectstatic --noinput -v 0
 	@# nginx takes the clients and reads each request whole; gunicorn's workers only see it then
-	@$(PY) -m webapp.proxy --listen $(WEB_ADDR) --upstream unix:$(CURDIR)/$(RUN_DIR)/web.sock --run-dir $(RUN_DIR) > $(RUN_DIR)/nginx.conf
-	@BEHIND_PROXY=true nohup .venv/bin/gunicorn -c webapp/gunicorn.conf.py -b unix:$(RUN_DIR)/web.sock -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
-	@nohup nginx -e stderr -c $(CURDIR)/$(RUN_DIR)/nginx.conf > $(RUN_DIR)/nginx.log 2>&1 & echo $$! > $(RUN_DIR)/proxy.pid
+	@$(PY) -m webapp.proxy --listen $(WEB_ADDR) --upstream unix:$(WEB_SOCKET) --run-dir $(RUN_DIR) > $(RUN_DIR)/nginx.conf
+	@BEHIND_PROXY=true nohup .venv/bin/gunicorn -c webapp/gunicorn.conf.py -b unix:$(WEB_SOCKET) -w 2 --access-logfile - > $(RUN_DIR)/web.log 2>&1 & echo $$! > $(RUN_DIR)/web.pid
+	@nohup nginx -e stderr -c $(RUN_PATH)/nginx.conf > $(RUN_DIR)/nginx.log 2>&1 & echo $$! > $(RUN_DIR)/proxy.pid
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 > $(RUN_DIR)/worker.log 2>&1 & echo $$! > $(RUN_DIR)/worker.pid
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 -n alerts@%h -Q "$$($(PY) manage.py shell --no-imports -v 0 -c 'from django.conf import settings; print(settings.CELERY_ALERTS_QUEUE)')" > $(RUN_DIR)/alerts.log 2>&1 & echo $$! > $(RUN_DIR)/alerts.pid
 	@nohup .venv/bin/celery -A webapp beat -l info -s $(RUN_DIR)/beat-schedule > $(RUN_DIR)/beat.log 2>&1 & echo $$! > $(RUN_DIR)/beat.pid
-	@echo "web on http://$(WEB_ADDR)/ (logs in $(RUN_DIR)/); stop with 'make stop'"
+	@echo "web on http://$(WEB_ADDR)/ (logs in $(RUN_DIR)/, yours alone); stop with 'make stop'"
 
 stop:
 	@for name in proxy web worker alerts beat; do \

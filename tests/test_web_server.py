@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.busy, pytest.mark.django_db(transaction=True)]
 def _answers(url: str) -> bool:
     try:
         return requests.get(url, timeout=5).status_code == 200
-    except requests.ConnectionError:
+    except requests.RequestException:  # not listening yet, or too busy starting to answer in time
         return False
 
 
@@ -53,29 +53,29 @@ def _gunicorn(bind: str, workers: int, env: dict) -> subprocess.Popen:
 
 @pytest.fixture
 def run_dir():
-    """A folder nginx's workers can reach (they run as nobody where the test runs as root, and
-    pytest's own temporary folders are its user's alone)."""
+    """A folder outside pytest's own (those are its user's alone); webapp.proxy opens it to
+    nginx's workers as `make start`'s."""
     folder = Path(tempfile.mkdtemp(prefix="recovery-lab-proxy-"))
-    folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
 def served(run_dir):
-    """gunicorn (two sync workers, as make start) on a unix socket, nginx on a free port."""
-    socket_path = run_dir / "web.sock"
+    """gunicorn (two sync workers, as make start) on a unix socket in a folder of its own, nginx
+    on a free port."""
+    socket_path = run_dir / "web" / "web.sock"
     env = {
         **manage_env(connection.settings_dict["NAME"]),
         "ALLOWED_HOSTS": "127.0.0.1",
         "BEHIND_PROXY": "true",
     }
-    web = _gunicorn(f"unix:{socket_path}", 2, env)
     port = free_port()
     proxy = [sys.executable, "-m", "webapp.proxy", "--listen", f"127.0.0.1:{port}"]
     proxy += ["--upstream", f"unix:{socket_path}", "--run-dir", str(run_dir)]
-    with (run_dir / "nginx.conf").open("w") as conf:
+    with (run_dir / "nginx.conf").open("w") as conf:  # first: it makes the socket's folder
         subprocess.run(proxy, cwd=ROOT, env=env, check=True, stdout=conf)
+    web = _gunicorn(f"unix:{socket_path}", 2, env)
     proxy = subprocess.Popen(
         ["/usr/sbin/nginx", "-e", "stderr", "-c", str(run_dir / "nginx.conf")],
         stdout=subprocess.DEVNULL,

@@ -92,20 +92,18 @@ AUDITLOG_INCLUDE_TRACKING_MODELS = (
 
 # Password guessing (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user name
 # from one address, that pair is locked out for LOGIN_LOCKOUT_MINUTES (429 and a page that says
-# so); a success resets the count. The address is the peer's, or the one the proxy in front
-# (only one, trusted) put in X-Forwarded-For: a header a client sets itself changes nothing.
+# so); a success resets the count. A header a client sets itself changes nothing.
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-# Behind a proxy (make start's nginx, which sets X-Forwarded-For to the client's address, or a
-# TLS proxy), the client's address is the proxy's word, never the client's own header.
+# The client's address, read by django-ipware: the peer's, or behind the product's nginx (whose
+# peer is a unix socket, or the proxy under compose) the one address nginx writes in
+# X-Forwarded-For, replacing the client's: ipware's proxy count (addresses after it) is 0.
 BEHIND_PROXY = env.bool("BEHIND_PROXY", default=BEHIND_TLS_PROXY)
-AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
-if BEHIND_PROXY:
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
-AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_PROXY else None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR"] if BEHIND_PROXY else ["REMOTE_ADDR"]
+AXES_IPWARE_PROXY_COUNT = 0 if BEHIND_PROXY else None
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -345,10 +343,8 @@ RUNNER_WORK_DIR = Path(env.str("RUNNER_WORK_DIR", default="/var/lib/recovery-lab
 # here, copied to each host's builds folder. The mirror they come from.
 BUILDS_CACHE_DIR = Path(env.str("BUILDS_CACHE_DIR", default="/var/lib/recovery-lab/builds"))
 DEBIAN_MIRROR = env.str("DEBIAN_MIRROR", default="http://deb.debian.org/debian")
-# Seconds a starting server may go without a sign of progress (reads, writes, log lines) before the
-# Run fails with "server never came back": counted from the last sign, so a recovery still moving
-# is never cut off. A crash restart that moves nothing for RUNNER_STALL_AFTER_S ends "stalled"
-# first (runner/stall.py), never tried again.
+# Seconds a starting server may show no progress (runner/stall.py) before its Run fails: a recovery
+# still moving is never cut off; a crash restart still for RUNNER_STALL_AFTER_S ends "stalled".
 RUNNER_START_TIMEOUT_S = env.int("RUNNER_START_TIMEOUT_S", default=600)
 RUNNER_STALL_AFTER_S = env.int("RUNNER_STALL_AFTER_S", default=90)
 # Runs start from a host's cached copy of their loaded dataset (docs/method.md).
