@@ -38,6 +38,7 @@ start: $(RUN_DIR)/setup.done
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 > $(RUN_DIR)/worker.log 2>&1 & echo $$! > $(RUN_DIR)/worker.pid
 	@nohup .venv/bin/celery -A webapp worker -l info -c 2 -n alerts@%h -Q "$$($(PY) manage.py shell --no-imports -v 0 -c 'from django.conf import settings; print(settings.CELERY_ALERTS_QUEUE)')" > $(RUN_DIR)/alerts.log 2>&1 & echo $$! > $(RUN_DIR)/alerts.pid
 	@nohup .venv/bin/celery -A webapp beat -l info -s $(RUN_DIR)/beat-schedule > $(RUN_DIR)/beat.log 2>&1 & echo $$! > $(RUN_DIR)/beat.pid
+	@$(PY) manage.py firstadmin
 	@echo "web on http://$(WEB_ADDR)/ (logs in $(RUN_DIR)/, yours alone); stop with 'make stop'"
 
 stop:

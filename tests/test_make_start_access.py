@@ -25,6 +25,7 @@ from .test_web_server import _answers
 pytestmark = [pytest.mark.busy, pytest.mark.django_db(transaction=True)]
 
 SERVICES = ("proxy", "web", "worker", "alerts", "beat")
+STARTED: dict = {}  # what the last `started` printed, and where it serves
 
 
 def _alive(pid: int) -> bool:
@@ -62,6 +63,7 @@ def started():
         done = _make("start", run_dir, web_addr)
         assert done.returncode == 0, done.stdout + done.stderr
         wait_for(lambda: _answers(f"http://{web_addr}/login/"), 120, "make start's nginx to serve /login/")
+        STARTED.update(said=done.stdout, web_addr=web_addr)
         yield run_dir
     finally:
         pid_files = [run_dir / f"{name}.pid" for name in SERVICES]
@@ -104,3 +106,34 @@ def test_another_local_user_cannot_read_a_log(started):
         for user in ("nobody", WORKERS_USER):  # nginx's workers may reach the socket, not the logs
             read = _as_user(user, "/usr/bin/cat", str(log))
             assert read.returncode != 0 and "Permission denied" in read.stderr, (log.name, user, read.stdout)
+
+
+def test_the_first_start_makes_the_first_admin_and_says_its_password_once(started):
+    """Issue 68: after `make setup` and `make start` a team met a login page and no user. The
+    first start on a database without users makes `admin` and prints its password, once."""
+    import re
+
+    import requests
+    from django.contrib.auth import get_user_model
+
+    said = re.search(r"First login: admin / (\S+)", STARTED["said"])
+    assert said, STARTED["said"]
+    assert list(get_user_model().objects.values_list("username", flat=True)) == ["admin"]
+    session, login = requests.Session(), f"http://{STARTED['web_addr']}/login/"
+    session.get(login, timeout=30)
+    answer = session.post(
+        login,
+        {"username": "admin", "password": said.group(1), "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        headers={"Referer": login},
+        timeout=30,
+    )
+    assert answer.ok and "Log out" in answer.text, answer.text[:500]
+    again = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "manage.py", "firstadmin"],
+        cwd=ROOT,
+        env=manage_env(connection.settings_dict["NAME"]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0 and again.stdout == "", again.stdout  # shown once: none made again

@@ -54,7 +54,7 @@ class Command(BaseCommand):
             users.objects.create_superuser("admin", "", password)
             self.stdout.write(f"Log in as admin / {password}  (change it in /admin/)")
         else:
-            self.stdout.write("Log in as admin (the password printed when it was created)")
+            self.stdout.write("Log in as admin (the password make start or an earlier demo printed)")
         host = services.register_host("local", Transport.LOCAL)
         # its facts on the hosts page from the start (its servers, builds, engines, disk); its
         # disk's floor measured the first time (fio, about 12 s), which recoveries are set against
