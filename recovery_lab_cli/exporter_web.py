@@ -9,6 +9,10 @@ reach any exporter:
     basic_auth_users:
       prometheus: $2y$10$...        # a bcrypt hash (htpasswd -nBC 10 "" | tr -d ':\\n')
 
+Each connection is served in a thread of its own, its TLS handshake there too, within
+CONNECTION_TIMEOUT_SECONDS, and at most MAX_CONNECTIONS at once: a client that connects and says
+nothing holds one slot for one timeout, not the scrapes.
+
 No Django."""
 
 import base64
@@ -27,6 +31,10 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from recovery_lab_cli.yaml_input import YamlRefused, load_plain_yaml
 
 KNOWN = {"tls_server_config": {"cert_file", "key_file"}, "basic_auth_users": None}
+# Prometheus' scrape_timeout is 10 s by default: a scrape queued behind idle clients still answers.
+CONNECTION_TIMEOUT_SECONDS = 5.0
+# One or two Prometheus servers scrape an exporter: 16 is room for them and for a few strays.
+MAX_CONNECTIONS = 16
 
 
 class WebConfigError(ValueError):
@@ -114,21 +122,69 @@ class _QuietHandler(WSGIRequestHandler):
         """Scrapes are not logged."""
 
 
-def serve_metrics(registry, host: str, port: int, config: WebConfig):
+class _BoundedServer(ThreadingWSGIServer):
+    """A thread per connection, at most `slots` at once, each read within `timeout_s`; with `tls`,
+    the handshake runs in the connection's thread (wrapping the listening socket had run it in
+    the accept loop, with no timeout: one silent client stopped every scrape)."""
+
+    tls: ssl.SSLContext | None = None
+    timeout_s = CONNECTION_TIMEOUT_SECONDS
+    slots: threading.BoundedSemaphore  # set by serve_metrics
+
+    def process_request(self, request, client_address):
+        # Beyond the bound a connection waits one timeout, by which time the oldest has
+        # shaken hands or been closed; then it is closed unserved.
+        if not self.slots.acquire(timeout=self.timeout_s):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            self.shutdown_request(request)
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            request.settimeout(self.timeout_s)  # the handshake's deadline, then each read's
+            if self.tls is not None:
+                request = self.tls.wrap_socket(request, server_side=True)
+            self.finish_request(request, client_address)
+        except OSError:  # a client that left, stalled or spoke no TLS: nothing to report
+            pass
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            self.slots.release()
+
+
+def _tls_context(config: WebConfig) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(config.cert_file, config.key_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise WebConfigError(f"the exporter's certificate or key cannot be used: {exc}") from None
+    return context
+
+
+def serve_metrics(
+    registry,
+    host: str,
+    port: int,
+    config: WebConfig,
+    timeout_s: float = CONNECTION_TIMEOUT_SECONDS,
+    max_connections: int = MAX_CONNECTIONS,
+):
     """The metrics served in a thread of their own; returns the server (shutdown() ends it)."""
     app = make_wsgi_app(registry)
     if config.users:
         app = BasicAuth(app, config.users)
-    httpd = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
-    if config.cert_file:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        try:
-            context.load_cert_chain(config.cert_file, config.key_file)
-        except (OSError, ssl.SSLError) as exc:
-            httpd.server_close()
-            raise WebConfigError(f"the exporter's certificate or key cannot be used: {exc}") from None
-        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    tls = _tls_context(config) if config.cert_file else None
+    httpd = make_server(host, port, app, _BoundedServer, handler_class=_QuietHandler)
+    httpd.tls, httpd.timeout_s = tls, timeout_s
+    httpd.slots = threading.BoundedSemaphore(max_connections)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     return httpd

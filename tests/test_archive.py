@@ -291,7 +291,7 @@ def test_a_file_that_is_not_an_export_is_refused(api):
         "/api/experiments/import/", {"file": _archive(None, {"notes.txt": b"hi"})}, format="multipart"
     )
     assert answer.status_code == 400
-    assert "the archive does not begin with experiment.json" in answer.json()["detail"]
+    assert answer.json()["detail"] == "the archive has no experiment.json: not an export of Recovery Lab"
 
 
 def test_an_archive_cut_in_the_middle_is_refused_with_the_reason(api, finished):
@@ -380,3 +380,122 @@ def test_an_archive_of_a_hundred_thousand_empty_members_stops_at_the_first_the_m
         import_experiment(archive)
     # the listed files and a little more were read: not the hundred thousand headers after them
     assert archive.taken < len(archive.getvalue()) / 4
+
+
+# Issue 64, item 5b: an archive is read in one forward pass, in whatever order its members come,
+# and a crafted one is a 400 with the reason, never a 500.
+
+
+def _tar_gz(members: list[tuple[str, bytes]]) -> bytes:
+    """The members in this order, a name twice if it is there twice."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _with_notes(manifest: dict, members: dict[str, bytes], notes_per_run: int) -> None:
+    """Each run also keeps `notes_per_run` small files of its own."""
+    for run in manifest["runs"]:
+        for n in range(notes_per_run):
+            name, data = f"note-{n}.txt", f"run {run['matrix_index']}, note {n}\n".encode() * 40
+            member = f"files/{run['matrix_index']}/{name}"
+            run["files"].append({"name": name, "size_bytes": len(data), "truncated": False, "member": member})
+            members[member] = data
+
+
+@pytest.mark.parametrize("manifest_at", ["first", "last"])
+def test_an_archive_in_reverse_order_is_imported_decompressing_its_stream_once(finished, manifest_at):
+    manifest, members = _manifest_of(finished)
+    _with_notes(manifest, members, notes_per_run=20)
+    finished.delete()
+    reversed_files = [
+        (entry["member"], members[entry["member"]])
+        for run in reversed(manifest["runs"])
+        for entry in reversed(run["files"])
+    ]
+    listed = [("experiment.json", json.dumps(manifest).encode())]
+    archive = _Counted(
+        _tar_gz(listed + reversed_files if manifest_at == "first" else reversed_files + listed)
+    )
+
+    imported = import_experiment(archive, user=UserFactory(username="erin"))
+    # one pass: no compressed byte is read twice (each member read out of order had rewound the
+    # gzip stream and decompressed it again from the start)
+    assert archive.taken <= len(archive.getvalue())
+    assert imported.runs.count() == 12
+    kept = RunFile.objects.filter(run__experiment=imported)
+    assert kept.count() == 12 * 21
+    note = kept.get(run__matrix_index=7, name="note-13.txt")
+    assert bytes(note.content) == b"run 7, note 13\n" * 40
+    assert bytes(kept.get(run__matrix_index=0, name="error.log").content) == REAL_LOG.read_bytes()
+
+
+def _duplicate_run(manifest, members):
+    manifest["runs"][4]["matrix_index"] = manifest["runs"][1]["matrix_index"]
+
+
+def _duplicate_attempt(manifest, members):
+    manifest["runs"][2]["attempts"].append(dict(manifest["runs"][2]["attempts"][0]))
+
+
+def _duplicate_file(manifest, members):
+    manifest["runs"][3]["files"].append(dict(manifest["runs"][3]["files"][0]))
+
+
+@pytest.mark.parametrize(
+    "craft, message",
+    [
+        (_duplicate_run, "runs 2 and 5 of the archive are both cell 1 of the matrix"),
+        (_duplicate_attempt, "run 3 of the archive: attempt 1 is there twice"),
+        (_duplicate_file, "run 4 of the archive: file 'error.log' is there twice"),
+    ],
+)
+def test_a_crafted_archive_of_duplicates_is_a_400_that_says_which_and_stores_nothing(
+    api, finished, craft, message
+):
+    manifest, members = _manifest_of(finished)
+    finished.delete()
+    craft(manifest, members)
+    answer = api.post("/api/experiments/import/", {"file": _archive(manifest, members)}, format="multipart")
+    assert answer.status_code == 400
+    assert message in answer.json()["detail"], answer.json()
+    assert not Experiment.objects.exists() and not Run.objects.exists() and not RunFile.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "order, message",
+    [
+        ("member twice", "the archive holds 'files/0/error.log' twice"),
+        ("manifest twice", "the archive holds 'experiment.json' twice"),
+        ("no manifest", "the archive has no experiment.json: not an export of Recovery Lab"),
+    ],
+)
+def test_an_archive_with_a_member_twice_or_none_listing_it_is_a_400(api, finished, order, message):
+    manifest, members = _manifest_of(finished)
+    finished.delete()
+    listed = [("experiment.json", json.dumps(manifest).encode())]
+    files = list(members.items())
+    craft = {
+        "member twice": listed + files + [("files/0/error.log", b"another log")],
+        "manifest twice": listed + files + listed,
+        "no manifest": files,
+    }[order]
+    answer = api.post("/api/experiments/import/", {"file": io.BytesIO(_tar_gz(craft))}, format="multipart")
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == message
+    assert not Experiment.objects.exists() and not RunFile.objects.exists()
+
+
+def test_the_import_page_answers_a_duplicate_run_with_400_and_the_reason(client, user, finished):
+    manifest, members = _manifest_of(finished)
+    finished.delete()
+    _duplicate_run(manifest, members)
+    client.force_login(user)
+    page = client.post("/experiments/import/", {"file": _archive(manifest, members)})
+    assert page.status_code == 400
+    assert "runs 2 and 5 of the archive are both cell 1 of the matrix" in page.content.decode()
+    assert not Experiment.objects.exists()

@@ -3,8 +3,9 @@ experiment, its runs with every column, their attempts) and each run's raw files
 
 An export carries the experiment's uid: an installation that has it already refuses the import,
 naming its copy. Every value read back goes through the model's own field parsing and validation
-(`full_clean`), the archive is read without ever touching the disk (no member is extracted, so no
-path in it matters), and the whole import is one transaction: a bad archive leaves nothing.
+(`full_clean`), the archive is read in one forward pass and no member is extracted under its
+name (no path in it matters), whatever its order, and the whole import is one transaction: a bad
+archive leaves nothing, and says why (a run, an attempt or a file twice included).
 """
 
 import datetime
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from experiments.definition import (
@@ -173,6 +174,40 @@ def _manifest(tar: BoundedTar) -> dict:
     return manifest
 
 
+def _listed_members(manifest: dict) -> set[str]:
+    runs = _list_of_objects(manifest["runs"], MANIFEST, "runs", MAX_RUNS)
+    return {
+        str(entry.get("member"))
+        for index, run in enumerate(runs)
+        for entry in _list_of_objects(
+            run.get("files", []), f"run {index + 1} of the archive", "files", MAX_FILES_PER_RUN
+        )
+    }
+
+
+class _Listing:
+    """The manifest, read as the archive's stream passes it, and every other file checked to be
+    one it lists: once it has passed, the first unlisted file stops the reading (an archive of
+    millions of empty members stops there); files before it wait for it, within the bounds."""
+
+    def __init__(self):
+        self.manifest: dict | None = None
+        self.listed: set[str] = set()
+
+    def passed(self, tar: BoundedTar, name: str) -> None:
+        if name == MANIFEST:
+            self.manifest = _manifest(tar)
+            self.listed = _listed_members(self.manifest)
+            for earlier in tar.members:
+                self._check(earlier)
+        elif self.manifest is not None:
+            self._check(name)
+
+    def _check(self, name: str) -> None:
+        if name != MANIFEST and name not in self.listed:
+            raise ArchiveRejected(f"the archive holds {name[:200]!r}, which the manifest does not list")
+
+
 def _list_of_objects(value: object, where: str, what: str, most: int) -> list[dict]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise ArchiveRejected(f"{where}: {what} is not a list of objects")
@@ -269,9 +304,12 @@ def _recheck_run(run: Run, where: str) -> None:
 def import_experiment(upload: BinaryIO, user=None) -> Experiment:
     """Read an export and store it as a new experiment of this installation, with its runs,
     attempts and raw files; ArchiveRejected (nothing stored) when it cannot be, with the reason."""
+    listing = _Listing()
     try:
-        with BoundedTar(upload, _limits(), first=MANIFEST) as tar:
-            return _import(tar, user)
+        with BoundedTar(upload, _limits(), passed=listing.passed) as tar:
+            if listing.manifest is None:
+                raise ArchiveRejected(f"the archive has no {MANIFEST}: not an export of Recovery Lab")
+            return _import(tar, listing.manifest, user)
     except UnpackRefused as exc:
         reason = str(exc)
         if reason.startswith("not a .tar.gz"):
@@ -279,26 +317,30 @@ def import_experiment(upload: BinaryIO, user=None) -> Experiment:
         raise ArchiveRejected(reason) from exc
 
 
-def _import(tar: BoundedTar, user) -> Experiment:
-    manifest = _manifest(tar)
-    exported = dict(manifest["experiment"])
-    runs = _list_of_objects(manifest["runs"], MANIFEST, "runs", MAX_RUNS)
-    # the manifest comes first and says which files follow: nothing else is read
-    tar.expect(
-        {
-            str(entry.get("member"))
-            for index, run in enumerate(runs)
-            for entry in _list_of_objects(
-                run.get("files", []), f"run {index + 1} of the archive", "files", MAX_FILES_PER_RUN
-            )
-        }
-    )
-    duplicate = Experiment.objects.filter(uid=exported.get("uid")).first()
+def _refuse_a_copy(uid: object) -> None:
+    duplicate = Experiment.objects.filter(uid=uid).first() if uid else None
     if duplicate is not None:
         raise ArchiveRejected(
             f"this installation has this experiment already: #{duplicate.pk} {duplicate.name}",
             duplicate=duplicate,
         )
+
+
+def _import(tar: BoundedTar, manifest: dict, user) -> Experiment:
+    exported = dict(manifest["experiment"])
+    runs = manifest["runs"]  # a list of objects: _listed_members checked it
+    _refuse_a_copy(exported.get("uid"))
+    try:
+        return _store(tar, manifest, exported, runs, user)
+    except IntegrityError as exc:  # what the checks before missed, or an import of it at once
+        _refuse_a_copy(exported.get("uid"))
+        constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+        raise ArchiveRejected(
+            f"the archive holds twice what this installation keeps once ({constraint or exc})"
+        ) from exc
+
+
+def _store(tar: BoundedTar, manifest: dict, exported: dict, runs: list[dict], user) -> Experiment:
     origin = {
         "installation": manifest.get("installation"),
         "id": exported.pop("id", None),
@@ -317,18 +359,33 @@ def _import(tar: BoundedTar, user) -> Experiment:
         created_at = experiment.created_at
         experiment.save()
         Experiment.objects.filter(pk=experiment.pk).update(created_at=created_at)  # not the import's time
+        cells: dict[int, int] = {}  # matrix index: the run's place in the archive
         for index, exported_run in enumerate(runs):
-            _import_run(tar, experiment, dict(exported_run), index)
+            _import_run(tar, experiment, dict(exported_run), index, cells)
     return Experiment.objects.get(pk=experiment.pk)
 
 
-def _import_run(tar: BoundedTar, experiment: Experiment, values: dict, index: int) -> None:
+def _refuse_twice(values: list, said: str) -> None:
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise ArchiveRejected(said.format(value))
+        seen.add(value)
+
+
+def _import_run(tar: BoundedTar, experiment: Experiment, values: dict, index: int, cells: dict) -> None:
     where = f"run {index + 1} of the archive"
     attempts = _list_of_objects(values.pop("attempts", []), where, "attempts", MAX_ATTEMPTS_PER_RUN)
     files = _list_of_objects(values.pop("files", []), where, "files", MAX_FILES_PER_RUN)
     excluded_by = values.pop("excluded_by", None)
     run = _build(Run, values, RUN_LOCAL, where, experiment=experiment)
     _recheck_run(run, where)
+    if run.matrix_index in cells:
+        raise ArchiveRejected(
+            f"runs {cells[run.matrix_index] + 1} and {index + 1} of the archive are both cell "
+            f"{run.matrix_index} of the matrix"
+        )
+    cells[run.matrix_index] = index
     if excluded_by:
         run.excluded_by = get_user_model().objects.filter(username=str(excluded_by)).first()
         if run.excluded_by is None:  # the user is not here: keep who it was in the reason
@@ -336,10 +393,13 @@ def _import_run(tar: BoundedTar, experiment: Experiment, values: dict, index: in
     queued_at = run.queued_at
     run.save()
     Run.objects.filter(pk=run.pk).update(queued_at=queued_at)  # when it was queued there, not now
-    RunAttempt.objects.bulk_create(
+    built = [
         _build(RunAttempt, dict(a), ATTEMPT_LOCAL, f"{where}, attempt {n + 1}", run=run)
         for n, a in enumerate(attempts)
-    )
+    ]
+    _refuse_twice([attempt.number for attempt in built], f"{where}: attempt {{}} is there twice")
+    RunAttempt.objects.bulk_create(built)
+    _refuse_twice([str(entry.get("name")) for entry in files], f"{where}: file {{!r}} is there twice")
     for entry in files:
         file_where = f"{where}, file {entry.get('name')!r}"
         missing = [key for key in ("name", "size_bytes", "member") if key not in entry]
