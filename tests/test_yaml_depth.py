@@ -63,3 +63,13 @@ def test_the_series_page_refuses_a_deeply_nested_definition_with_a_message(clien
     assert f"nested more than {MAX_NESTING} levels deep" in response.content.decode()
     series.refresh_from_db()
     assert series.definition == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/experiments/", "/api/series/"])
+def test_json_nested_past_the_decoder_is_a_400_that_says_so(api, path):
+    """The API's JSON, as the YAML: 200 KB of "[" had raised RecursionError, a 500."""
+    body = '{"name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    answer = api.post(path, body, content_type="application/json")
+    assert answer.status_code == 400, answer.content[:300]
+    assert "nested too deep" in answer.json()["detail"]

@@ -227,6 +227,7 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "experiment-list"
 LOGOUT_REDIRECT_URL = "login"
 
+FORM_PARSERS = ["rest_framework.parsers.FormParser", "rest_framework.parsers.MultiPartParser"]
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "experiments.api.auth.ApiTokenAuthentication",
@@ -234,6 +235,7 @@ REST_FRAMEWORK = {
     ],
     # reads for everyone logged in, writes by role (experiments/roles.py)
     "DEFAULT_PERMISSION_CLASSES": ["experiments.roles.ExperimenterWrites"],
+    "DEFAULT_PARSER_CLASSES": ["experiments.api.common.PlainJSONParser", *FORM_PARSERS],  # deep JSON: 400
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

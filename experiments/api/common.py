@@ -1,6 +1,8 @@
 """What the API's resources share: CSV answers and annotations."""
 
 from rest_framework import renderers, serializers, status
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from experiments import roles, services
@@ -14,6 +16,17 @@ class CSVRenderer(renderers.BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         return data if isinstance(data, bytes) else str(data).encode()
+
+
+class PlainJSONParser(JSONParser):
+    """JSON bodies, with nesting too deep for Python's decoder (200 KB of "[") a 400 that says
+    so, not a 500: a definition needs three levels (recovery_lab_cli/yaml_input.py)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - nested too deep: a definition needs three levels") from None
 
 
 def wants_csv(request) -> bool:

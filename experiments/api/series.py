@@ -5,11 +5,11 @@ from django.db.models import Count
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from experiments import roles, schedule
 from experiments.analysis.series import history
+from experiments.api.common import PlainJSONParser
 from experiments.definition import (
     CHECKED_BEYOND_SCHEMA,
     EXPERIMENT_NAME,
@@ -183,7 +183,7 @@ class SeriesViewSet(
     )
     http_method_names = ["get", "post", "patch", "head", "options"]
     # a definition is nested JSON, which a form cannot carry
-    parser_classes = [JSONParser]
+    parser_classes = [PlainJSONParser]
 
     def get_serializer_class(self):
         return SeriesDetailSerializer if self.action == "retrieve" else SeriesSerializer
