@@ -3,11 +3,14 @@
 Every expected value was read off the sample by a person; the comment next to it quotes the line.
 """
 
+import io
+import re
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
-from experiments.parsers import parse_bytes
+from experiments.parsers import SNIFF_LINES, parse_bytes, reduce_error_log
 
 from .samples import sample, samples
 
@@ -439,6 +442,199 @@ def test_sysbench_reports_current_interrupted_and_legacy():
     assert any("no sysbench totals" in w for w in truncated.warnings)
 
 
+# --- docker compose: the database's lines among other services' (compose_logs.txt) --------
+
+
+COMPOSE = "compose_logs.txt"
+
+
+def _service_lines(key: str, prefix: str) -> list[str]:
+    return [line for line in sample(COMPOSE, key).decode().splitlines() if line.startswith(prefix)]
+
+
+def test_mysql_8_0_37_compose_up_with_redis_and_an_app_is_read_for_mysqld_s_start():
+    parsed = parse(COMPOSE, "A")
+    assert (parsed.flavor, parsed.server_version) == ("mysql", "8.0.37")
+    episode = only_episode(parsed)  # Redis's "Ready to accept connections" and the app's lines open none
+    # 15:00:02.952129 "(mysqld 8.0.37) starting as process 1" -> 03.750916 "[MY-010931] ... ready"
+    assert episode.started_at == datetime(2024, 7, 1, 15, 0, 2, 952129, tzinfo=UTC)
+    assert episode.ready_seconds == pytest.approx(0.798787)
+    # 8.0.20+ prints "Starting XA crash recovery..." at every start: no crash
+    assert not episode.crash_recovery and episode.recovery_seconds is None
+
+
+def test_mysql_8_0_37_compose_logs_with_flask_and_nginx_is_read_for_mysqld_s_start():
+    parsed = parse(COMPOSE, "B")
+    episode = only_episode(parsed)
+    # 05:56:33.875903 "starting as process 1" -> 34.994198 "ready for connections" (not nginx's
+    # "ready for start up", nor the X Plugin's at .993927)
+    assert episode.started_at == datetime(2024, 6, 7, 5, 56, 33, 875903, tzinfo=UTC)
+    assert episode.ready_seconds == pytest.approx(1.118295)
+    assert not episode.crash_recovery
+
+
+def test_compose_logs_printing_the_other_services_first_still_read_mysqld():
+    """`docker compose logs` prints one service's lines after another's: the app's and Redis's
+    whole logs (here longer than the sniffed head) come before mysqld's: they had made the file
+    an unknown format."""
+    others = [
+        line for line in sample(COMPOSE, "A").decode().splitlines() if not line.startswith("mysql-db_1")
+    ]
+    mysqld = _service_lines("A", "mysql-db_1")
+    day_of_others = (others * (SNIFF_LINES // len(others) + 2))[: SNIFF_LINES + 100]
+    content = ("\n".join(day_of_others + mysqld) + "\n").encode()
+    parsed = parse_bytes("compose.log", content)
+    assert parsed.kind == "error_log", parsed.warnings
+    assert [e.to_dict() for e in parsed.episodes] == [e.to_dict() for e in parse(COMPOSE, "A").episodes]
+    # an import keeps the lines the parser reads: they read the same
+    kept = parse_bytes("compose.log", reduce_error_log(io.BytesIO(content)))
+    assert kept.to_dict()["episodes"] == parsed.to_dict()["episodes"]
+
+
+def test_mariadb_10_1_implicit_recovery_through_the_lsn_mismatch_and_tc_log_is_timed():
+    parsed = parse(COMPOSE, "C")
+    assert (parsed.flavor, parsed.server_version) == ("mariadb", "10.1.45-MariaDB-1~bionic")
+    episode = only_episode(parsed)  # the app's "Mariadb is up" and its other lines open none
+    assert episode.crash_recovery and episode.engine == "innodb"
+    # "The log sequence number 1616727 in ibdata file do not match the log sequence number
+    # 10825026 in the ib_logfiles!", "... 5.6.47-87.0 started; log sequence number 10825026"
+    assert (episode.checkpoint_lsn, episode.crash_lsn, episode.redo_bytes) == (10825026, 10825026, 0)
+    # InnoDB recovers from the mismatch (12:23:47, the doublewrite buffer restored) to "started"
+    # (12:23:47): under a second at whole-second stamps, a measured zero, not an unknown
+    assert episode.recovery_seconds == 0.0
+    # "Recovering after a crash using tc.log" 12:23:48 -> "Crash recovery finished." 12:23:48
+    assert episode.phase("binlog_recovery").seconds == 0.0
+    # "mysqld (mysqld 10.1.45-MariaDB-1~bionic) starting as process 1" 12:23:47 -> ready 12:23:48
+    assert episode.ready_seconds == 1.0
+    assert not [w for w in parsed.warnings if "logged no recovery of its own" in w]
+
+
+def _mariadb_10_1_log(stamp: str) -> bytes:
+    """Sample C's server lines alone, as its error log has them, restamped so each step takes
+    time: InnoDB recovers 3 s after the mismatch, tc.log's recovery 2 s after that."""
+    offset = 0
+    out = []
+    for line in _service_lines("C", "db_1  | "):
+        text = line.split("| ", 1)[1]
+        if "[Entrypoint]" in text:
+            continue  # the image's script, not the server's log
+        if "started; log sequence number" in text:
+            offset = 3
+        elif "Recovering after a crash using tc.log" in text:
+            offset = 4
+        elif "Crash recovery finished." in text:
+            offset = 6
+        message = re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+ (.*)", text)
+        out.append(stamp.format(second=47 + offset) + message.group(1) if message else text)
+    return ("\n".join(out) + "\n").encode()
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2020-07-21 12:23:{second} 140235146762240 ",  # MariaDB 10.1's own, and MySQL 5.6's
+        "200721 12:23:{second} ",  # 10.0's and 5.5's YYMMDD
+    ],
+)
+def test_mariadb_10_1_style_log_times_the_innodb_and_tc_log_recoveries(stamp):
+    parsed = parse_bytes("mariadb-10.1.err", _mariadb_10_1_log(stamp))
+    episode = only_episode(parsed)
+    assert episode.crash_recovery and episode.started_at == datetime(2020, 7, 21, 12, 23, 47, tzinfo=UTC)
+    # the mismatch at :47 -> "Percona XtraDB ... started" at :50
+    assert episode.recovery_seconds == 3.0
+    # "Recovering after a crash using tc.log" at :51 -> "Crash recovery finished." at :53
+    assert episode.phase("binlog_recovery").seconds == 2.0
+    assert episode.ready_seconds == 6.0  # "starting as process 1" :47 -> "ready for connections." :53
+
+
+# The other services of a compose file, in their own words (samples A and B), to interleave.
+_OTHER_SERVICES = {
+    "redis": [line.split("| ", 1)[1] for line in _service_lines("A", "redis-db_1")],
+    "app": [line.split("| ", 1)[1] for line in _service_lines("A", "go-flarum_1 ")],
+    "web": [line.split("| ", 1)[1] for line in _service_lines("B", "file-server ")],
+}
+
+
+def _as_compose(log: bytes, v1: bool, others_first: bool = False) -> bytes:
+    """The log as mysqld's service in `docker compose up` output (`v1`: docker-compose 1.x's
+    "project_db_1  | ", else 2.x's "db-1  | "), another service's line after each of mysqld's; or
+    as `docker compose logs` prints them, every other service's whole log (past the sniffed
+    head) before mysqld's."""
+
+    def named(service: str) -> str:
+        return f"lab_{service}_1" if v1 else f"{service}-1"
+
+    width = max(len(named(s)) for s in ("db", *_OTHER_SERVICES)) + 2
+    theirs = [
+        f"{named(service):<{width}}| {said}"
+        for n in range(SNIFF_LINES)
+        for service, lines in _OTHER_SERVICES.items()
+        if (said := lines[n % len(lines)])
+    ]
+    ours = [f"{named('db'):<{width}}| {line}".rstrip() for line in log.decode().splitlines()]
+    if others_first:
+        return ("\n".join(theirs + ours) + "\n").encode()
+    mixed = [line for pair in zip(ours, theirs, strict=False) for line in pair]
+    return ("\n".join(mixed) + "\n").encode()
+
+
+def _restarted_after_a_kill(key: str, after_seconds: int) -> bytes:
+    """Sample `key`'s mysqld lines, then the same start again `after_seconds` later, as compose
+    restarts a container that was killed (no shutdown logged between)."""
+    lines = [line.split("| ", 1)[1] for line in _service_lines(key, "mysql-db_1")]
+
+    def later(match: re.Match) -> str:
+        moment = datetime.fromisoformat(match.group(0).replace("Z", "+00:00"))
+        return (moment + timedelta(seconds=after_seconds)).isoformat(timespec="microseconds")
+
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+    again = [stamp.sub(later, line) for line in lines]
+    return ("\n".join(lines + again) + "\n").encode()
+
+
+MYSQL_80_CRASH_LOGS = {
+    # MySQL 8.0.17: "[MY-010229] [Server] Starting crash recovery..." after the kill
+    "8.0.17": sample("production_logs.txt", "B"),
+    # MySQL 8.0.33 at default verbosity: the rollback's "InnoDB: Progress in percents:"
+    "8.0.33": sample("mysql80_recovery.txt", "F"),
+    # MySQL 8.0.37 (sample A) killed and restarted: the start after one ready and never stopped
+    "8.0.37": _restarted_after_a_kill("A", 600),
+}
+
+
+@pytest.mark.parametrize("others_first", [False, True], ids=["interleaved", "others-first"])
+@pytest.mark.parametrize("v1", [True, False], ids=["v1", "v2"])
+@pytest.mark.parametrize("version", sorted(MYSQL_80_CRASH_LOGS))
+def test_mysql_8_0_crash_in_compose_output_reads_as_the_plain_log(version, v1, others_first):
+    plain = parse_bytes("error.log", MYSQL_80_CRASH_LOGS[version])
+    composed = parse_bytes("compose.log", _as_compose(MYSQL_80_CRASH_LOGS[version], v1, others_first))
+    assert composed.kind == "error_log", composed.warnings
+    assert composed.server_version == version
+    (crash,) = composed.crash_episodes
+    assert crash.ready_at is not None
+    assert crash.recovery_seconds == plain.crash_episodes[0].recovery_seconds
+    assert [e.to_dict() for e in composed.episodes] == [e.to_dict() for e in plain.episodes]
+    assert composed.warnings == plain.warnings
+
+
+def test_mysql_8_0_37_crash_restart_in_compose_output_is_timed():
+    composed = parse_bytes("compose.log", _as_compose(MYSQL_80_CRASH_LOGS["8.0.37"], v1=False))
+    clean, restarted = composed.episodes
+    assert not clean.crash_recovery and restarted.crash_recovery
+    # 15:10:02.958017 "InnoDB initialization has started." -> 03.337360 "... has ended.": the bound
+    assert restarted.recovery_seconds == pytest.approx(0.379343)
+    assert restarted.ready_seconds == pytest.approx(0.798787)
+
+
+def test_a_postgresql_service_in_the_same_stream_does_not_make_it_a_postgresql_log():
+    postgres = Path(__file__).parent / "data" / "postgresql-15" / "crash_after_pgbench" / "server.log"
+    theirs = [f"postgres-1  | {line}" for line in postgres.read_text().splitlines()[:20]]
+    ours = [f"db-1        | {line}" for line in MYSQL_80_CRASH_LOGS["8.0.17"].decode().splitlines()]
+    parsed = parse_bytes("compose.log", ("\n".join(theirs + ours) + "\n").encode())
+    assert parsed.kind == "error_log" and parsed.server_version == "8.0.17"
+    assert [e.crash_recovery for e in parsed.episodes] == [False, True]
+
+
 # --- the fast path is the same parser ------------------------------------------------------
 
 
@@ -451,6 +647,7 @@ ERROR_LOG_SAMPLES = [
         "mariadb10_11_recovery.txt",
         "myrocks_recovery.txt",
         "tokudb_recovery.txt",
+        "compose_logs.txt",
     )
     for key in samples(name)
 ]

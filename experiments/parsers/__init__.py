@@ -16,9 +16,16 @@ from typing import BinaryIO
 
 from experiments.parsers.errorlog import TRIGGERS, parse_error_log
 from experiments.parsers.innodb_status import parse_innodb_status
-from experiments.parsers.lines import read_lines, stamped_lines, strip_noise
+from experiments.parsers.lines import decode_line, read_lines, split_source, stamped_lines, strip_noise
 from experiments.parsers.model import Episode, LogSection, ParsedFile, Phase, RocksdbStatus, SysbenchReport
-from experiments.parsers.postgres_log import looks_like_postgres, parse_postgres_log, postgres_lines_kept
+from experiments.parsers.postgres_log import (
+    CSV_HINT,
+    HINT,
+    JSON_HINT,
+    looks_like_postgres,
+    parse_postgres_log,
+    postgres_lines_kept,
+)
 from experiments.parsers.rocksdb_log import parse_rocksdb_log
 from experiments.parsers.rocksdb_status import parse_rocksdb_status
 from experiments.parsers.scan import keyword_lines
@@ -30,6 +37,7 @@ __all__ = [
     "ParsedFile",
     "Phase",
     "RocksdbStatus",
+    "SNIFF_LINES",
     "SysbenchReport",
     "detect_kind",
     "parse_bytes",
@@ -41,11 +49,28 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SNIFF_LINES = 400
+# Where the head holds no server line, the sniff reads on for one this far: `docker compose logs`
+# prints one service's whole log after another's, so mysqld's first line may come after an app's
+# thousands (and a paste may open with a build's output).
+SNIFF_MORE_BYTES = 8 * 1024 * 1024
 _ERROR_LOG_HINT = re.compile(
     r"\[(?:Note|Warning|ERROR|System|Error)\]|InnoDB: |ready for connections|mysqld_safe"
     r"|(?:TokuFT|Tokudb) recovery|\[MY-[0-9]{6}\]|\[InnoDB\] "
 )
 _TRIGGER_BYTES = tuple(t.encode() for t in TRIGGERS)
+# A line _server_line() takes, found in raw bytes ("^" at each line's start), and the words one
+# of which each holds: none of them, no line (a search for each runs at memchr's speed).
+_SERVER_LINE_BYTES = re.compile(
+    b"(?m)" + b"|".join(f"(?:{p.pattern})".encode() for p in (_ERROR_LOG_HINT, HINT, CSV_HINT, JSON_HINT))
+)
+_SERVER_WORDS = tuple(
+    word.encode()
+    for word in (
+        "[Note]", "[Warning]", "[ERROR]", "[System]", "[Error]", "InnoDB: ", "[InnoDB] ", "[MY-",
+        "ready for connections", "mysqld_safe", "TokuFT recovery", "Tokudb recovery",
+        "starting PostgreSQL", "database system ",
+    )
+)  # fmt: skip
 
 
 def detect_kind(head: list[str]) -> str:
@@ -58,9 +83,44 @@ def detect_kind(head: list[str]) -> str:
         return "rocksdb_status"
     if re.search(r"^sysbench [0-9.]+|^(?:SQL|OLTP test) statistics:|^\[ [0-9]+s \] thds:", text, re.M):
         return "sysbench_report"
-    if any(_ERROR_LOG_HINT.search(strip_noise(line)) or looks_like_postgres(line) for line in head):
+    if any(_server_line(line) for line in head):
         return "error_log"  # MySQL's family or PostgreSQL's: the server's own log either way
     return "unknown"
+
+
+def _server_line(line: str) -> bool:
+    return bool(_ERROR_LOG_HINT.search(strip_noise(line))) or looks_like_postgres(line)
+
+
+def _sniff(handle: BinaryIO) -> list[str]:
+    """The file's first lines and, where none of them is a server's, the first one that is (up to
+    SNIFF_MORE_BYTES in); the handle is left at the start."""
+    handle.seek(0)
+    head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
+    if detect_kind(head) == "unknown":
+        handle.seek(0)
+        block = handle.read(SNIFF_MORE_BYTES)
+        first_word = min((at for word in _SERVER_WORDS if (at := block.find(word)) >= 0), default=-1)
+        line_start = block.rfind(b"\n", 0, first_word) + 1
+        if first_word >= 0 and (found := _SERVER_LINE_BYTES.search(block, line_start)):
+            start = block.rfind(b"\n", 0, found.start()) + 1
+            end = block.find(b"\n", found.end())
+            head.append(decode_line(block[start : end if end >= 0 else len(block)], "", lambda _: None))
+    handle.seek(0)
+    return head
+
+
+def _is_postgres(head: list[str]) -> bool:
+    """PostgreSQL's log, unless a MySQL-family server's lines come from another service of the
+    same interleaved output (a compose file with both: the MySQL-family lines are read)."""
+    postgres, mysql = set(), set()
+    for line in head:
+        source, text = split_source(line)
+        if looks_like_postgres(line):
+            postgres.add(source)
+        elif _ERROR_LOG_HINT.search(text):
+            mysql.add(source)
+    return bool(postgres) and not mysql - postgres
 
 
 def _looks_binary(sample: bytes) -> bool:
@@ -84,11 +144,9 @@ def parse_stream(name: str, handle: BinaryIO, local_tz: tzinfo = UTC, scan: bool
         if _looks_binary(sample):
             parsed.warn("the file looks binary (NUL and control bytes), not a text log")
             return parsed
-        handle.seek(0)
-        head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
+        head = _sniff(handle)
         kind = detect_kind(head)
-        handle.seek(0)
-        if kind == "error_log" and any(looks_like_postgres(line) for line in head):
+        if kind == "error_log" and _is_postgres(head):
             parse_postgres_log(parsed, (text for _, text in read_lines(handle, parsed.warn)), local_tz)
             return parsed
         if kind == "error_log":
@@ -126,10 +184,7 @@ def reduce_error_log(handle: BinaryIO) -> bytes:
     Parsing them gives the same result as parsing the whole file: a large log can be stored
     this way and re-parsed later.
     """
-    handle.seek(0)
-    head = [text for _, text in itertools.islice(read_lines(handle, lambda _: None), SNIFF_LINES)]
-    handle.seek(0)
-    if any(looks_like_postgres(line) for line in head):  # its own lines, not MySQL's keywords
+    if _is_postgres(_sniff(handle)):  # its own lines, not MySQL's keywords
         texts = (text for _, text in read_lines(handle, lambda _: None))
         return b"".join(text.encode() + b"\n" for text in postgres_lines_kept(texts))
     lines = keyword_lines(handle, _TRIGGER_BYTES, lambda _: None)

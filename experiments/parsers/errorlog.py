@@ -17,7 +17,8 @@ episode. The traps are handled where they bite:
   Starting crash recovery..." (binary log recovery, printed only after a crash; 8.0.20+ prints
   "Starting XA crash recovery..." at every start), MariaDB "Recovering after a crash using tc.log";
   older servers show it through "The log sequence number N in the system tablespace does not match
-  the log sequence number M in the ib_logfiles!" (M is the checkpoint);
+  the log sequence number M in the ib_logfiles!" (M is the checkpoint; MariaDB 10.1 with nothing
+  to replay logs nothing else, and its recovery runs from that line to InnoDB's start);
 - TokuFT writes its own lines with ctime stamps; its LSNs count log entries, not bytes.
 
 Episodes are counted as a DBA counts them, one per server start: the shutdown tail of a process
@@ -250,6 +251,9 @@ class _SourceReader:
         self._scan_started_at = None
         self._checkpoint_next = False
         self._innodb_up = False
+        # "The log sequence number N ... does not match ...": InnoDB's crash recovery begins here
+        # (recv_init_crash_recovery follows it), whether or not it says so in a line of its own.
+        self._mismatch_at = None
 
     def _new_episode(self, line: Line, start: str | None = None, after_break: str | None = None) -> Episode:
         """A new episode from this line; `start` is the kind of start line it is, if one."""
@@ -424,6 +428,7 @@ class _SourceReader:
             self._mark_crash(episode, "the LSN mismatch")
             episode.checkpoint_lsn = episode.checkpoint_lsn or int(match.group(1))
             episode.lsn_mismatch = True
+            self._mismatch_at = self._mismatch_at or moment
         elif match := _CHECKPOINT_PASSED.search(text):
             # Printed where the scan finds redo past the checkpoint: a recovery is needed.
             self._begin_crash_recovery(episode, moment)
@@ -602,6 +607,10 @@ class _SourceReader:
         lsn = _lsn(*lsn_match.groups()) if lsn_match else None
         if self._apply_open:
             self._apply_completed(episode, moment)
+        if episode.lsn_mismatch and self._mismatch_at and not episode.phase("crash_recovery"):
+            # MariaDB 10.1 with nothing past the checkpoint logs no "Database was not shutdown
+            # normally!": its recovery (the doublewrite buffer) runs from the mismatch to here.
+            episode.open_phase("crash_recovery", self._mismatch_at)
         for name in ("redo_scan", "redo_apply", "crash_recovery"):
             episode.close_phase(name, moment)
         if episode.crash_recovery and episode.engine == "innodb" and episode.crash_lsn is None and lsn:
