@@ -213,3 +213,22 @@ def test_a_stalled_run_is_said_on_its_experiment_page_beside_what_recovered(page
     drawn = f"recovery stalled, no time to draw (run #{stalled.id}: 256M pool, 320.0 MiB)"
     assert legend.text_content() == drawn
     screenshot(page, "experiment-stalled.png")
+
+
+def test_the_runs_of_a_crash_sweep_are_told_apart_in_the_runs_table_before_they_finish(
+    page, live_server, local_host
+):
+    """Issue 68: the runs table showed the same options for the 4M runs as for the 32M ones of a
+    redo_bytes sweep until they finished: each row says its crash target."""
+    from experiments import services
+
+    from .test_definition import definition
+
+    crash = {"method": "sigkill", "when": "at_redo_bytes", "redo_bytes": ["4M", "32M"]}
+    swept = definition(engines=["innodb"], parameters={"redo_log_size": ["64M"]}, server_options={})
+    experiment, _ = services.create_experiment({**swept, "crash": crash, "repetitions": 1})
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/experiments/{experiment.id}/")
+    targets = page.locator("#experiment-runs td.crash-target").all_inner_texts()
+    assert sorted(targets) == ["at 32M of redo", "at 4M of redo"], targets
+    screenshot(page, "runs-crash-targets.png")
