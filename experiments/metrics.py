@@ -87,8 +87,22 @@ LABELS = {
 NUMERIC_METRICS = (*INTEGER_METRICS, *FLOAT_METRICS)
 
 # Axis formatting: byte counts in binary units ("32 MiB", charts/layout.py), durations in seconds.
+# The recovery phases a Run keeps in `phases` (seconds each; ingest/bundle.py names them), as
+# /explore/ charts them: seed 003's binlog phase against the binary log files held at the kill.
+RUN_PHASES = {
+    "redo_scan": "redo scan",
+    "redo_apply": "redo apply",
+    "data_directory_sync": "data directory fsync",
+    "wal_replay": "WAL replay",
+    "recovery_checkpoint": "end-of-recovery checkpoint",
+    "rollback": "rollback (background)",
+    "binlog_recovery": "binlog / XA recovery",
+    "buffer_pool_load": "buffer pool load",
+}
+PHASE_AXES = {f"phase_{name}_seconds": name for name in RUN_PHASES}
+LABELS.update({axis: f"phase: {RUN_PHASES[name]} (s)" for axis, name in PHASE_AXES.items()})
 UNITS = {name: "B" for name in NUMERIC_METRICS if name.endswith("_bytes") or name.endswith("_written")}
-UNITS.update({name: "s" for name in NUMERIC_METRICS if name.endswith("_seconds")})
+UNITS.update({name: "s" for name in (*NUMERIC_METRICS, *PHASE_AXES) if name.endswith("_seconds")})
 UNITS["pages_written"] = ""
 
 # Each metric's unit, for every value the product prints (metric_text): one table, so a byte count

@@ -230,6 +230,31 @@ def test_explore_puts_each_parameter_on_the_x_axis(api, two_engines, x, expected
     assert bool(body["fits"]) is fitted
 
 
+def test_explore_charts_a_recovery_phase_seed_003_s_binlog_phase_against_the_files_held(api):
+    """Issue 68: /explore/ could not chart a phase. Seed 003 asks whether the binlog / XA phase
+    grows with the binary log files held at the kill: each run's phase against its files."""
+    from experiments.ingest.bundle import PHASE_NAMES
+    from experiments.metrics import PHASE_AXES, RUN_PHASES
+
+    assert set(PHASE_NAMES.values()) == set(RUN_PHASES)  # every phase a run keeps is an axis
+    experiment = ExperimentFactory()
+    for files, seconds in ((1, 0.02), (200, 0.4), (2000, 3.1)):
+        parameters = {
+            "buffer_pool_size": "128M",
+            "redo_log_size": "64M",
+            "insert_rate": 0,
+            "binlog_files": files,
+        }
+        done_run(experiment, parameters=parameters, phases={"binlog_recovery": seconds, "redo_apply": 0.2})
+    done_run(experiment, phases={"redo_apply": 0.3})  # no binlog phase: not a point
+    done_run(experiment, phases={"binlog_recovery": "crafted"})  # a value that is no number: skipped
+    body = api.get("/api/explore/", {"x": "binlog_files", "y": "phase_binlog_recovery_seconds"}).json()
+    (series,) = body["series"]
+    assert sorted(zip(series["x"], series["y"], strict=True)) == [(1, 0.02), (200, 0.4), (2000, 3.1)]
+    assert body["y_title"] == "phase: binlog / XA recovery (s)" and body["y_unit"] == "s"
+    assert "phase_binlog_recovery_seconds" in PHASE_AXES
+
+
 def test_explore_groups_by_experiment_and_filters(api, two_engines):
     experiment, _ = two_engines
     other = ExperimentFactory(name="other")

@@ -232,3 +232,33 @@ def test_the_runs_of_a_crash_sweep_are_told_apart_in_the_runs_table_before_they_
     targets = page.locator("#experiment-runs td.crash-target").all_inner_texts()
     assert sorted(targets) == ["at 32M of redo", "at 4M of redo"], targets
     screenshot(page, "runs-crash-targets.png")
+
+
+def test_explore_draws_a_recovery_phase_against_the_binlog_files(page, live_server):
+    """Issue 68: seed 003's binlog / XA phase, charted on /explore/ (its Y offers every phase)."""
+    from .factories import ExperimentFactory
+    from .test_analysis import done_run
+
+    experiment = ExperimentFactory()
+    runs = [
+        done_run(
+            experiment,
+            parameters={
+                "buffer_pool_size": "128M",
+                "redo_log_size": "64M",
+                "insert_rate": 0,
+                "binlog_files": files,
+            },
+            phases={"binlog_recovery": seconds},
+        )
+        for files, seconds in ((1, 0.02), (200, 0.4), (2000, 3.1))
+    ]
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/explore/")
+    page.select_option("select[name=x]", "binlog_files")
+    page.select_option("select[name=y]", "phase_binlog_recovery_seconds")
+    page.click("#explore-form button[type=submit]")
+    page.wait_for_selector("#explore-chart .point")
+    assert "binlog / XA recovery" in page.locator("#explore-chart .ytitle").text_content()
+    assert sorted(plotted_run_ids(page, "explore-chart")) == sorted(run.id for run in runs)
+    screenshot(page, "explore-binlog-phase.png")

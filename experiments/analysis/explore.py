@@ -29,7 +29,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from experiments.analysis import stats
 from experiments.analysis.cells import ENGINE_NAMES
-from experiments.metrics import LABELS, NUMERIC_METRICS, UNITS
+from experiments.metrics import LABELS, NUMERIC_METRICS, PHASE_AXES, UNITS
 from experiments.models import Experiment
 from experiments.parameters import AXIS_TITLES, NUMBER, PARAMETER_UNITS, TABLE
 from experiments.vocabulary import CRASH_METHOD_LABELS
@@ -46,6 +46,19 @@ def _whole_number(name: str) -> Case:
         ),
         default=None,
         output_field=BigIntegerField(),
+    )
+
+
+def _phase_seconds(name: str) -> Case:
+    """A recovery phase's seconds, kept in a run's `phases`; none where the run has no such phase
+    (or a value that is no number: no stored value can make a query fail)."""
+    return Case(
+        When(
+            **{f"phases__{name}__regex": r"^[0-9]{1,12}(\.[0-9]{1,12})?([eE][-+]?[0-9]{1,3})?$"},
+            then=Cast(KT(f"phases__{name}"), FloatField()),
+        ),
+        default=None,
+        output_field=FloatField(),
     )
 
 
@@ -75,8 +88,8 @@ CATEGORIES = {
         if parameter.name not in NUMERIC_PARAMETERS
     },
 }
-X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS)
-Y_AXES = NUMERIC_METRICS
+X_AXES = (*NUMERIC_PARAMETERS, *CATEGORIES, *NUMERIC_METRICS, *PHASE_AXES)
+Y_AXES = (*NUMERIC_METRICS, *PHASE_AXES)
 POWER_CUT_SUFFIX = " · power loss"
 GROUPS = ("engine", "host", "server_version", "crash_method", "experiment", *(p.name for p in TABLE))
 
@@ -118,6 +131,8 @@ def _expression(name: str):
         return CATEGORIES[name]
     if name == "experiment":
         return F("experiment_id")
+    if name in PHASE_AXES:
+        return _phase_seconds(PHASE_AXES[name])
     return F(name)
 
 
