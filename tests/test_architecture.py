@@ -13,6 +13,7 @@ LONG_ON_PURPOSE = {
     "recovery_lab_cli/client.py",
     "experiments/definition.py",
     "experiments/models.py",
+    "experiments/services/archive.py",
 }
 
 
