@@ -108,7 +108,7 @@ class Resources(threading.Thread):
         """[pid, tid, name, state, utime, stime, on_cpu_ns, waited_ns, *IO_FIELDS] per thread."""
         rows = []
         for pid in self._processes():
-            for task in _listing(f"/proc/{pid}/task"):
+            for task in listing(f"/proc/{pid}/task"):
                 row = self._task(pid, int(task))
                 if row is not None:
                     rows.append(row)
@@ -135,17 +135,8 @@ class Resources(threading.Thread):
         return [[self.pid, 0, ENDED, "X", 0, 0, 0, 0, *self._ended]]
 
     def _processes(self) -> list[int]:
-        """The server's process and its descendants, from the kernel's children lists."""
-        found, queue = [], [self.pid]
-        while queue:
-            pid = queue.pop()
-            found.append(pid)
-            self.pids.add(pid)
-            for task in _listing(f"/proc/{pid}/task"):
-                with contextlib.suppress(OSError, ValueError):
-                    queue += [
-                        int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-                    ]
+        found = process_tree(self.pid)
+        self.pids.update(found)
         return found
 
     def _task(self, pid: int, tid: int) -> list | None:
@@ -206,7 +197,21 @@ class Resources(threading.Thread):
         return self._labels.get(("program", self.pid))
 
 
-def _listing(folder: str) -> list[str]:
+def process_tree(pid: int) -> list[int]:
+    """The process `pid` and its descendants, from the kernel's children lists (stall.py's too)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        for task in listing(f"/proc/{current}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                children = Path(f"/proc/{current}/task/{task}/children").read_text()
+                queue += [int(child) for child in children.split()]
+    return found
+
+
+def listing(folder: str) -> list[str]:
+    """A folder's names; none where it is gone (a thread or process that ended)."""
     try:
         return os.listdir(folder)
     except OSError:

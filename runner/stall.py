@@ -21,11 +21,11 @@ dataset's first start, the clean restart), `Progress` keeps the same count witho
 
 import contextlib
 import math
-import os
 import time
 from pathlib import Path
 
 from .errors import RunFailed
+from .resources import IO_FIELDS, listing, process_tree
 
 # Bytes the server's processes read or wrote (less its error log's growth) that count as moving:
 # a recovery reads its redo and pages by the megabyte; a stuck one writes only its warnings.
@@ -35,6 +35,8 @@ PROGRESS_BYTES = 1 << 20
 LOG_COUNTED = 2
 # The server's own words quoted as evidence (its last sign of a stall), at most.
 QUOTED_CHARS = 400
+# How often Progress reads the server's process tree (the start's timeout is minutes).
+READ_EVERY_S = 0.25
 
 
 class RecoveryStalled(RunFailed):
@@ -51,26 +53,17 @@ def tree_io(pid: int) -> tuple[int, bool]:
     resources.py counts them), and whether one of their threads waits on the disk (state D). A
     process's /proc/PID/io holds its ended threads and reaped children, so the sum of the live
     tree does not go back when a child ends."""
-    total, on_disk, queue = 0, False, [pid]
-    while queue:
-        current = queue.pop()
+    total, on_disk = 0, False
+    for current in process_tree(pid):
         with contextlib.suppress(OSError, ValueError):
             lines = Path(f"/proc/{current}/io").read_text().splitlines()
             fields = dict(line.split(": ") for line in lines)
-            total += sum(int(fields.get(name, 0)) for name in ("read_bytes", "write_bytes", "rchar", "wchar"))
-        for task in _listing(f"/proc/{current}/task"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
+            total += sum(int(fields.get(name, 0)) for name in IO_FIELDS)
+        for task in listing(f"/proc/{current}/task"):
+            with contextlib.suppress(OSError, IndexError):
                 state = Path(f"/proc/{current}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
                 on_disk |= state == "D"
-                queue += [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
     return total, on_disk
-
-
-def _listing(folder: str) -> list[str]:
-    try:
-        return os.listdir(folder)
-    except OSError:
-        return []
 
 
 class StallWatch:
@@ -136,9 +129,14 @@ class Progress(StallWatch):
     start timeout alone does, counted from `moved_at`."""
 
     def __init__(self, pid: int, stamper, signs: tuple[str, ...] = ()):
-        self.pid, self.reading = pid, (0, False)
+        self.pid, self.reading, self.read_at = pid, (0, False), -math.inf
         super().__init__(self._read_io, stamper, signs, math.inf, on_disk=lambda: self.reading[1])
 
     def _read_io(self) -> int:
-        self.reading = tree_io(self.pid)  # read once a check: its bytes first, then its state
+        """The tree's bytes (its state kept for on_disk), read at most every READ_EVERY_S: the
+        start's wait polls every 5 ms, and its reading would take a share of the CPU from the
+        server it waits for."""
+        now = time.monotonic()
+        if now - self.read_at >= READ_EVERY_S:
+            self.reading, self.read_at = tree_io(self.pid), now
         return self.reading[0]
