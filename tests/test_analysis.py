@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from experiments import services
-from experiments.analysis import stats
+from experiments.analysis import fits
 from experiments.ingest.bundle import impossible_values
 from experiments.models import Run, RunStatus
 from recovery_lab_cli.units import format_size
@@ -460,7 +460,7 @@ def test_redo_flushed_before_the_kill_but_not_replayed_is_reported_and_buffered_
 @pytest.mark.django_db
 def test_explore_reads_a_rate_where_the_charts_would_and_refuses_it_where_they_would(api):
     """The explore fit's 'reads as' comes from PostgreSQL's sums of squares, range and median (its
-    points stay JSON text): it says what stats.why_no_rate says of the same points in Python."""
+    points stay JSON text): it says what fits.why_no_rate says of the same points in Python."""
     cases = {
         "innodb": [(10 + 40 * i, 0.1 + (10 + 40 * i) / 150 + 0.003 * (-1) ** i) for i in range(6)],  # a rate
         # the demo's MyRocks: a significant slope over nearly one volume
@@ -478,7 +478,7 @@ def test_explore_reads_a_rate_where_the_charts_would_and_refuses_it_where_they_w
     said = {fit["series"]: fit["reads_as"] for fit in body["fits"]}
     for series in body["series"]:
         xs, ys = series["x"], series["y"]
-        refusal = stats.why_no_rate(stats.fit_line(xs, ys), xs, ys)
+        refusal = fits.why_no_rate(fits.fit_line(xs, ys), xs, ys)
         if refusal:
             assert said[series["name"]] == f"no rate: {refusal}", series["name"]
         else:

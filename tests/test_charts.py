@@ -62,13 +62,13 @@ def test_no_apply_rate_is_claimed_where_redo_hardly_varies():
 def test_a_significant_slope_is_no_apply_rate_where_redo_hardly_differs_or_the_line_goes_below_zero():
     """The demo's six MyRocks runs, all at 5.6 MiB: a slope of R² 0.83 read "apply rate 0.2 MiB/s",
     28 s for what took 0.08 s. A steep line whose intercept is far below zero says as little."""
-    from experiments.analysis import stats
+    from experiments.analysis import fits
 
     xs = [5.60, 5.61, 5.62, 5.63, 5.64, 5.66]
     ys = [0.078, 0.081, 0.084, 0.085, 0.088, 0.132]
-    fit = stats.fit_line(xs, ys)
+    fit = fits.fit_line(xs, ys)
     assert fit.slope_ci[0] > 0  # significant...
-    assert "nearly the same redo" in stats.why_no_rate(fit, xs, ys)  # ...and still no rate
+    assert "nearly the same redo" in fits.why_no_rate(fit, xs, ys)  # ...and still no rate
     figure = redo_fit_chart(
         [
             row(i, redo_bytes=int(x * 2**20), recovery_seconds=y)
@@ -80,13 +80,13 @@ def test_a_significant_slope_is_no_apply_rate_where_redo_hardly_differs_or_the_l
     ]
     steep = [10, 12, 14, 16, 18, 20]
     below = [-1 + 0.1 * x + d for x, d in zip(steep, [0.01, -0.01, 0.0, 0.02, -0.02, 0.0], strict=True)]
-    assert stats.why_no_rate(stats.fit_line(steep, below), steep, below).startswith(
+    assert fits.why_no_rate(fits.fit_line(steep, below), steep, below).startswith(
         "the line would put a recovery of no redo at -0.99 s"
     )
     wide = [10, 50, 100, 200, 300, 400]
     fine = [0.1 + x / 150 for x in wide]
     fine[0] += 0.005
-    assert stats.why_no_rate(stats.fit_line(wide, fine), wide, fine) == ""
+    assert fits.why_no_rate(fits.fit_line(wide, fine), wide, fine) == ""
 
 
 def test_a_parameter_chart_has_a_series_per_engine_and_other_varied_setting():

@@ -8,7 +8,7 @@ import statistics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from experiments.analysis import stats
+from experiments.analysis import fits, stats
 from experiments.analysis.cells import ROW_FIELDS, build_cells
 from experiments.analysis.compare import compare_experiments
 from experiments.analysis.planner import MIB, PlanRefused, Point, plan
@@ -373,7 +373,7 @@ def test_a_redo_finding_reads_a_slope_only_from_a_range_that_can_show_one(rows):
     redo = [r["redo_bytes"] / MIB for r in rows]
     if max(redo) - min(redo) < 0.2 * max(redo) and len(rows) >= 3:
         assert "cannot show how recovery grows with redo" in said and "MiB/s" not in said, said
-    fit = stats.fit_line(redo, [r["recovery_seconds"] for r in rows])
+    fit = fits.fit_line(redo, [r["recovery_seconds"] for r in rows])
     if "replayed redo at about" in said and fit.intercept < -0.1 * statistics.median(
         r["recovery_seconds"] for r in rows
     ):

@@ -217,7 +217,7 @@ def test_a_run_that_names_no_class_or_cache_stands_on_their_axes_at_the_defaults
     """A local, warm run names neither: the charts and findings put it at local and warm, beside
     the runs that name a class (a demo experiment's storage chart had drawn the class's run alone)."""
     from experiments.charts.layout import axis_value
-    from experiments.reports.findings import _axis_value
+    from experiments.reports.effects import _axis_value
 
     plain = {"parameters": {}, "server_options": {}}
     capped = {"parameters": {"storage": "hdd", "restart_cache": "cold"}, "server_options": {}}

@@ -27,7 +27,7 @@ from django.db.models import (
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
-from experiments.analysis import stats
+from experiments.analysis import fits
 from experiments.analysis.cells import ENGINE_NAMES
 from experiments.metrics import LABELS, NUMERIC_METRICS, PHASE_AXES, UNITS
 from experiments.models import Experiment
@@ -235,7 +235,7 @@ def explore(runs: QuerySet, query: Query) -> ExploreResult:
             y_low=Min("_y"),
             y_high=Max("_y"),
         )
-    if reads_as_rate(query):  # what stats.why_no_rate_of looks at, from the same rows
+    if reads_as_rate(query):  # what fits.why_no_rate_of looks at, from the same rows
         aggregates.update(
             sxx=RegrSXX("_y", "_x"), syy=RegrSYY("_y", "_x"), sxy=RegrSXY("_y", "_x"), y_median=Median("_y")
         )
@@ -292,12 +292,12 @@ def reads_as_rate(query: Query) -> bool:
 
 def fit_reading(query: Query, group: dict) -> str:
     """A slope of seconds per byte reads better upside down: the bytes handled per second (for
-    redo against recovery, the apply rate), where the runs can carry one (stats.why_no_rate_of,
+    redo against recovery, the apply rate), where the runs can carry one (fits.why_no_rate_of,
     from the group's sums of squares, range and median taken in SQL); else why not."""
     if not reads_as_rate(query):
         return ""
-    slope_ci = stats.slope_interval(group["slope"], group["n"], group["sxx"], group["syy"], group["sxy"])
-    refusal = stats.why_no_rate_of(
+    slope_ci = fits.slope_interval(group["slope"], group["n"], group["sxx"], group["syy"], group["sxy"])
+    refusal = fits.why_no_rate_of(
         slope_ci, group["intercept"], group["x_low"], group["x_high"], group["y_median"]
     )
     if refusal:

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from experiments.analysis.stats import CONFIDENCE, fit_line
+from experiments.analysis.fits import fit_line
+from experiments.analysis.stats import CONFIDENCE
 from experiments.models import Run, RunStatus
 from recovery_lab_cli.units import GIB, MB_PER_MIB, MIB
 from runner.contract import SYSTEM_BUILD

@@ -27,6 +27,8 @@ RESOURCE_METRICS = {
     "recovery_disk_read_bytes": ("recovery's reads from the disk", True),
     "recovery_core_wait_share": ("recovery's wait for a core (share)", True),
 }
+# An interval whose ends are this far apart says nothing of the ratio: said so (0.00-47,690x).
+MEANINGLESS_SPAN = 1000.0
 # Slower by a significant margin on these: a regression.
 REGRESSION_METRICS = ("recovery_seconds", "downtime_seconds", "recovery_seconds_per_gib_redo")
 
@@ -120,10 +122,14 @@ def _finding(what: str, subject: str, baseline: str, label: str, result: dict, s
             longer, shorter, times, low, high = subject, baseline, ratio, ci[0], ci[1]
         else:
             longer, shorter, times, low, high = baseline, subject, 1 / ratio, 1 / ci[1], 1 / ci[0]
-        return (
-            f"{where}no significant difference in {what} between {subject} and {baseline}{tail}: "
-            f"{longer} took {times:.2f}x as long as {shorter} (95% CI {low:.2f}-{high:.2f}x{within})"
-        )
+        wide = "; too wide to mean anything" if high / low >= MEANINGLESS_SPAN else ""
+        seen = f"{longer} took {times:.2f}x as long as {shorter} (95% CI {_x(low)}-{_x(high)}x{wide}{within})"
+        could = "" if within else could_call(result)
+        if result.get("too_few"):  # runs that could not have seen a doubling do not say nothing differs
+            verdict = f"too few runs to tell whether {what} differs between {subject} and {baseline}"
+        else:
+            verdict = f"no significant difference in {what} between {subject} and {baseline}"
+        return f"{where}{verdict}{tail}: {seen}{'; ' + could if could else ''}"
     if ratio < 1:
         return (
             f"{where}{subject}: {what} {1 / ratio:.1f}x faster than {baseline}{tail}, "
@@ -132,6 +138,34 @@ def _finding(what: str, subject: str, baseline: str, label: str, result: dict, s
     return (
         f"{where}{subject}: {what} {ratio:.1f}x slower than {baseline}{tail}, 95% CI {ci[0]:.1f}-{ci[1]:.1f}x"
     )
+
+
+def could_call(result: dict) -> str:
+    """'with 2 runs a side and the spread they had, only a difference beyond 9.10x could have been
+    called': the smallest ratio the comparison's runs could have called (stats.Comparison's
+    `detectable`), with what it stands on; '' where it is not known."""
+    detectable, runs = result.get("detectable"), result.get("runs") or (0, 0)
+    if not detectable or not all(runs):
+        return ""
+    sides = f"{runs[0]} runs a side" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
+    floor = result.get("min_effect") or 1.0
+    if detectable <= floor:
+        return (
+            f"with {sides}, only a difference beyond the noise floor of {floor:.2f}x could have been called"
+        )
+    spread = (
+        "the spread of the experiment's cells together" if result.get("pooled_df") else "the spread they had"
+    )
+    return f"with {sides} and {spread}, only a difference beyond {_x(detectable)}x could have been called"
+
+
+def _x(ratio: float) -> str:
+    """A ratio as a reader takes it in: 1.13, 47, 6,960; 0.012 (two figures below 0.1)."""
+    if ratio >= 100:
+        return f"{ratio:,.0f}"
+    if ratio >= 10:
+        return f"{ratio:.1f}"
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
 
 
 def regressions(metrics: dict, side_names: dict, baseline: str, label: str, startup: dict) -> list[str]:

@@ -19,12 +19,13 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy import stats
 
-from recovery_lab_cli.prediction import NARROW_SPAN
-
 CONFIDENCE = 0.95
 MIN_REPETITIONS = 3
 # An interval wider than this share of the median says the spread swamps the value.
 WIDE_INTERVAL_RATIO = 1.0
+# Runs that could not have called a difference below this ratio cannot say that nothing differs:
+# a comparison that finds none says they are too few to tell (docs/sentences.md).
+TOO_FEW_RATIO = 2.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,17 @@ class Comparison:
     family: int = 1
     # why there is no interval, in words, where there is none (a 0 s run is not "one run a side")
     no_interval: str = ""
+    runs: tuple[int, int] = (0, 0)  # the values compared on each side (A, B)
+    # The smallest ratio, either way, these runs could have called: the floor, or the interval's
+    # half-width on the log scale (a ratio within it has p >= 0.05 before any adjustment).
+    detectable: float | None = None
+    # Where the noise is an experiment's, pooled over its cells: the degrees of freedom it has.
+    pooled_df: int | None = None
+
+    @property
+    def too_few(self) -> bool:
+        """No difference found by runs that could not have called one below TOO_FEW_RATIO."""
+        return bool(not self.significant and self.detectable and self.detectable >= TOO_FEW_RATIO)
 
     @property
     def p(self) -> float | None:
@@ -90,21 +102,11 @@ class Comparison:
             "family": self.family,
             "within_family": self.within_family,
             "no_interval": self.no_interval,
+            "runs": list(self.runs),
+            "detectable": self.detectable,
+            "too_few": self.too_few,
+            "pooled_df": self.pooled_df,
         }
-
-
-@dataclass(frozen=True)
-class LineFit:
-    slope: float
-    intercept: float
-    r2: float
-    n: int
-    slope_ci: tuple[float, float] | None
-
-    def band(self, xs: Sequence[float], x_values, y_values) -> tuple[list[float], list[float]]:
-        """Confidence band of the fitted line at xs (not of single points), from the fit's own
-        coefficient covariance."""
-        return _band(xs, np.asarray(x_values, float), np.asarray(y_values, float))
 
 
 def _clean(values: Sequence[float | int | None]) -> np.ndarray:
@@ -195,24 +197,29 @@ def compare_many(
     pairs: Sequence[tuple[Sequence, Sequence]],
     min_effects: Sequence[float] | None = None,
     family: bool = False,
+    noise: Sequence[tuple[float, int] | None] | None = None,
 ) -> list[Comparison]:
     """compare() of many pairs (each with its min_effect, 1.0 if none given); pairs of the same
     sizes go to scipy in one vectorised call. `family`: the pairs are one page's comparisons, read
     together; their p-values are adjusted (Benjamini-Hochberg, scipy) so that the page as a whole,
     not each test, calls a difference by chance at most 5% of the time where nothing differs
     (docs/statistics.md has the figures: 18 tests at 5% each called one in about a third of
-    identical pairs)."""
+    identical pairs). `noise`: per pair, an experiment's noise pooled over its cells
+    (pooled_noise), which the pair's test then stands on instead of its own two samples'."""
     floors = list(min_effects) if min_effects is not None else [1.0] * len(pairs)
     results: dict[int, Comparison] = {}
     batches: dict[tuple[int, int], list[int]] = {}
     cleaned = [(_clean(a), _clean(b)) for a, b in pairs]
     for index, (sample_a, sample_b) in enumerate(cleaned):
-        early = _without_test(sample_a, sample_b, floors[index])
+        pooled = noise[index] if noise else None
+        early = _without_test(sample_a, sample_b, floors[index], pooled is not None)
         if early is not None:
-            results[index] = early
+            results[index] = replace(early, runs=(len(sample_a), len(sample_b)))
+        elif pooled is not None:
+            results[index] = _pooled_test(sample_a, sample_b, floors[index], *pooled)
         else:
             batches.setdefault((len(sample_a), len(sample_b)), []).append(index)
-    for indices in batches.values():
+    for (size_a, size_b), indices in batches.items():
         log_a = np.log(np.vstack([cleaned[i][0] for i in indices]))
         log_b = np.log(np.vstack([cleaned[i][1] for i in indices]))
         test = stats.ttest_ind(log_b, log_a, equal_var=False, axis=1)
@@ -226,10 +233,74 @@ def compare_many(
                 p_value=_round(p_value, 4),
                 significant=p_value < 1 - CONFIDENCE and _beyond(float(ratios[row]), floors[index]),
                 min_effect=floors[index],
+                runs=(size_a, size_b),
+                detectable=_detectable((high[row] - low[row]) / 2, floors[index]),
             )
     if family:
         results = _adjusted(results)
     return [results[i] for i in range(len(pairs))]
+
+
+def pooled_noise(samples: Sequence[Sequence[float | None]]) -> tuple[float, int] | None:
+    """The variance of the log values within samples (an experiment's cells: one setting's
+    repetitions each), pooled as a designed experiment's analysis pools it, and its degrees of
+    freedom: each sample of 2 or more positive values gives n - 1. None where none gives any."""
+    squares, df = 0.0, 0
+    for values in samples:
+        sample = _clean(values)
+        if len(sample) >= 2 and np.all(sample > 0):
+            logs = np.log(sample)
+            squares += float(np.sum((logs - logs.mean()) ** 2))
+            df += len(sample) - 1
+    return (squares / df, df) if df else None
+
+
+def _pooled_test(
+    sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float, variance: float, df: int
+) -> Comparison:
+    return contrast([(sample_a, sample_b)], variance, df, min_effect)
+
+
+def contrast(
+    pairs: Sequence[tuple[Sequence, Sequence]], variance: float, df: int, min_effect: float = 1.0
+) -> Comparison:
+    """B against A on the logs with the noise of a whole experiment (Student's t on its pooled
+    variance and degrees of freedom), over one pair of cells or several: the mean of each pair's
+    difference of mean logs, as a factorial experiment reads a main effect (each pair: cells
+    that differ in one setting alone). A cell of 2 runs borrows the precision of the others."""
+    cleaned = [(_clean(a), _clean(b)) for a, b in pairs]
+    runs = (sum(len(a) for a, _ in cleaned), sum(len(b) for _, b in cleaned))
+    if not all(len(a) and len(b) and np.all(a > 0) and np.all(b > 0) for a, b in cleaned):
+        return Comparison(None, None, None, False, no_interval="no positive values on one side", runs=runs)
+    difference = float(np.mean([np.log(b).mean() - np.log(a).mean() for a, b in cleaned]))
+    error = math.sqrt(variance * sum(1 / len(a) + 1 / len(b) for a, b in cleaned)) / len(cleaned)
+    ratio = _round(math.exp(difference), 4)
+    if error == 0:
+        return Comparison(ratio, (ratio, ratio), None, _beyond(ratio, min_effect), min_effect, runs=runs)
+    p_value = float(2 * stats.t.sf(abs(difference) / error, df))
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * error
+    return Comparison(
+        ratio=ratio,
+        ratio_ci=(_round(math.exp(difference - half), 4), _round(math.exp(difference + half), 4)),
+        p_value=_round(p_value, 4),
+        significant=p_value < 1 - CONFIDENCE and _beyond(math.exp(difference), min_effect),
+        min_effect=min_effect,
+        runs=runs,
+        detectable=_detectable(half, min_effect),
+        pooled_df=df,
+    )
+
+
+def _detectable(half_width_log: float, min_effect: float) -> float:
+    """The smallest ratio a test with this interval could call: its half-width turned back, or
+    the floor where that is larger."""
+    return _round(max(min_effect, math.exp(half_width_log)), 3)
+
+
+def adjusted(results: Sequence[Comparison]) -> list[Comparison]:
+    """Comparisons made apart (pairs and contrasts), adjusted as one page's family."""
+    found = _adjusted(dict(enumerate(results)))
+    return [found[i] for i in range(len(results))]
 
 
 def _adjusted(results: dict[int, Comparison]) -> dict[int, Comparison]:
@@ -252,9 +323,12 @@ def _beyond(ratio: float, min_effect: float) -> bool:
     return abs(math.log(ratio)) > math.log(min_effect)
 
 
-def _without_test(sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float) -> Comparison | None:
+def _without_test(
+    sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float, pooled: bool = False
+) -> Comparison | None:
     """The comparison where no t-test applies (empty, non-positive, single or constant
-    samples); None where one does."""
+    samples; with an experiment's pooled noise, one run a side and a constant side are tested);
+    None where one does."""
     if len(sample_a) == 0 or len(sample_b) == 0:
         return Comparison(None, None, None, False, no_interval="no values on one side")
     median_a, median_b = _median(sample_a), _median(sample_b)
@@ -263,6 +337,8 @@ def _without_test(sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float)
         zeros = int(np.sum(sample_a <= 0) + np.sum(sample_b <= 0))
         why = f"{zeros} run{'s' if zeros > 1 else ''} measured 0 or less (shorter than the log resolves)"
         return Comparison(_round(ratio, 4) if ratio else None, None, None, False, no_interval=why)
+    if pooled:
+        return None
     if len(sample_a) < 2 or len(sample_b) < 2:
         return Comparison(
             _round(median_b / median_a, 4), None, None, False, no_interval="fewer than 2 runs a side"
@@ -271,77 +347,6 @@ def _without_test(sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float)
         ratio = _round(median_b / median_a, 4)
         return Comparison(ratio, (ratio, ratio), None, _beyond(ratio, min_effect), min_effect)
     return None
-
-
-def fit_line(x_values: Sequence[float], y_values: Sequence[float]) -> LineFit | None:
-    """Least-squares line y = slope * x + intercept with the slope's 95% interval; None when
-    there are fewer than three points or x does not vary."""
-    pairs = [(x, y) for x, y in zip(x_values, y_values, strict=True) if x is not None and y is not None]
-    if len(pairs) < 3:
-        return None
-    xs, ys = np.array(pairs, dtype=float).T
-    if np.ptp(xs) == 0:
-        return None
-    result = stats.linregress(xs, ys)
-    t = stats.t.ppf((1 + CONFIDENCE) / 2, len(xs) - 2)
-    half = t * result.stderr
-    return LineFit(
-        slope=float(result.slope),
-        intercept=float(result.intercept),
-        r2=float(result.rvalue**2),
-        n=len(xs),
-        slope_ci=(float(result.slope - half), float(result.slope + half)),
-    )
-
-
-# A rate read from a line (bytes per second = 1 / slope) needs the bytes to differ (NARROW_SPAN:
-# runs whose largest volume is within this share of it from their smallest replayed nearly the same).
-
-
-def why_no_rate(fit: LineFit | None, xs: Sequence[float], ys: Sequence[float]) -> str:
-    """Why the line through (volume, seconds) points may not be read as a rate (1 / slope), or ''
-    when it may. A significant slope is not enough: six MyRocks runs at 5.6 MiB (the demo) gave
-    one of R² 0.83 that read "0.2 MiB/s", which would take 28 s to replay what took 0.08 s."""
-    if fit is None:
-        return why_no_rate_of(None, 0.0, 0.0, 0.0, 0.0)
-    return why_no_rate_of(fit.slope_ci, fit.intercept, min(xs), max(xs), float(np.median(ys)))
-
-
-def why_no_rate_of(
-    slope_ci: tuple[float, float] | None, intercept: float, low: float, high: float, median_y: float
-) -> str:
-    """why_no_rate from the numbers it looks at, for a caller that has them from SQL (explore:
-    its points stay JSON text). `slope_ci` None: no line (fewer than three runs, or one volume)."""
-    if slope_ci is None:
-        return "fewer than three runs, or one volume"
-    if not slope_ci[0] > 0:  # nan too (runs of one value)
-        return "recovery does not grow with redo beyond the noise here"
-    if high - low < NARROW_SPAN * high:
-        return f"the runs replayed nearly the same redo (within {NARROW_SPAN:.0%}): too narrow a range"
-    if intercept < -0.5 * median_y:
-        return f"the line would put a recovery of no redo at {intercept:.2g} s"
-    return ""
-
-
-def slope_interval(slope: float, n: int, sxx: float, syy: float, sxy: float) -> tuple[float, float] | None:
-    """The slope's 95% interval from the sums of squares (PostgreSQL's regr_sxx, regr_syy,
-    regr_sxy), as fit_line's: None where there is no line (n < 3, or x does not vary)."""
-    if n < 3 or not sxx > 0:
-        return None
-    residual = max(syy - slope * sxy, 0.0) / (n - 2)
-    half = stats.t.ppf((1 + CONFIDENCE) / 2, n - 2) * math.sqrt(residual / sxx)
-    return (slope - half, slope + half)
-
-
-def _band(at: Sequence[float], xs: np.ndarray, ys: np.ndarray) -> tuple[list[float], list[float]]:
-    """Lower and upper 95% bounds of the fitted line at the points `at`: numpy's polyfit gives
-    the coefficients' covariance, scipy the t quantile."""
-    coefficients, covariance = np.polyfit(xs, ys, 1, cov=True)
-    design = np.column_stack([np.asarray(at, float), np.ones(len(at))])
-    fitted = design @ coefficients
-    spread = np.sqrt(np.einsum("ij,jk,ik->i", design, covariance, design))
-    t = stats.t.ppf((1 + CONFIDENCE) / 2, len(xs) - 2)
-    return list(fitted - t * spread), list(fitted + t * spread)
 
 
 def spans_decades(values: Sequence[float | None], decades: float = 2.0) -> bool:

@@ -3,7 +3,7 @@ with its fitted apply rate, where the downtime went, and the trade-off between t
 
 from collections import defaultdict
 
-from experiments.analysis import stats
+from experiments.analysis import fits, stats
 from experiments.analysis.cells import ENGINE_NAMES, PARAMETER_LABELS, Cell, analysable, hover_text
 from experiments.charts.floors import floor_lines
 from experiments.charts.layout import (
@@ -218,8 +218,8 @@ def redo_fit_chart(rows: list[dict], floors: dict[str, float] | None = None) -> 
         xs_all += xs
         ys_all += ys
         name = ENGINE_NAMES.get(engine, engine)
-        fit = stats.fit_line(xs, ys)
-        refusal = stats.why_no_rate(fit, xs, ys)
+        fit = fits.fit_line(xs, ys)
+        refusal = fits.why_no_rate(fit, xs, ys)
         if not refusal:
             traces.append(_points(name, engine, xs, ys, points, "circle", index))
             traces += _fit_traces(name, engine, index, fit, xs, ys)
@@ -239,7 +239,7 @@ def redo_fit_chart(rows: list[dict], floors: dict[str, float] | None = None) -> 
     }
 
 
-def apply_rate_text(fit: stats.LineFit) -> str:
+def apply_rate_text(fit: fits.LineFit) -> str:
     """The slope of seconds per MiB (significantly above zero), read as MiB/s with its interval."""
     return (
         f"apply rate {1 / fit.slope:.1f} MiB/s (95% CI {1 / fit.slope_ci[1]:.1f}-{1 / fit.slope_ci[0]:.1f}),"
@@ -247,7 +247,7 @@ def apply_rate_text(fit: stats.LineFit) -> str:
     )
 
 
-def _fit_traces(name: str, engine: str, index: int, fit: stats.LineFit, xs, ys) -> list[dict]:
+def _fit_traces(name: str, engine: str, index: int, fit: fits.LineFit, xs, ys) -> list[dict]:
     grid = fit_grid(xs)
     lower, upper = fit.band(grid, xs, ys)
     colour_ = colour(engine, index)

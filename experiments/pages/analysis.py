@@ -1,6 +1,5 @@
 """The pages that ask questions of many runs: explore, compare (with its report) and the planner."""
 
-
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
@@ -182,5 +181,3 @@ def compare_page(request):
         leave_out=result["leave_out"],
     )
     return render(request, "experiments/compare.html", context)
-
-

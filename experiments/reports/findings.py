@@ -5,29 +5,20 @@ table and the caveats. Plain rows in, plain values out; the page and its PDF (pd
 from collections import Counter, defaultdict
 
 from experiments import parameters
-from experiments.analysis import aa, stats
+from experiments.analysis import aa
 from experiments.analysis.cells import (
     ENGINE_NAMES,
-    PARAMETER_LABELS,
     PARAMETER_ORDER,
     Cell,
-    analysable,
-    counted_at_resolution,
-    resolved,
-    scalar_key,
-    settings_text,
 )
 from experiments.analysis.compare import compare_engines
-from experiments.analysis.noise import disturbed_text
-from experiments.analysis.sentences import finding_sentence
-from experiments.reports.answers import STARTUP_PARAMETERS, answers
+from experiments.reports.answers import answers
 from experiments.reports.bound import bound_findings
-from experiments.reports.moved import what_moved
-from experiments.reports.redo import engine_where, fit_says, redo_findings, redo_fits
+from experiments.reports.effects import parameter_findings
+from experiments.reports.redo import engine_where, redo_findings
 from experiments.reports.stalled import stall_findings
-from recovery_lab_cli.prediction import server_named
-from recovery_lab_cli.units import SizeError, counted, parse_size, seconds_text
-from runner.contract import SYSTEM_BUILD, UNSAID_DEFAULTS
+from recovery_lab_cli.units import counted, seconds_text
+from runner.contract import UNSAID_DEFAULTS
 
 # Sizes in bytes; everything else a number where it reads as one, else text.
 SIZE_PARAMETERS = parameters.SIZE_PARAMETERS
@@ -78,101 +69,6 @@ def headline_findings(cells: list[Cell]) -> list[str]:
         if downtime:
             sentence += f"; from the kill to the first query answered, {_range(downtime)}"
         found.append(sentence + ".")
-    return found
-
-
-def _order(axis: str, value) -> tuple:
-    """Values of one axis in their natural order: sizes by bytes, numbers by value."""
-    if axis in SIZE_PARAMETERS:
-        try:
-            return (0, parse_size(value), "")
-        except SizeError:
-            return (1, 0, str(value))
-    try:
-        return (0, float(value), "")
-    except (TypeError, ValueError):
-        return (1, 0, str(value))
-
-
-def _axis_value(row: dict, axis: str):
-    """The row's value on an axis, as a key (a stored list or object as its JSON text)."""
-    if axis in UNSAID_DEFAULTS:
-        return scalar_key(row["parameters"].get(axis, UNSAID_DEFAULTS[axis]))
-    if axis in row["parameters"]:
-        return scalar_key(row["parameters"][axis])
-    return scalar_key(row["server_options"].get(axis))
-
-
-def _without(row: dict, axis: str) -> dict:
-    return {
-        "parameters": {k: v for k, v in row["parameters"].items() if k != axis},
-        "server_options": {k: v for k, v in row["server_options"].items() if k != axis},
-    }
-
-
-def _described(axis: str, value, rows: list[dict] = ()) -> str:
-    """A cell's value in words; a build's with the server its runs said they were (MySQL 9.7.4)."""
-    label = PARAMETER_LABELS.get(axis)
-    text = f"{label} {value}" if label else f"{axis}={value}"
-    versions = Counter(
-        (row["server_version"], row.get("server_family", "")) for row in rows if row.get("server_version")
-    )
-    named = server_named(*versions.most_common(1)[0][0]) if axis == "server_build" and versions else None
-    return f"{text} ({named})" if named else text
-
-
-def parameter_findings(rows: list[dict], axes: list[str], spreads: dict | None = None) -> list[str]:
-    """For each varied parameter or server option: its highest value against its lowest, every
-    other setting equal, on crash recovery (ratio of typical values, 95% CI, Welch's test,
-    significant beyond the host's noise floor: analysis/aa.py)."""
-    requests = []
-    compared_rows: dict[tuple, tuple] = {}
-    for axis in axes:
-        # a parameter acting outside crash recovery is compared on the downtime (answers.py)
-        if axis in ("engine", "host", "server_version") or axis in STARTUP_PARAMETERS:
-            continue
-        groups: dict[tuple, dict] = defaultdict(lambda: defaultdict(list))
-        for row in rows:
-            value = _axis_value(row, axis)
-            if analysable(row) and value is not None and row["recovery_seconds"] is not None:
-                rest = _without(row, axis)
-                key = (row["host_label"], row["engine"], settings_text(rest))
-                groups[key][value].append(row)
-        for (host, engine, rest), per_value in sorted(groups.items(), key=lambda item: str(item[0])):
-            if len(per_value) < 2:
-                continue
-            ordered = sorted(per_value, key=lambda v: _order(axis, v))
-            # its highest value against its lowest; each build against the system's (or the first)
-            pairs = [(ordered[0], ordered[-1])]
-            if axis == "server_build":
-                baseline = SYSTEM_BUILD if SYSTEM_BUILD in per_value else ordered[0]
-                pairs = [(baseline, value) for value in ordered if value != baseline]
-            for low, high in pairs:
-                compared = per_value[low] + per_value[high]
-                disturbed = sum(bool(row.get("disturbed")) for row in compared)
-                pair = tuple([resolved(row)["recovery_seconds"] for row in per_value[v]] for v in (low, high))
-                requests.append((axis, host, engine, rest, low, high, (disturbed, len(compared)), pair))
-                compared_rows[(axis, host, engine, rest, low, high)] = (per_value[low], per_value[high])
-    several_hosts = len({r[1] for r in requests}) > 1
-    fits = redo_fits(rows)
-    floors = [aa.floor({host}, "recovery_seconds", spreads or {}) for _, host, *_ in requests]
-    results = stats.compare_many([pair for *_, pair in requests], floors, family=True)
-    found = []
-    for (axis, host, engine, rest, low, high, (disturbed, total), _), result in zip(
-        requests, results, strict=True
-    ):
-        label = engine_where(engine, host, several_hosts) + (f" at {rest}" if rest else "")
-        low_rows, high_rows = compared_rows[(axis, host, engine, rest, low, high)]
-        names = (_described(axis, low, low_rows), _described(axis, high, high_rows))
-        said = result.as_dict()
-        said["at_resolution"] = counted_at_resolution(
-            [resolved(row) for row in (*low_rows, *high_rows)], "recovery_seconds"
-        )
-        sentence = finding_sentence("crash recovery", names[1], names[0], label, said, False)
-        moved = what_moved(axis, (low_rows, high_rows), result.significant, names)
-        if not result.significant:
-            moved += fit_says(fits.get((host, engine)), (low_rows, high_rows), names)
-        found.append(sentence + moved + (disturbed_text(disturbed, total) if disturbed else "") + ".")
     return found
 
 

@@ -6,7 +6,7 @@ import math
 import statistics
 from collections import defaultdict
 
-from experiments.analysis import stats
+from experiments.analysis import fits
 from experiments.analysis.cells import ENGINE_NAMES, analysable
 from experiments.engines import replay_seconds
 from recovery_lab_cli.prediction import NARROW_SPAN
@@ -65,7 +65,7 @@ def redo_findings(rows: list[dict], design: dict | None = None) -> list[str]:
                 "redo (sweep crash.redo_bytes or the redo log size for that)."
             )
             continue
-        fit = stats.fit_line(xs, ys)
+        fit = fits.fit_line(xs, ys)
         if fit is None:
             continue
         if fit.slope_ci and fit.slope_ci[0] > 0:
@@ -126,22 +126,22 @@ def _replay_share_text(group: list[dict]) -> str:
     return f"; the log replay was {statistics.median(shares):.0%} of the recovery (median of its runs)"
 
 
-def redo_fits(rows: list[dict]) -> dict[tuple, stats.LineFit]:
+def redo_fits(rows: list[dict]) -> dict[tuple, fits.LineFit]:
     """Per host and engine, the line of recovery against redo (MiB) where its slope is beyond the
     noise: what the redo finding says, which a pairwise finding of the same runs must agree with."""
     grouped: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
         if analysable(row) and row["redo_bytes"] is not None and row["recovery_seconds"] is not None:
             grouped[(row["host_label"], row["engine"])].append(row)
-    fits = {}
+    found = {}
     for key, group in grouped.items():
         xs = [r["redo_bytes"] / MIB for r in group]
         if len(group) < 3 or max(xs) - min(xs) < NARROW_SPAN * max(xs):
             continue
-        fit = stats.fit_line(xs, [r["recovery_seconds"] for r in group])
+        fit = fits.fit_line(xs, [r["recovery_seconds"] for r in group])
         if fit is not None and fit.slope_ci and fit.slope_ci[0] > 0:
-            fits[key] = fit
-    return fits
+            found[key] = fit
+    return found
 
 
 def fit_says(fit, sides: tuple[list[dict], list[dict]], names: tuple[str, str]) -> str:

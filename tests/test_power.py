@@ -1,0 +1,137 @@
+"""How much the runs can tell (issue 65, item 1): a comparison that finds no difference says the
+smallest one its runs could have called, and "too few runs to tell" where that is a doubling or
+more; an experiment's cells estimate the noise together, and a parameter is also read over every
+pair of cells that differ in it alone. Rules in docs/sentences.md ("How much the runs can tell").
+Pure functions: no database."""
+
+import math
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from experiments.analysis import stats
+from experiments.analysis.sentences import finding_sentence
+from experiments.reports.effects import cell_noise, parameter_findings
+
+from .test_sentence_rules import QUICK, row_of
+
+times = st.floats(0.05, 60.0, allow_nan=False)
+sample = st.lists(times, min_size=2, max_size=5)
+
+
+@QUICK
+@given(sample, sample, st.floats(1.0, 1.6))
+def test_no_difference_is_said_with_the_smallest_its_runs_could_call_and_too_few_past_a_doubling(a, b, floor):
+    """Rule: a comparison that finds no difference says the smallest ratio its runs could have
+    called (never below the floor), and the ratio it saw is within it; where that smallest is 2x
+    or more it says the runs are too few to tell, never "no significant difference"."""
+    result = stats.compare(a, b, min_effect=floor)
+    said = finding_sentence("crash recovery", "B", "A", "cell", result.as_dict(), subject_first=False)
+    if result.significant or result.detectable is None:  # called, or no test (constant or too few)
+        assert "could have been called" not in said and "too few runs" not in said, said
+        return
+    assert result.detectable >= floor - 1e-9
+    assert ("too few runs to tell" in said) == (result.detectable >= stats.TOO_FEW_RATIO), said
+    assert ("no significant difference" in said) == (result.detectable < stats.TOO_FEW_RATIO), said
+    could = re.search(
+        r"only a difference beyond (?:the noise floor of )?([0-9.,]+)x could have been called", said
+    )
+    if result.within_floor or result.within_family:
+        return  # the sentence says why instead: within the floor, or its p over the page
+    assert could, said
+    sides = re.search(r"with (\d+) runs a side|with (\d+) and (\d+) runs", said)
+    counted = [int(n) for n in sides.groups() if n]
+    assert counted in ([len(a)], [len(a), len(b)]) and (len(counted) == 1) == (len(a) == len(b)), said
+    seen = max(result.ratio, 1 / result.ratio)
+    assert seen <= float(could.group(1).replace(",", "")) * 1.01, (
+        said
+    )  # what it saw is within what it could call
+
+
+@QUICK
+@given(
+    st.lists(st.tuples(times, st.floats(0.3, 10.0)), min_size=2, max_size=4),
+    st.floats(0.01, 0.4),
+    st.integers(2, 3),
+    st.lists(st.floats(-2.0, 2.0), min_size=24, max_size=24),
+)
+def test_a_parameter_over_its_pairs_of_cells_reads_their_mean_on_the_experiment_s_noise(
+    cells, spread, runs, z
+):
+    """Rule: where several pairs of cells differ in one parameter alone, its effect over all of
+    them comes first, on the noise of every cell together: its ratio lies within the pairs' own
+    (each pair's ratio of geometric means), and "slower" only where its test, adjusted with the
+    page's others, found a difference."""
+    rows, draws = [], iter(z)
+    for index, (base, effect) in enumerate(cells):
+        for value, scale in (("local", 1.0), ("hdd-raid10", effect)):
+            for _ in range(runs):
+                seconds = base * scale * math.exp(spread * next(draws))
+                rows.append(
+                    row_of(parameters={"storage": value, "rate": 100 * (index + 1)}, recovery_seconds=seconds)
+                )
+    found = parameter_findings(rows, ["storage"])
+    over_all = [line for line in found if "pairs of cells" in line]
+    assert len(over_all) == 1 and found[0] == over_all[0], found
+    said = over_all[0]
+    assert f"over its {len(cells)} pairs of cells" in said, said
+
+    def geometric(value: str, rate: int) -> float:
+        picked = [r["recovery_seconds"] for r in rows if r["parameters"] == {"storage": value, "rate": rate}]
+        return math.exp(sum(map(math.log, picked)) / len(picked))
+
+    pair_ratios = [
+        geometric("hdd-raid10", 100 * (i + 1)) / geometric("local", 100 * (i + 1)) for i in range(len(cells))
+    ]
+    value = float(re.search(r"([0-9.]+)x (?:slower|faster|as long)", said).group(1))
+    raid_longer = "slower than" in said or "storage hdd-raid10 took" in said
+    seen = value if raid_longer else 1 / value
+    assert min(pair_ratios) / 1.06 <= seen <= max(pair_ratios) * 1.06, (said, pair_ratios)
+    if "slower than" in said or "faster than" in said:
+        assert ("slower than" in said) == (seen > 1), said
+    else:
+        assert "no significant difference" in said or "too few runs to tell" in said, said
+
+
+def seed_002_innodb() -> list[dict]:
+    """Seed 002's InnoDB cells as run (two runs a cell, power cut, cold): crash recovery took
+    2.63-3.07 s on hdd-raid10 against 0.20-0.86 s locally, 6.8x and 3.8x by medians; each pair
+    alone had read "no significant difference"."""
+    cells = {
+        (200, "local"): [0.20, 0.58],
+        (200, "hdd-raid10"): [2.63, 2.68],
+        (2000, "local"): [0.86, 0.70],
+        (2000, "hdd-raid10"): [3.07, 2.85],
+    }
+    return [
+        row_of(parameters={"insert_rate": rate, "storage": storage}, recovery_seconds=seconds)
+        for (rate, storage), values in cells.items()
+        for seconds in values
+    ]
+
+
+def test_seed_002_s_raid10_class_is_slower_over_its_pairs_of_cells_and_no_pair_says_nothing_differs():
+    rows = seed_002_innodb()
+    variance, df = cell_noise(rows)[("local", "innodb")]
+    assert df == 4 and variance > 0
+    found = parameter_findings(rows, ["storage"])
+    assert found[0].startswith("InnoDB, over its 2 pairs of cells: storage hdd-raid10: crash recovery "), (
+        found
+    )
+    assert " slower than storage local" in found[0], found[0]
+    for line in found[1:]:  # each pair alone: never "no significant difference" on what it could not see
+        assert "no significant difference" not in line or "could have been called" in line, line
+        if "could have been called" in line:
+            beyond = float(re.search(r"beyond ([0-9.,]+)x could", line).group(1).replace(",", ""))
+            assert beyond < stats.TOO_FEW_RATIO or "too few runs to tell" in line, line
+
+
+def test_two_runs_a_side_on_a_noisy_pair_say_too_few_and_what_they_could_have_called():
+    """The DBAs' case: 2 runs a side, the local side spread 0.20-0.86 s, read as "no significant
+    difference" beside a 6.8x ratio."""
+    result = stats.compare([0.20, 0.86], [2.63, 3.07])
+    said = finding_sentence("crash recovery", "hdd-raid10", "local", "InnoDB", result.as_dict(), False)
+    if not result.significant:
+        assert said.startswith("InnoDB: too few runs to tell whether crash recovery differs"), said
+        assert "with 2 runs a side and the spread they had, only a difference beyond" in said, said
