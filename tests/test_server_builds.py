@@ -234,9 +234,10 @@ def test_mariadb_10_11_11_8_and_mysql_9_7_run_side_by_side_and_each_is_named(
         program = "mysqld" if run.parameters["server_build"] == mysql else "mariadbd"
         assert stacks.startswith(program + ";") or f"\n{program};" in stacks, stacks[:300]
         assert "ld-linux" not in {line.split(";")[0] for line in stacks.splitlines()}
-        assert not [
-            t["name"] for t in run.resources["recovery"]["threads"] if t["name"].startswith("ld-linux")
-        ]
+        # the threads of the recovery's window, or of the whole start where the recovery took less
+        # than the log resolves (MariaDB 11.8 recovers this in under 5 ms: no window of its own)
+        used = (run.resources.get("recovery") or run.resources["rest"])["threads"]
+        assert not [t["name"] for t in used if t["name"].startswith("ld-linux")]
     assert page.count('data-figure="profile-diff-figure-') == 2  # 11.8 and 9.7, each against 10.11
 
 
