@@ -2,7 +2,7 @@
 to gunicorn's socket (bypassing nginx, two half-sent requests would hold both sync workers) nor
 read a log (the alerts' mails, recipients included, land in `alerts.log` with `consolemail://`),
 while nginx's workers still reach the socket. `make start` runs for real, as root, in a run folder
-of this test's own, on the test database."""
+of this test's own, on the test database: once, for every check (a start and stop take 12 s)."""
 
 import os
 import pwd
@@ -89,7 +89,7 @@ def _sockets(run_dir: Path) -> list[Path]:
 CONNECT = "import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print('connected')"
 
 
-def test_another_local_user_cannot_connect_to_the_web_socket(started):
+def _cannot_connect_to_the_web_socket(started: Path) -> None:
     (web_socket,) = _sockets(started)
     refused = _as_user("nobody", "/usr/bin/python3", "-c", CONNECT, str(web_socket))
     assert refused.returncode != 0 and "PermissionError" in refused.stderr, refused.stdout + refused.stderr
@@ -98,7 +98,7 @@ def test_another_local_user_cannot_connect_to_the_web_socket(started):
         operator.connect(str(web_socket))
 
 
-def test_another_local_user_cannot_read_a_log(started):
+def _cannot_read_a_log(started: Path) -> None:
     logs = sorted(started.glob("*.log"))
     assert {"web.log", "nginx.log", "worker.log", "alerts.log", "beat.log"} <= {log.name for log in logs}
     for log in logs:
@@ -108,7 +108,7 @@ def test_another_local_user_cannot_read_a_log(started):
             assert read.returncode != 0 and "Permission denied" in read.stderr, (log.name, user, read.stdout)
 
 
-def test_the_first_start_makes_the_first_admin_and_says_its_password_once(started):
+def _first_admin_said_once() -> None:
     """Issue 68: after `make setup` and `make start` a team met a login page and no user. The
     first start on a database without users makes `admin` and prints its password, once."""
     import re
@@ -137,3 +137,12 @@ def test_the_first_start_makes_the_first_admin_and_says_its_password_once(starte
         timeout=120,
     )
     assert again.returncode == 0 and again.stdout == "", again.stdout  # shown once: none made again
+
+
+def test_make_start_leaves_its_socket_and_logs_to_the_operator_and_makes_the_first_admin(started):
+    """Another local user can neither connect to gunicorn's socket nor read a log (nginx's
+    workers reach the socket, not the logs); the first start made the first admin and said its
+    password once."""
+    _cannot_connect_to_the_web_socket(started)
+    _cannot_read_a_log(started)
+    _first_admin_said_once()
