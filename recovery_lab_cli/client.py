@@ -270,7 +270,11 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     if ci is None:
         return f"no interval: {block.get('no_interval') or 'fewer than 2 runs a side'}", False
     if not block.get("significant"):
-        return f"no significant difference ({longer_text(ratio)})", False
+        could = block.get("detectable")
+        seen = longer_text(ratio) + (f"; only beyond {could:,.2f}x could have been called" if could else "")
+        if block.get("too_few"):  # runs that could not have seen a doubling decide nothing
+            return f"undecided: too few runs to tell ({seen})", False
+        return f"no significant difference ({seen})", False
     if ratio > 1 + threshold:
         beyond = f" beyond {threshold:.0%}" if threshold else ""
         return f"REGRESSION: B slower{beyond}, {ratio:.2f}x as long as A", True

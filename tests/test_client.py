@@ -11,7 +11,14 @@ import yaml
 
 from experiments.models import Experiment
 from experiments.services.tokens import new_token
-from recovery_lab_cli.client import ClientError, changed_settings, comparison_rows, parse_threshold, verdict
+from recovery_lab_cli.client import (
+    UNDECIDED,
+    ClientError,
+    changed_settings,
+    comparison_rows,
+    parse_threshold,
+    verdict,
+)
 
 from .factories import ExperimentFactory
 from .test_analysis import done_run, noisy
@@ -224,6 +231,29 @@ def test_only_a_significant_slowdown_beyond_the_threshold_is_a_regression():
     assert verdict(faster, 0.1) == ("no significant difference (A 1.15x as long as B)", False)
     assert verdict({"ratio": 0.5, "ratio_ci": [0.4, 0.6], "significant": True}, 0.1) == ("faster", False)
     assert verdict({"ratio": 2.0, "ratio_ci": None, "significant": False}, 0.1)[1] is False
+
+
+def test_no_difference_says_what_its_runs_could_have_called_and_too_few_decides_nothing():
+    """Issue 65: "no significant difference" on two runs a side where RAID10 took 6.8x as long.
+    The CLI and the gate say what the runs could have called; too few to see a doubling is
+    undecided, and a gate refuses to pass on it."""
+    seen = {"ratio": 1.05, "ratio_ci": [0.9, 1.2], "significant": False, "detectable": 1.31, "too_few": False}
+    assert verdict(seen, 0.1) == (
+        "no significant difference (B 1.05x as long as A; only beyond 1.31x could have been called)",
+        False,
+    )
+    blind = {
+        "ratio": 6.85,
+        "ratio_ci": [0.001, 47690],
+        "significant": False,
+        "detectable": 6960.0,
+        "too_few": True,
+    }
+    said, regression = verdict(blind, 0.1)
+    assert said == (
+        "undecided: too few runs to tell (B 6.85x as long as A; only beyond 6,960.00x could have been called)"
+    )
+    assert not regression and said.startswith(UNDECIDED)
 
 
 def test_changed_settings_are_the_ones_whose_values_differ():
