@@ -15,6 +15,7 @@ INTEGER_METRICS = (
     "log_bytes_written",
     "data_bytes_written",
     "checkpoint_age_bytes",
+    "checkpoint_moved_bytes",
     "rows_inserted",
     "acknowledged_commits",
     "lost_commits",
@@ -73,6 +74,7 @@ LABELS = {
     "data_bytes_written": "data bytes written",
     "verified": "verified",
     "checkpoint_age_bytes": "checkpoint age at the crash (bytes)",
+    "checkpoint_moved_bytes": "how far the checkpoint moved during the workload (bytes)",
     "achieved_insert_rate": "achieved insert rate (rows/s)",
     "rows_inserted": "rows inserted by the workload",
     "warmup_seconds": "back to 90% throughput (s)",
@@ -148,3 +150,9 @@ def metric_text(metric: str, value: float | None) -> str:
     if unit == "ms":
         return f"{value:,.1f} ms"
     return f"{value:,.4f} {unit}" if abs(value) < 100 else f"{value:,.1f} {unit}"
+
+
+def moved_beyond_a_record(moved: int | None, written: int | None) -> bool:
+    """Whether a checkpoint's move is a flush: a few bytes are the checkpoint record a server
+    writes after starting (64 KiB, or 1% of the log written, at most)."""
+    return moved is not None and moved > max(64 << 10, 0.01 * (written or 0))

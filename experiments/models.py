@@ -242,6 +242,9 @@ class RunMetrics(models.Model):
     latency_p95_ms = models.FloatField(null=True, blank=True)
     verified = models.BooleanField(null=True, blank=True)
     checkpoint_age_bytes = models.BigIntegerField(null=True, blank=True)
+    # InnoDB: the checkpoint LSN at the crash less the one before the workload (what the run did,
+    # whatever its flushing asked: held back, 0 or a checkpoint record's few bytes)
+    checkpoint_moved_bytes = models.BigIntegerField(null=True, blank=True)
     achieved_insert_rate = models.FloatField(null=True, blank=True)
     rows_inserted = models.BigIntegerField(null=True, blank=True)
     # Crash method power_loss: the ledger's commits the server acknowledged before the cut, and

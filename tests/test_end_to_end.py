@@ -75,7 +75,7 @@ def runner_in_its_workload(folder, spec: dict) -> subprocess.Popen:
     raise AssertionError(f"the runner ended (exit {runner.wait()}) before its workload ran")
 
 
-def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, local_host, celery_worker_process):
+def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, client, user, local_host, celery_worker_process):
     body = {
         "name": "InnoDB vs MyRocks, two redo sizes",
         "hosts": ["local"],
@@ -112,6 +112,13 @@ def test_four_runs_innodb_and_myrocks_two_redo_sizes(api, local_host, celery_wor
     assert all(r["metrics"]["redo_bytes"] > 1_000_000 for r in innodb)
     assert all(r["metrics"]["checkpoint_lsn"] < r["metrics"]["crash_lsn"] for r in innodb)
     assert Run.objects.get(id=runs[0]["id"]).files.filter(name="error.log.stamped").exists()
+    # what the flushing did, as the run recorded it: held back, the checkpoint where it was
+    client.force_login(user)
+    for row in innodb:
+        page = client.get(f"/runs/{row['id']}/").content.decode()
+        moved = Run.objects.get(id=row["id"]).checkpoint_moved_bytes
+        assert moved is not None and moved < 64 << 10, moved
+        assert "Flushing was held back (the method&#x27;s default): the checkpoint did not move" in page
     # a warm restart's page says whether its redo could come from memory: InnoDB's log (buffering
     # OFF, the default) is read with O_DIRECT, RocksDB's WAL through the cache
     for run in Run.objects.filter(id__in=[r["id"] for r in runs]):

@@ -38,6 +38,7 @@ def held_back(run: Run) -> None:
     at_crash = int(LAST_CHECKPOINT.search(text["innodb_status_at_crash.txt"]).group(1))
     samples = [json.loads(line) for line in text["samples.jsonl"].splitlines()]
     assert samples and {sample["checkpoint_lsn"] for sample in samples} == {before} == {at_crash}
+    assert run.checkpoint_moved_bytes == 0  # recorded as the run did it: the run page's sentence
     ages = [sample["checkpoint_age_bytes"] for sample in samples]
     assert ages == sorted(ages), ages  # the redo grew and stayed
     assert run.checkpoint_lsn == before and run.redo_bytes >= ages[-1], (run.checkpoint_lsn, run.redo_bytes)

@@ -2,6 +2,7 @@
 how much, how sure, and, for a downtime, whether the server's start moved rather than its crash
 recovery. Plain dicts in (compare.py's metric blocks), sentences out."""
 
+from experiments.metrics import moved_beyond_a_record
 from recovery_lab_cli.units import binary_bytes, resolution_note
 
 # metric -> (what it is in a sentence, less is better)
@@ -185,6 +186,33 @@ def regressions(metrics: dict, side_names: dict, baseline: str, label: str, star
                     said += f": {startup[side]}"
                 found.append(said)
     return found
+
+
+def flushing_sentence(flushing: str, moved: int | None, written: int | None) -> str:
+    """What the run's flushing did, from what it recorded (`checkpoint_moved_bytes`), not from
+    what it asked: 'held back' and 'replays the redo the workload wrote' only where the
+    checkpoint stayed (seed 001 on MySQL 9.7 had said so beside its warning that it moved)."""
+    if flushing == "natural":
+        said = "Flushing was the server's own (natural), as in production"
+        if moved is None:
+            return said + "."
+        if moved_beyond_a_record(moved, written):
+            return said + f": the checkpoint moved {binary_bytes(moved)} during the workload."
+        return said + ": the checkpoint did not move during the workload (no log filled)."
+    if moved is None:
+        return (
+            "Flushing was to be held back (the method's default); the run recorded no checkpoint to "
+            "say whether it was."
+        )
+    if moved_beyond_a_record(moved, written):
+        return (
+            "Flushing was to be held back (the method's default), but the checkpoint moved "
+            f"{binary_bytes(moved)} during the workload: recovery replayed less redo than the workload wrote."
+        )
+    return (
+        "Flushing was held back (the method's default): the checkpoint did not move during the "
+        "workload, so recovery replayed the redo the workload wrote."
+    )
 
 
 def restart_cache_sentence(cache: dict | None) -> str:

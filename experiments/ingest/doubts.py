@@ -3,6 +3,7 @@ crash that recovery did not replay, an insert rate not reached, a checkpoint tha
 method held it back. No Django. Each takes the run's analysis so far (bundle.RunAnalysis) and
 adds to its warnings."""
 
+from experiments.metrics import moved_beyond_a_record
 from experiments.vocabulary import RATE_REACHED_SHARE
 
 
@@ -36,19 +37,21 @@ def rate_reached(analysis, asked: int | None) -> None:
 
 
 def checkpoint_moved(analysis, flushing: str | None) -> None:
-    """The method holds the checkpoint back during the workload; when it moved all the same, the
-    redo recovery replayed is less than the redo the workload wrote, and the run should say so.
-    With natural flushing a checkpoint moving is what production does: nothing to say."""
-    if flushing == "natural":
-        return
+    """How far the checkpoint moved during the workload, kept as `checkpoint_moved_bytes`
+    whatever the flushing (what the run did, which its pages say: held back or not). The method
+    holds it back; where it moved all the same, the redo recovery replayed is less than the redo
+    the workload wrote, and the run says so. With natural flushing a checkpoint moving is what
+    production does: no warning."""
     before = analysis.parsed.get("innodb_status_before_run.txt")
     at_crash = analysis.parsed.get("innodb_status_at_crash.txt")
     if before is None or at_crash is None or before.log is None or at_crash.log is None:
         return
     start, end = before.log.checkpoint_lsn, at_crash.log.checkpoint_lsn
+    if not (start and end):
+        return
+    analysis.metrics["checkpoint_moved_bytes"] = max(0, end - start)
     written = analysis.metrics.get("log_bytes_written")
-    # A few bytes are a checkpoint record the server writes after starting, not a flush.
-    if start and end and end - start > max(64 << 10, 0.01 * (written or 0)):
+    if flushing != "natural" and moved_beyond_a_record(end - start, written):
         replayed = analysis.metrics.get("redo_bytes")
         sizes = f" ({replayed:,} of {written:,} bytes)" if written and replayed else ""
         analysis.warnings.append(

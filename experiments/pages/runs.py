@@ -10,7 +10,12 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from experiments import services, storage
-from experiments.analysis.sentences import crash_image_sentence, restart_cache_sentence, storage_sentence
+from experiments.analysis.sentences import (
+    crash_image_sentence,
+    flushing_sentence,
+    restart_cache_sentence,
+    storage_sentence,
+)
 from experiments.charts.profile import flame_chart
 from experiments.charts.resources import with_resources
 from experiments.charts.run import live_samples_chart, progress_chart, samples_chart, timeline_chart
@@ -20,6 +25,7 @@ from experiments.models import Run, RunStatus
 from experiments.pages.common import annotate_page
 from experiments.roles import may_change, require_change
 from recovery_lab_cli.units import below_resolution, duration_text
+from runner.contract import UNSAID_DEFAULTS
 
 
 @login_required
@@ -56,6 +62,11 @@ def _run_context(run: Run) -> dict:
             below_resolution(seconds, run.phase_resolution.get(name)) for name, seconds in run.phases.items()
         ),
         "page_cache": restart_cache_sentence((run.resources or {}).get("restart_cache")),
+        "flushing": flushing_sentence(
+            (run.parameters or {}).get("flushing", UNSAID_DEFAULTS["flushing"]),
+            run.checkpoint_moved_bytes,
+            run.log_bytes_written,
+        ),
         "storage": _storage_said(run),
         "crash_image": _crash_image_said(run),
         "files": run.files.defer("content"),
