@@ -286,7 +286,7 @@ def test_the_trade_off_keeps_cells_whose_running_side_was_measured_and_says_why_
     titles = [layout[axis]["title"]["text"] for axis in ("yaxis", "yaxis2", "yaxis3")]
     assert titles == ["crash recovery (s)", "log written while running (MiB)", "workload TPS"]
     (note,) = layout["meta"]["notes"]
-    assert "every cell wrote 0 pages while running, as flushing was held back" in note
+    assert "every cell wrote 0 pages while running: flushing was held back" in note
     assert "parameters.flushing: [natural]" in note
     recovery = next(trace for trace in figure["data"] if trace["yaxis"] == "y")
     assert recovery["x"] == ["64M", "512M", "1G"] and all(v > 0 for v in recovery["error_y"]["array"])

@@ -11,10 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from experiments.analysis import stats
+from experiments.analysis.cells import build_cells
 from experiments.analysis.sentences import finding_sentence, flushing_sentence
+from experiments.charts.tradeoff import no_pages_note
 from experiments.metrics import moved_beyond_a_record
+from experiments.reports.answers import tradeoff_answers
 from experiments.reports.effects import cell_noise, parameter_findings
 from experiments.reports.findings import checkpoint_caveat
+from experiments.reports.redo import redo_findings
+from recovery_lab_cli.units import parse_size
 
 from .test_sentence_rules import QUICK, row_of
 
@@ -184,3 +189,59 @@ def test_seed_001_s_runs_whose_checkpoint_moved_are_said_on_the_experiment_page(
     assert "run 1: 246 MiB of 332 MiB" in said
     natural = [SimpleNamespace(**{**vars(runs[0]), "parameters": {"flushing": "natural"}})]
     assert checkpoint_caveat(natural) == []  # what production does: nothing to warn of
+
+
+def seed_004_rows(flushing: str, moved: list[int | None]) -> list[dict]:
+    """Seed 004 as run: flushing natural, 500 tx/s for 45 s, logs of 256M and 1G; no log filled,
+    0 pages written at every size, throughput the same (497 vs 499 tx/s)."""
+    rows = []
+    for log, took, tps in (
+        ("256M", [0.61, 0.66, 0.58], [497, 496, 498]),
+        ("1G", [0.63, 0.60, 0.65], [499, 498, 500]),
+    ):
+        for seconds, rate in zip(took, tps, strict=True):
+            rows.append(
+                row_of(
+                    id=len(rows) + 1,
+                    parameters={"redo_log_size": log, "flushing": flushing},
+                    redo_log_bytes=parse_size(log),
+                    recovery_seconds=seconds,
+                    workload_tps=rate,
+                    pages_written=0,
+                    log_bytes_written=20 << 20,
+                    redo_bytes=20 << 20,
+                    checkpoint_moved_bytes=moved[len(rows) % len(moved)],
+                )
+            )
+    return rows
+
+
+@QUICK
+@given(
+    st.sampled_from(["held_back", "natural"]),
+    st.lists(st.one_of(st.none(), st.sampled_from([0, 40 << 20])), min_size=1, max_size=6),
+)
+def test_what_a_bigger_log_bought_is_said_from_why_no_page_was_written(flushing, moved):
+    """Rule (seed 004): where no log size wrote a page while running, "a bigger log bought
+    nothing" only with the server's own flushing and the checkpoint recorded still in every
+    run; the chart's note says to run with natural flushing only where it was held back."""
+    rows = seed_004_rows(flushing, moved)
+    said = " ".join(tradeoff_answers(rows, build_cells(rows)))
+    still = all(
+        m is not None and not moved_beyond_a_record(m, 20 << 20)
+        for m in [r["checkpoint_moved_bytes"] for r in rows]
+    )
+    assert ("a bigger log bought nothing here" in said) == (flushing == "natural" and still), said
+    if said:
+        assert "with no measurable gain in throughput (TPS 499 against 497" in said, said
+        assert "not beyond the noise" in said, said
+    note = no_pages_note([flushing])
+    assert ("run with parameters.flushing: [natural]" in note) == (flushing == "held_back"), note
+
+
+def test_seed_004_s_redo_finding_does_not_advise_the_sweep_it_ran():
+    rows = seed_004_rows("natural", [0])
+    (said,) = redo_findings(rows, {"crash": {"when": "after_workload"}})
+    assert "cannot show how recovery grows with redo" in said, said
+    assert "the redo log size for that" not in said and "sweep crash.redo_bytes for that" in said, said
+    assert "its redo log sizes replayed the same redo" in said, said

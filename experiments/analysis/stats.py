@@ -294,7 +294,7 @@ def contrast(
 def _detectable(half_width_log: float, min_effect: float) -> float:
     """The smallest ratio a test with this interval could call: its half-width turned back, or
     the floor where that is larger."""
-    return _round(max(min_effect, math.exp(half_width_log)), 3)
+    return max(min_effect, _round(math.exp(half_width_log), 3))
 
 
 def adjusted(results: Sequence[Comparison]) -> list[Comparison]:

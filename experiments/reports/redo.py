@@ -18,6 +18,24 @@ def engine_where(engine: str, host: str, several_hosts: bool) -> str:
     return f"{name} on {host}" if several_hosts else name
 
 
+def _unswept(group: list[dict], design: dict | None) -> str:
+    """What to sweep to see recovery grow with redo, of what this experiment did not sweep:
+    seed 004, which swept the redo log size, had been told to sweep it."""
+    crash = (design or {}).get("crash") or {}
+    swept_redo = isinstance(crash.get("redo_bytes"), list) and len(set(map(str, crash["redo_bytes"]))) > 1
+    logs = {row.get("redo_log_bytes") for row in group if row.get("redo_log_bytes")}
+    left = [
+        name
+        for name, swept in (("crash.redo_bytes", swept_redo), ("the redo log size", len(logs) > 1))
+        if not swept
+    ]
+    if not left:
+        return ": the sweep's settings did not change the redo replayed"
+    if len(logs) > 1:
+        return f" (its redo log sizes replayed the same redo; sweep {' or '.join(left)} for that)"
+    return f" (sweep {' or '.join(left)} for that)"
+
+
 def held_by_design(design: dict | None) -> str:
     """How the definition held the redo equal, where it did: restarts of one crash (one_crash);
     ', as the crash plan held it (crash.redo_bytes 384M)' (every run crashed at one redo target),
@@ -62,7 +80,7 @@ def redo_findings(rows: list[dict], design: dict | None = None) -> list[str]:
             found.append(
                 f"{where}: these {len(group)} runs replayed nearly the same redo ({span}, within "
                 f"{NARROW_SPAN:.0%}){held_by_design(design)}: they cannot show how recovery grows with "
-                "redo (sweep crash.redo_bytes or the redo log size for that)."
+                f"redo{_unswept(group, design)}."
             )
             continue
         fit = fits.fit_line(xs, ys)
