@@ -156,3 +156,12 @@ def moved_beyond_a_record(moved: int | None, written: int | None) -> bool:
     """Whether a checkpoint's move is a flush: a few bytes are the checkpoint record a server
     writes after starting (64 KiB, or 1% of the log written, at most)."""
     return moved is not None and moved > max(64 << 10, 0.01 * (written or 0))
+
+
+def within_its_range(metric: str, interval):
+    """An interval as a value can lie: a share's never passes 0% or 100% (an interval of the
+    typical value on the log scale had printed "79% [57%-102%]")."""
+    if not interval or METRIC_UNITS.get(metric) != SHARE:
+        return interval
+    low, high = interval
+    return (max(0.0, low), min(1.0, high))

@@ -14,7 +14,7 @@ from experiments.analysis import stats
 from experiments.analysis.cells import build_cells
 from experiments.analysis.sentences import finding_sentence, flushing_sentence
 from experiments.charts.tradeoff import no_pages_note
-from experiments.metrics import moved_beyond_a_record
+from experiments.metrics import moved_beyond_a_record, within_its_range
 from experiments.reports.answers import tradeoff_answers
 from experiments.reports.effects import cell_noise, parameter_findings
 from experiments.reports.findings import checkpoint_caveat
@@ -245,3 +245,16 @@ def test_seed_004_s_redo_finding_does_not_advise_the_sweep_it_ran():
     assert "cannot show how recovery grows with redo" in said, said
     assert "the redo log size for that" not in said and "sweep crash.redo_bytes for that" in said, said
     assert "its redo log sizes replayed the same redo" in said, said
+
+
+@QUICK
+@given(st.lists(st.floats(0.01, 1.0), min_size=2, max_size=5))
+def test_a_share_s_interval_never_passes_its_range(shares):
+    """Rule (issue 65, item 3): a share's interval never passes 100% ("79% [57%-102%]"), nor 0%;
+    other metrics' intervals are as computed."""
+    summary = stats.summarize(shares)
+    shown = within_its_range("recovery_core_wait_share", summary.ci)
+    if summary.ci:
+        assert 0.0 <= shown[0] <= shown[1] <= 1.0, (summary.ci, shown)
+        assert shown[1] == min(1.0, summary.ci[1])
+    assert within_its_range("recovery_seconds", summary.ci) == summary.ci

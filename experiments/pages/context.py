@@ -27,7 +27,7 @@ from experiments.charts.compare import compare_chart
 from experiments.charts.experiment import experiment_figures
 from experiments.charts.floors import AS_CLASS
 from experiments.charts.layout import WIDE_FIGURES
-from experiments.metrics import metric_text
+from experiments.metrics import metric_text, within_its_range
 from experiments.models import (
     PER_RUN_DETAIL_FIELDS,
     Engine,
@@ -136,7 +136,7 @@ def summary_table(cells: list[Cell]) -> list[dict]:
                 # "6 [0 - 13,701,600]"): its runs' range says what they did
                 ci = f"range {_shown(metric, summary.min)}-{_shown(metric, summary.max)}"
             else:
-                low, high = summary.ci or (None, None)
+                low, high = within_its_range(metric, summary.ci) or (None, None)
                 ci = f"{_shown(metric, low)}-{_shown(metric, high)}" if summary.ci else "n < 2"
             spread = f"n {summary.n}, min {_shown(metric, summary.min)}, max {_shown(metric, summary.max)}"
             values.append(
@@ -328,7 +328,7 @@ def comparison_table(result: dict) -> dict:
                 if not found or found.get("median") is None:
                     sides.append(None)
                     continue
-                ci = found.get("ci")
+                ci = within_its_range(metric, found.get("ci"))
                 sides.append(
                     {
                         "text": compared_value(metric, found["median"]),
