@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from experiments.analysis import stats
 from experiments.analysis.cells import build_cells
+from experiments.analysis.compare import compare_engines
 from experiments.analysis.sentences import finding_sentence, flushing_sentence
 from experiments.charts.tradeoff import no_pages_note
 from experiments.metrics import moved_beyond_a_record, within_its_range
@@ -258,3 +259,39 @@ def test_a_share_s_interval_never_passes_its_range(shares):
         assert 0.0 <= shown[0] <= shown[1] <= 1.0, (summary.ci, shown)
         assert shown[1] == min(1.0, summary.ci[1])
     assert within_its_range("recovery_seconds", summary.ci) == summary.ci
+
+
+@QUICK
+@given(st.lists(st.lists(st.booleans(), min_size=2, max_size=3), min_size=3, max_size=3))
+def test_a_disturbed_note_counts_the_runs_its_comparison_stands_on(flags):
+    """Rule (issue 65, item 3): "on a disturbed host: N of M runs" counts the two sides the
+    sentence compares, never a third side's runs ("9 of 9" had been said of a comparison of 6)."""
+    engines = ("innodb", "rocksdb", "postgresql")
+    rows = [
+        row_of(
+            id=10 * e + i,
+            engine=engine,
+            parameters={},
+            disturbed=flag,
+            recovery_seconds=1.0 + 0.1 * i,
+            replay_seconds=None,
+            downtime_seconds=2.0 + 0.1 * i,
+        )
+        for e, (engine, side) in enumerate(zip(engines, flags, strict=True))
+        for i, flag in enumerate(side)
+    ]
+    (cell,) = compare_engines(rows)["cells"]
+    for sentence in cell["sentences"]:
+        named = [
+            e
+            for e, name in zip(engines, ("InnoDB", "MyRocks", "PostgreSQL"), strict=True)
+            if name in sentence
+        ]
+        pair = [flag for e, side in zip(engines, flags, strict=True) if e in named for flag in side]
+        counted = re.search(r"on a disturbed host: (\d+) of (\d+) runs", sentence)
+        if any(pair):
+            assert counted and (int(counted.group(1)), int(counted.group(2))) == (sum(pair), len(pair)), (
+                sentence
+            )
+        else:
+            assert not counted, sentence

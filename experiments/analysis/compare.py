@@ -189,9 +189,11 @@ def compare_experiments(
             for side in side_names
             if side != baseline and (said := startup_change(cell["metrics"], side, baseline))
         }
-        cell["sentences"] = sentences(cell["metrics"], side_names, baseline, label, cell["startup_change"])
+        noted = _disturbed_notes(per_side, baseline)
+        startup = cell["startup_change"]
+        cell["sentences"] = sentences(cell["metrics"], side_names, baseline, label, startup, noted=noted)
         cell["sentences"] += [
-            said
+            said + noted.get(side, "")
             for side in side_names
             if side != baseline
             and (
@@ -200,8 +202,7 @@ def compare_experiments(
                 )
             )
         ]
-        startup = cell["startup_change"]
-        cell["regressions"] = regressions(cell["metrics"], side_names, baseline, label, startup)
+        cell["regressions"] = regressions(cell["metrics"], side_names, baseline, label, startup, noted)
         cell["comparable"] = not crash
         if crash:  # a recovery after another crash is another measurement
             cell["not_compared"] = (
@@ -214,7 +215,7 @@ def compare_experiments(
             caveat = f" (not like for like: {'; '.join(d['text'] for d in unlike)})"
             cell["sentences"] = [line + caveat for line in cell["sentences"]]
             cell["regressions"] = [line + caveat for line in cell["regressions"]]
-        _say_disturbed(cell, per_side)
+        cell["disturbed_runs"] = sum(bool(row.get("disturbed")) for rows in per_side.values() for row in rows)
         cells.append(cell)
     return {
         "differences": differences,
@@ -227,16 +228,15 @@ def compare_experiments(
     }
 
 
-def _say_disturbed(cell: dict, per_side: dict) -> None:
-    """Runs measured while other work used the host: counted in the cell, and said in each of
-    its sentences, so no difference reads as significant without it."""
-    rows = [row for side_rows in per_side.values() for row in side_rows]
-    cell["disturbed_runs"] = sum(bool(row.get("disturbed")) for row in rows)
-    if cell["disturbed_runs"]:
-        said = disturbed_text(cell["disturbed_runs"], len(rows))
-        cell["sentences"] = [line + said for line in cell["sentences"]]
-        if "regressions" in cell:
-            cell["regressions"] = [line + said for line in cell["regressions"]]
+def _disturbed_notes(per_side: dict, baseline) -> dict:
+    """Per side, what its sentences add where runs of it or the baseline were disturbed, counted over
+    those two sides alone (a third side's runs had made "9 of 9 runs" of a comparison of 6)."""
+    notes = {}
+    for side, rows in per_side.items():
+        pair = [*rows, *per_side.get(baseline, [])] if side != baseline else rows
+        disturbed = sum(bool(row.get("disturbed")) for row in pair)
+        notes[str(side)] = disturbed_text(disturbed, len(pair)) if disturbed else ""
+    return notes
 
 
 def _ignored_values(per_side: dict, ignore: frozenset) -> dict:
@@ -269,17 +269,12 @@ def compare_engines(rows: list[dict], spreads: dict[str, dict] | None = None) ->
             parameters, options = key
             label = settings_text({"parameters": dict(parameters), "server_options": dict(options)})
             side_names = {e: ENGINE_NAMES.get(e, e) for e in sides}
-            said = sentences(
-                metrics, side_names, sides[0], f"at {label}", subject_first=True, compared=ENGINE_METRICS
-            )
-            cell = {
-                "parameters": dict(parameters),
-                "server_options": dict(options),
-                "metrics": metrics,
-                "sentences": said,
-            }
-            _say_disturbed(cell, per_side)
-            cells.append(cell)
+            noted = _disturbed_notes(per_side, sides[0])
+            how = {"subject_first": True, "compared": ENGINE_METRICS, "noted": noted}
+            said = sentences(metrics, side_names, sides[0], f"at {label}", **how)
+            disturbed = sum(bool(row.get("disturbed")) for rows in per_side.values() for row in rows)
+            cell = {"parameters": dict(parameters), "server_options": dict(options), "metrics": metrics}
+            cells.append({**cell, "sentences": said, "disturbed_runs": disturbed})
     return {"engines": present, "cells": cells, "holds": holds_sentence(present) if cells else ""}
 
 

@@ -47,8 +47,10 @@ def sentences(
     startup: dict | None = None,
     subject_first: bool = False,
     compared: tuple = EXPERIMENT_METRICS,
+    noted: dict | None = None,
 ) -> list[str]:
-    """Findings a manager reads; a downtime that moved with the clean start says it is start-up."""
+    """Findings a manager reads; a downtime that moved with the clean start says it is start-up.
+    `noted`: per side, what its sentences add (its runs and the baseline's, where disturbed)."""
     found = []
     for metric in compared:
         block = metrics.get(metric)
@@ -60,7 +62,7 @@ def sentences(
             said = finding_sentence(what, *names, label, result, subject_first)
             if metric == "downtime_seconds" and (startup or {}).get(side):
                 said += f": {startup[side]}"
-            found.append(said)
+            found.append(said + (noted or {}).get(side, ""))
     return found
 
 
@@ -169,7 +171,9 @@ def _x(ratio: float) -> str:
     return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
 
 
-def regressions(metrics: dict, side_names: dict, baseline: str, label: str, startup: dict) -> list[str]:
+def regressions(
+    metrics: dict, side_names: dict, baseline: str, label: str, startup: dict, noted: dict | None = None
+) -> list[str]:
     """Slowdowns beyond the noise against the first experiment (the baseline version or build); a
     downtime that moved with the clean start is named a start-up change."""
     found = []
@@ -184,7 +188,7 @@ def regressions(metrics: dict, side_names: dict, baseline: str, label: str, star
                 )
                 if metric == "downtime_seconds" and startup.get(side):
                     said += f": {startup[side]}"
-                found.append(said)
+                found.append(said + (noted or {}).get(side, ""))
     return found
 
 
