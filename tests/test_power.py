@@ -295,3 +295,14 @@ def test_a_disturbed_note_counts_the_runs_its_comparison_stands_on(flags):
             )
         else:
             assert not counted, sentence
+
+
+def test_a_pair_with_runs_shorter_than_the_log_resolves_says_so_on_the_experiment_s_noise():
+    """A cell's 0 s runs (no resolution known) are said as a pair says them, never as "no values";
+    and the pairs together are not read where one of them has none to read."""
+    rows = seed_002_innodb()
+    rows[0] = {**rows[0], "recovery_seconds": 0.0}
+    found = parameter_findings(rows, ["storage"])
+    assert not any("pairs of cells" in line for line in found), found
+    (zeros,) = [line for line in found if "at rate 200:" in line]
+    assert "1 run measured 0 or less" in zeros and "no values on one side" not in zeros, zeros

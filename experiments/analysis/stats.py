@@ -270,8 +270,10 @@ def contrast(
     that differ in one setting alone). A cell of 2 runs borrows the precision of the others."""
     cleaned = [(_clean(a), _clean(b)) for a, b in pairs]
     runs = (sum(len(a) for a, _ in cleaned), sum(len(b) for _, b in cleaned))
-    if not all(len(a) and len(b) and np.all(a > 0) and np.all(b > 0) for a, b in cleaned):
-        return Comparison(None, None, None, False, no_interval="no positive values on one side", runs=runs)
+    for sample_a, sample_b in cleaned:  # no values, or values of 0 s: said as a pair says them
+        early = _without_test(sample_a, sample_b, min_effect, pooled=True)
+        if early is not None:
+            return replace(early, runs=runs) if len(cleaned) == 1 else replace(early, ratio=None, runs=runs)
     difference = float(np.mean([np.log(b).mean() - np.log(a).mean() for a, b in cleaned]))
     error = math.sqrt(variance * sum(1 / len(a) + 1 / len(b) for a, b in cleaned)) / len(cleaned)
     ratio = _round(math.exp(difference), 4)

@@ -181,5 +181,6 @@ def _tested(request: tuple, noise: dict, spreads: dict) -> stats.Comparison | No
     values = [tuple([resolved(row)["recovery_seconds"] for row in side] for side in pair) for pair in pairs]
     pooled = noise.get((host, engine))
     if pooled is not None:
-        return stats.contrast(values, *pooled, min_effect=floor)
+        result = stats.contrast(values, *pooled, min_effect=floor)
+        return None if rest is None and result.ratio is None else result  # pairs together, or nothing
     return None if rest is None else stats.compare_many(values, [floor])[0]
