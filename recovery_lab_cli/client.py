@@ -283,6 +283,18 @@ def verdict(block: dict, threshold: float) -> tuple[str, bool]:
     return "faster", False
 
 
+def of_geometric_means(block: dict) -> str:
+    """Where the medians in the A and B columns point the other way from B/A: the geometric means
+    B/A is of, which agree with it (a 1.08x had stood beside medians of 0.327 and 0.414 s)."""
+    typical, medians, ratio = block.get("typical"), block.get("medians"), block.get("ratio")
+    if not typical or not medians or not all(medians) or not ratio:
+        return ""
+    if (medians[1] / medians[0] - 1) * (ratio - 1) >= 0:
+        return ""
+    means = f"A {typical[0]:.3g} and B {typical[1]:.3g}"
+    return f" (B/A is of geometric means, {means}; the medians point the other way)"
+
+
 def longer_text(ratio: float) -> str:
     """Which side took longer, in words: the ratio alone follows the columns' order."""
     return f"B {ratio:.2f}x as long as A" if ratio >= 1 else f"A {1 / ratio:.2f}x as long as B"
@@ -310,7 +322,7 @@ def comparison_rows(
             if not block:
                 continue
             said, regression = verdict(block, threshold)
-            said += resolution_note(block)
+            said += resolution_note(block) + of_geometric_means(block)
             if not cell.get("comparable", True):  # a recovery after another crash: another measurement
                 said, regression = "not compared: the crash plans differ", False
             elif cell.get("disturbed_runs") and not decide_disturbed and not said.startswith(UNDECIDED):

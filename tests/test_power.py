@@ -306,3 +306,32 @@ def test_a_pair_with_runs_shorter_than_the_log_resolves_says_so_on_the_experimen
     assert not any("pairs of cells" in line for line in found), found
     (zeros,) = [line for line in found if "at rate 200:" in line]
     assert "1 run measured 0 or less" in zeros and "no values on one side" not in zeros, zeros
+
+
+@QUICK
+@given(sample, sample)
+def test_a_ratio_beside_medians_that_point_the_other_way_says_what_it_is_of(a, b):
+    """Rule (issue 65, item 3): where the sides' medians point the other way from the sentence's
+    ratio (or give one 10% apart from it), the sentence prints the geometric means the ratio is
+    of, which agree with it, and the medians ("#4 took 1.08x as long as #5" had stood beside
+    medians of 0.327 and 0.414 s)."""
+    result = stats.compare(a, b).as_dict()
+    said = finding_sentence("crash recovery", "B", "A", "cell", result, subject_first=False)
+    if result["medians"] is None:
+        return
+    by_medians = result["medians"][1] / result["medians"][0]
+    if (by_medians - 1) * (result["ratio"] - 1) < 0:
+        assert "the ratio is of geometric means" in said, said
+        typical_b, typical_a = map(
+            float, re.search(r"geometric means, B ([0-9.e+-]+) and A ([0-9.e+-]+)", said).groups()
+        )
+        assert (typical_b > typical_a) == (result["ratio"] > 1) or math.isclose(
+            typical_b, typical_a, rel_tol=2e-3
+        ), said
+
+
+def test_issue_65_s_ratio_beside_medians_of_0_327_and_0_414_s():
+    result = stats.compare([0.300, 0.327, 0.52], [0.21, 0.414, 0.45]).as_dict()
+    said = finding_sentence("crash recovery", "#5", "#4", "cell", result, subject_first=False)
+    assert result["medians"] == [0.327, 0.414] and result["ratio"] < 1, result
+    assert "the medians are #5 0.414 and #4 0.327" in said, said

@@ -67,6 +67,9 @@ class Comparison:
     detectable: float | None = None
     # Where the noise is an experiment's, pooled over its cells: the degrees of freedom it has.
     pooled_df: int | None = None
+    # A's and B's typical values (geometric means: what the ratio is of) and medians, where tested
+    typical: tuple[float, float] | None = None
+    medians: tuple[float, float] | None = None
 
     @property
     def too_few(self) -> bool:
@@ -106,6 +109,8 @@ class Comparison:
             "detectable": self.detectable,
             "too_few": self.too_few,
             "pooled_df": self.pooled_df,
+            "typical": list(self.typical) if self.typical else None,
+            "medians": list(self.medians) if self.medians else None,
         }
 
 
@@ -235,6 +240,7 @@ def compare_many(
                 min_effect=floors[index],
                 runs=(size_a, size_b),
                 detectable=_detectable((high[row] - low[row]) / 2, floors[index]),
+                **_values_of(cleaned[index]),
             )
     if family:
         results = _adjusted(results)
@@ -290,7 +296,16 @@ def contrast(
         runs=runs,
         detectable=_detectable(half, min_effect),
         pooled_df=df,
+        **(_values_of(cleaned[0]) if len(cleaned) == 1 else {}),
     )
+
+
+def _values_of(pair: tuple[np.ndarray, np.ndarray]) -> dict:
+    """A tested pair's typical values (geometric means) and medians, A's first."""
+    return {
+        "typical": tuple(_round(float(np.exp(np.log(side).mean())), 4) for side in pair),
+        "medians": tuple(_round(_median(side), 4) for side in pair),
+    }
 
 
 def _detectable(half_width_log: float, min_effect: float) -> float:
