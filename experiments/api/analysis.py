@@ -98,7 +98,9 @@ class CompareView(APIView):
     adjusted over the answer's `family` of comparisons, Benjamini-Hochberg: `p_adjusted`;
     `within_family` where only that held it back) and the ratio is beyond the hosts' noise floor
     (`min_effect`; `within_floor` where only the floor held it back; `noise_floor` and
-    `aa_spreads` say what each host's floor stands on: docs/statistics.md); engines compared at
+    `aa_spreads` say what each host's floor stands on: docs/statistics.md); `detectable`, the
+    smallest ratio its runs could have called, and `too_few` where that is 2x or more; `runs`,
+    `typical` (the geometric means the ratio is of) and `medians`, A's first; engines compared at
     the same settings; slowdowns beyond the noise listed as regressions; `differences` between
     the definitions, and how far apart they ran."""
 
