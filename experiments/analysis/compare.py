@@ -231,9 +231,9 @@ def compare_experiments(
 def _disturbed_notes(per_side: dict, baseline) -> dict:
     """Per side, what its sentences add where runs of it or the baseline were disturbed, counted over
     those two sides alone (a third side's runs had made "9 of 9 runs" of a comparison of 6)."""
-    notes = {}
+    notes, per_side = {}, {str(side): rows for side, rows in per_side.items()}
     for side, rows in per_side.items():
-        pair = [*rows, *per_side.get(baseline, [])] if side != baseline else rows
+        pair = [*rows, *per_side.get(str(baseline), [])] if side != str(baseline) else rows
         disturbed = sum(bool(row.get("disturbed")) for row in pair)
         notes[str(side)] = disturbed_text(disturbed, len(pair)) if disturbed else ""
     return notes
