@@ -74,8 +74,9 @@ def servers_running() -> dict[str, str]:
         if "mariadbd" not in line:
             continue
         for name in NAMES:
-            if f"{settings.RUNNER_WORK_DIR}/{name}/" in line:
-                found[name] = net_namespace(int(entry))
+            namespace = net_namespace(int(entry))
+            if f"{settings.RUNNER_WORK_DIR}/{name}/" in line and namespace:  # "": it ended meanwhile
+                found[name] = namespace
     return found
 
 
