@@ -335,3 +335,10 @@ def test_issue_65_s_ratio_beside_medians_of_0_327_and_0_414_s():
     said = finding_sentence("crash recovery", "#5", "#4", "cell", result, subject_first=False)
     assert result["medians"] == [0.327, 0.414] and result["ratio"] < 1, result
     assert "the medians are #5 0.414 and #4 0.327" in said, said
+
+
+def test_a_cell_of_one_run_on_the_experiment_s_noise_is_said_in_the_singular():
+    """With an experiment's pooled noise a cell of one run is compared: "with 1 run a side"."""
+    result = stats.compare_many([([1.0], [1.1])], noise=[(0.04, 6)])[0].as_dict()
+    said = finding_sentence("crash recovery", "B", "A", "cell", result, subject_first=False)
+    assert "with 1 run a side and the spread of the experiment's cells together" in said, said

@@ -5,7 +5,7 @@ recovery. Plain dicts in (compare.py's metric blocks), sentences out."""
 import math
 
 from experiments.metrics import moved_beyond_a_record
-from recovery_lab_cli.units import binary_bytes, resolution_note
+from recovery_lab_cli.units import binary_bytes, counted, resolution_note
 
 # metric -> (what it is in a sentence, less is better)
 COMPARED_METRICS = {
@@ -171,7 +171,11 @@ def could_call(result: dict) -> str:
     detectable, runs = result.get("detectable"), result.get("runs") or (0, 0)
     if not detectable or not all(runs):
         return ""
-    sides = f"{runs[0]} runs a side" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
+    sides = (
+        f"{counted(runs[0], 'run')} a side"
+        if runs[0] == runs[1]
+        else f"{runs[0]} and {counted(runs[1], 'run')}"
+    )
     floor = result.get("min_effect") or 1.0
     if detectable <= floor:
         return (
