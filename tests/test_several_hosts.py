@@ -74,9 +74,8 @@ def servers_running() -> dict[str, str]:
         if "mariadbd" not in line:
             continue
         for name in NAMES:
-            namespace = net_namespace(int(entry))
-            if f"{settings.RUNNER_WORK_DIR}/{name}/" in line and namespace:  # "": it ended meanwhile
-                found[name] = namespace
+            if f"{settings.RUNNER_WORK_DIR}/{name}/" in line and (namespace := net_namespace(int(entry))):
+                found[name] = namespace  # none ("") where it ended meanwhile
     return found
 
 

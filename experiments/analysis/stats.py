@@ -221,7 +221,7 @@ def compare_many(
         if early is not None:
             results[index] = replace(early, runs=(len(sample_a), len(sample_b)))
         elif pooled is not None:
-            results[index] = _pooled_test(sample_a, sample_b, floors[index], *pooled)
+            results[index] = contrast([(sample_a, sample_b)], *pooled, floors[index])
         else:
             batches.setdefault((len(sample_a), len(sample_b)), []).append(index)
     for (size_a, size_b), indices in batches.items():
@@ -259,12 +259,6 @@ def pooled_noise(samples: Sequence[Sequence[float | None]]) -> tuple[float, int]
             squares += float(np.sum((logs - logs.mean()) ** 2))
             df += len(sample) - 1
     return (squares / df, df) if df else None
-
-
-def _pooled_test(
-    sample_a: np.ndarray, sample_b: np.ndarray, min_effect: float, variance: float, df: int
-) -> Comparison:
-    return contrast([(sample_a, sample_b)], variance, df, min_effect)
 
 
 def contrast(
